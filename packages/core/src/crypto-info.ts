@@ -1,0 +1,6 @@
+import { backend } from '#crypto'
+
+/** Which HMAC implementation this runtime loaded: `'node'` (node:crypto) or `'web'` (Web Crypto). */
+export function cryptoBackendName(): 'node' | 'web' {
+  return backend.name
+}

@@ -1,0 +1,85 @@
+/**
+ * Typed errors of @email-webhooks/core. Every error carries a stable `code` and the HTTP
+ * `status` the receiver answers with. Messages say what to check and never contain the
+ * secret, a signature or the request body.
+ */
+
+/** Codes of requests that are refused before any handler runs. */
+export type WebhookVerificationErrorCode =
+  | 'missing_header'
+  | 'duplicate_header'
+  | 'malformed_id'
+  | 'malformed_timestamp'
+  | 'malformed_signature'
+  | 'timestamp_too_old'
+  | 'timestamp_too_new'
+  | 'signature_mismatch'
+  | 'invalid_body'
+  | 'invalid_envelope'
+  | 'body_too_large'
+
+const VERIFICATION_STATUS: Record<WebhookVerificationErrorCode, 400 | 401 | 413> = {
+  missing_header: 401,
+  duplicate_header: 401,
+  malformed_id: 401,
+  malformed_timestamp: 401,
+  malformed_signature: 401,
+  timestamp_too_old: 401,
+  timestamp_too_new: 401,
+  signature_mismatch: 401,
+  invalid_body: 401,
+  invalid_envelope: 400,
+  body_too_large: 413,
+}
+
+/**
+ * A delivery was refused: its headers, signature, timestamp or body are not those of an
+ * authentic, fresh event. `status` is 401 for verification failures, 400 for a signed body
+ * that is not a valid event envelope, and 413 for a body over the size limit.
+ */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError'
+  readonly code: WebhookVerificationErrorCode
+  readonly status: 400 | 401 | 413
+
+  constructor(code: WebhookVerificationErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+    this.status = VERIFICATION_STATUS[code]
+  }
+}
+
+/** Codes of deliveries that were authentic but could not be handled now; the sender retries them. */
+export type WebhookHandlingErrorCode =
+  | 'handler_failed'
+  | 'handler_timeout'
+  | 'store_unavailable'
+  | 'in_flight'
+  | 'lease_lost'
+  | 'raw_body_unavailable'
+
+const HANDLING_STATUS: Record<WebhookHandlingErrorCode, 409 | 500 | 503> = {
+  handler_failed: 500,
+  handler_timeout: 503,
+  store_unavailable: 503,
+  in_flight: 409,
+  lease_lost: 409,
+  raw_body_unavailable: 500,
+}
+
+/**
+ * An authentic delivery could not be handled now: a handler threw or ran out of time, the
+ * dedup store failed, or another worker holds the event. The answer is non-2xx, so the
+ * sender retries; the original failure is kept as `cause`.
+ */
+export class WebhookHandlingError extends Error {
+  override readonly name = 'WebhookHandlingError'
+  readonly code: WebhookHandlingErrorCode
+  readonly status: 409 | 500 | 503
+
+  constructor(code: WebhookHandlingErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+    this.status = HANDLING_STATUS[code]
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The web-standard handler: `(request: Request) => Promise<Response>`, for Bun.serve,
+ * Deno.serve, Cloudflare Workers and Next.js route handlers.
+ */
+import { WebhookVerificationError } from './errors.js'
+import {
+  bodyTooLargeError,
+  createReceiver,
+  type EmailEventHandlers,
+  type HandlerContext,
+  type Receiver,
+  type ReceiverResponse,
+  type WebhookOptions,
+} from './receiver.js'
+import type { WebhookSecret } from './secret.js'
+
+/** Extra handler context of the fetch handler: the incoming `Request`. */
+export interface FetchHandlerContext {
+  request: Request
+}
+
+/**
+ * Reads a web stream into one buffer, refusing (and cancelling the stream) past `maxBytes`.
+ * @throws {WebhookVerificationError} `body_too_large`.
+ */
+export async function readBodyWithLimit(stream: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
+  if (!stream) return new Uint8Array(0)
+  const reader = stream.getReader()
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {})
+      throw bodyTooLargeError(maxBytes)
+    }
+    chunks.push(value)
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array
+  const out = new Uint8Array(total)
+  let offset = 0
+  for (const chunk of chunks) {
+    out.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return out
+}
+
+/** Turns a receiver answer into a `Response`. */
+export function toResponse(answer: ReceiverResponse): Response {
+  return new Response(answer.body, { status: answer.status, headers: answer.headers })
+}
+
+const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } })
+
+/**
+ * Answers web-standard requests with the full pipeline.
+ *
+ * @param secret The endpoint secret, or several during rotation.
+ * @param handlers Handlers keyed by email event type.
+ * @param options See {@link WebhookOptions}; `store` defaults to SQLite on Node, memory elsewhere.
+ * @returns `(request: Request) => Promise<Response>`.
+ * @throws {TypeError} when the secret or an option is invalid.
+ * @example
+ * const handle = emailWebhook(process.env.EMAIL_WEBHOOK_SECRET!, { 'email.bounced': (e) => markBounced(e.data.id) })
+ * Bun.serve({ fetch: handle })
+ */
+export function emailWebhook(
+  secret: WebhookSecret,
+  handlers: EmailEventHandlers<HandlerContext & FetchHandlerContext> = {},
+  options: WebhookOptions<HandlerContext & FetchHandlerContext> = {},
+): (request: Request) => Promise<Response> {
+  const receiver: Receiver<FetchHandlerContext> = createReceiver<FetchHandlerContext>({ ...options, secret, handlers })
+  const { maxBodyBytes } = receiver
+  return async function emailWebhookFetchHandler(request: Request): Promise<Response> {
+    if (request.method !== 'POST') {
+      return new Response(METHOD_NOT_ALLOWED, { status: 405, headers: { 'content-type': 'application/json', allow: 'POST' } })
+    }
+    const declared = Number(request.headers.get('content-length'))
+    let body: Uint8Array
+    try {
+      if (declared > maxBodyBytes) throw bodyTooLargeError(maxBodyBytes)
+      body = await readBodyWithLimit(request.body, maxBodyBytes)
+    } catch (error) {
+      if (!(error instanceof WebhookVerificationError)) throw error
+      await request.body?.cancel().catch(() => {})
+      return toResponse(receiver.refuse(error))
+    }
+    return toResponse(await receiver.receive({ headers: request.headers, body, context: { request } }))
+  }
+}

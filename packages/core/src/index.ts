@@ -1,0 +1,55 @@
+/**
+ * @email-webhooks/core: receive the email service's webhooks correctly. Verification,
+ * typed events, the receiver pipeline with durable dedup, and the web-standard handler.
+ */
+
+export { cryptoBackendName } from './crypto-info.js'
+export {
+  WebhookHandlingError,
+  type WebhookHandlingErrorCode,
+  WebhookVerificationError,
+  type WebhookVerificationErrorCode,
+} from './errors.js'
+export {
+  EMAIL_EVENT_TYPES,
+  type EmailEvent,
+  type EmailEventData,
+  type EmailEventOf,
+  type EmailEventType,
+  isEmailEvent,
+  isEmailEventType,
+  parseEnvelope,
+  type WebhookEvent,
+} from './events.js'
+export { emailWebhook, type FetchHandlerContext, readBodyWithLimit, toResponse } from './fetch.js'
+export { HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP, type WebhookHeaders } from './headers.js'
+export {
+  createReceiver,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_NAMESPACE,
+  DEFAULT_RETENTION_MS,
+  DEFAULT_STORE_TIMEOUT_MS,
+  type EmailEventHandler,
+  type EmailEventHandlers,
+  type ErrorInfo,
+  type HandlerContext,
+  type ReceiveInput,
+  type ReceiveOutcome,
+  type Receiver,
+  type ReceiverOptions,
+  type ReceiverResponse,
+  type WebhookEventHandler,
+  type WebhookOptions,
+} from './receiver.js'
+export { assertValidSecrets, type WebhookSecret } from './secret.js'
+export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.js'
+export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory.js'
+export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  type VerifiedWebhook,
+  type VerifyWebhookInput,
+  verifyWebhook,
+  type WebhookBody,
+} from './verify.js'

@@ -1,0 +1,198 @@
+/**
+ * `SqliteDedupStore`: durable dedup in one SQLite file through better-sqlite3 (an optional
+ * peer dependency, loaded only by this module). WAL, `synchronous=FULL` by default, one
+ * prepared atomic upsert per claim, token-fenced complete/release, a bounded WAL and
+ * expired rows purged in small batches. Several processes may share one file.
+ */
+import { createRequire } from 'node:module'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
+
+const PACKAGE = '[@email-webhooks/core/sqlite]'
+export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
+const PURGE_EVERY_CLAIMS = 1_000
+const PURGE_BATCH_ROWS = 500
+const CLAIM_ATTEMPTS = 3
+const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Options of {@link SqliteDedupStore}. */
+export interface SqliteDedupStoreOptions {
+  /** Database file; created with its folder's permission if missing. `':memory:'` is not durable. */
+  path: string
+  /** `'full'` (default) fsyncs every commit: survives power loss. `'normal'` survives a process crash only. */
+  durability?: 'full' | 'normal'
+  /** How long a write waits for another process's lock; default 5,000 ms. */
+  busyTimeoutMs?: number
+  /** Table name; default `email_webhook_dedup`. */
+  table?: string
+  /** Clock in milliseconds; default `Date.now`. For tests. */
+  now?: () => number
+}
+
+interface Statement {
+  run(...params: unknown[]): { changes: number }
+  all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
+}
+interface Database {
+  pragma(source: string, options?: { simple?: boolean }): unknown
+  exec(source: string): unknown
+  prepare(source: string): Statement
+  close(): unknown
+}
+type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
+
+let driver: DatabaseConstructor | undefined
+
+function loadDriver(): DatabaseConstructor {
+  if (driver) return driver
+  try {
+    const require = createRequire(import.meta.url)
+    driver = require('better-sqlite3') as DatabaseConstructor
+    return driver
+  } catch (cause) {
+    throw new Error(
+      `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (version 11 or 12). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
+      { cause },
+    )
+  }
+}
+
+/**
+ * Dedup store in a SQLite file.
+ * @throws {Error} when better-sqlite3 is missing or the file cannot be opened.
+ * @example
+ * const store = new SqliteDedupStore({ path: './data/webhooks.db' })
+ */
+export class SqliteDedupStore implements DedupStore {
+  readonly #db: Database
+  readonly #now: () => number
+  readonly #claim: Statement
+  readonly #inspect: Statement
+  readonly #complete: Statement
+  readonly #release: Statement
+  readonly #purge: Statement
+  #claimsSincePurge = 0
+  #closed = false
+
+  constructor(options: SqliteDedupStoreOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path.length === 0) {
+      throw new TypeError(`${PACKAGE} SqliteDedupStore needs { path }: the database file to use.`)
+    }
+    const durability = options.durability ?? 'full'
+    if (durability !== 'full' && durability !== 'normal') throw new TypeError(`${PACKAGE} durability must be 'full' or 'normal'.`)
+    const table = options.table ?? DEFAULT_SQLITE_TABLE
+    if (!TABLE_NAME_PATTERN.test(table)) throw new TypeError(`${PACKAGE} table must be a plain SQL identifier (letters, digits, _).`)
+    this.#now = options.now ?? Date.now
+    const Driver = loadDriver()
+    this.#db = new Driver(options.path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
+    try {
+      this.#db.pragma('journal_mode = WAL')
+      this.#db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`)
+      this.#db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
+      this.#db.exec(`
+        CREATE TABLE IF NOT EXISTS ${table} (
+          key TEXT PRIMARY KEY NOT NULL,
+          done INTEGER NOT NULL,
+          token TEXT,
+          attempt INTEGER NOT NULL,
+          expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
+      `)
+      // One atomic statement decides ownership: insert a new key, or take over one whose lease
+      // or retention has expired. RETURNING is read with .all() so the statement never stays
+      // open (an open statement blocks WAL checkpoints).
+      this.#claim = this.#db.prepare(`
+        INSERT INTO ${table} (key, done, token, attempt, expires_at) VALUES (@key, 0, @token, 1, @now + @ms)
+        ON CONFLICT (key) DO UPDATE SET
+          attempt = CASE WHEN done = 1 THEN 1 ELSE attempt + 1 END,
+          done = 0, token = excluded.token, expires_at = excluded.expires_at
+        WHERE expires_at <= @now
+        RETURNING attempt`)
+      this.#inspect = this.#db.prepare(`SELECT done, expires_at FROM ${table} WHERE key = @key`)
+      this.#complete = this.#db.prepare(
+        `UPDATE ${table} SET done = 1, token = NULL, expires_at = @now + @ms WHERE key = @key AND token = @token AND done = 0`,
+      )
+      this.#release = this.#db.prepare(`UPDATE ${table} SET token = NULL, expires_at = 0 WHERE key = @key AND token = @token AND done = 0`)
+      this.#purge = this.#db.prepare(
+        `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table} WHERE expires_at <= @now LIMIT ${PURGE_BATCH_ROWS})`,
+      )
+    } catch (error) {
+      this.#db.close()
+      throw error
+    }
+  }
+
+  claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    try {
+      return Promise.resolve(this.#claimSync(key, opts))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  #claimSync(key: string, opts: ClaimOptions): ClaimResult {
+    this.#assertOpen()
+    if (++this.#claimsSincePurge >= PURGE_EVERY_CLAIMS) {
+      this.#claimsSincePurge = 0
+      this.purgeExpired()
+    }
+    for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
+      const now = this.#now()
+      const token = crypto.randomUUID()
+      const rows = this.#claim.all({ key, token, now, ms: opts.leaseMs }) as { attempt: number }[]
+      const row = rows[0]
+      if (row) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+      const held = this.#inspect.get({ key }) as { done: number; expires_at: number } | undefined
+      // The holder may have released, or a purge removed the row, between the two statements: claim again.
+      if (!held || held.expires_at <= now) continue
+      if (held.done === 1) return { status: 'duplicate' }
+      return { status: 'in_flight', retryAfterMs: Math.max(1, held.expires_at - now) }
+    }
+    return { status: 'in_flight', retryAfterMs: 1 }
+  }
+
+  complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    try {
+      this.#assertOpen()
+      return Promise.resolve(
+        this.#complete.run({ key: claim.key, token: claim.token, now: this.#now(), ms: opts.retentionMs }).changes === 1,
+      )
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  release(claim: Claim): Promise<boolean> {
+    try {
+      this.#assertOpen()
+      return Promise.resolve(this.#release.run({ key: claim.key, token: claim.token }).changes === 1)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** Deletes up to one batch of expired rows; returns how many went. Runs by itself every 1,000 claims. */
+  purgeExpired(): number {
+    this.#assertOpen()
+    return this.#purge.run({ now: this.#now() }).changes
+  }
+
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true
+      try {
+        this.#db.pragma('wal_checkpoint(TRUNCATE)')
+      } finally {
+        this.#db.close()
+      }
+    }
+    return Promise.resolve()
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error(`${PACKAGE} this SqliteDedupStore was closed.`)
+  }
+}

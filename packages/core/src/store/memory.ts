@@ -1,0 +1,113 @@
+/**
+ * An in-process dedup store. NOT durable: a restart forgets every event, so retries after a
+ * restart run handlers again. For tests and single short-lived processes; use the SQLite
+ * store (or a shared one) in production.
+ */
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './types.js'
+
+/** Default number of keys kept before the oldest completed ones are evicted. */
+export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000
+
+/** Options of {@link MemoryDedupStore}. */
+export interface MemoryDedupStoreOptions {
+  /** Most keys kept; when full, expired then oldest completed keys are evicted. Default 100,000. */
+  maxKeys?: number
+  /** Clock in milliseconds; default `Date.now`. */
+  now?: () => number
+}
+
+interface Entry {
+  done: boolean
+  /** null once completed or released, so no token (not even an empty one) matches. */
+  token: string | null
+  attempt: number
+  expiresAt: number
+}
+
+/**
+ * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time.
+ * @example
+ * const store = new MemoryDedupStore({ maxKeys: 10_000 })
+ */
+export class MemoryDedupStore implements DedupStore {
+  readonly #entries = new Map<string, Entry>()
+  readonly #maxKeys: number
+  readonly #now: () => number
+
+  constructor(options: MemoryDedupStoreOptions = {}) {
+    const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new TypeError('[@email-webhooks/core] MemoryDedupStore maxKeys must be a whole number ≥ 1.')
+    }
+    this.#maxKeys = maxKeys
+    this.#now = options.now ?? Date.now
+  }
+
+  /** Number of keys currently held (including expired ones not yet evicted). */
+  get size(): number {
+    return this.#entries.size
+  }
+
+  claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    const now = this.#now()
+    const entry = this.#entries.get(key)
+    if (entry && entry.expiresAt > now) {
+      return Promise.resolve(entry.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: entry.expiresAt - now })
+    }
+    const attempt = entry && !entry.done ? entry.attempt + 1 : 1
+    if (entry) this.#entries.delete(key)
+    else if (this.#entries.size >= this.#maxKeys && !this.#evict(now)) {
+      return Promise.reject(
+        new Error(
+          `[@email-webhooks/core] MemoryDedupStore is full (${this.#maxKeys} keys, none expired or completed). Raise maxKeys or use a durable store.`,
+        ),
+      )
+    }
+    const token = crypto.randomUUID()
+    this.#entries.set(key, { done: false, token, attempt, expiresAt: now + opts.leaseMs })
+    return Promise.resolve({ status: 'acquired', claim: { key, token, attempt } })
+  }
+
+  complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    const entry = this.#entries.get(claim.key)
+    if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
+    entry.done = true
+    entry.token = null
+    entry.expiresAt = this.#now() + opts.retentionMs
+    return Promise.resolve(true)
+  }
+
+  release(claim: Claim): Promise<boolean> {
+    const entry = this.#entries.get(claim.key)
+    if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
+    entry.token = null
+    entry.expiresAt = 0
+    return Promise.resolve(true)
+  }
+
+  close(): Promise<void> {
+    this.#entries.clear()
+    return Promise.resolve()
+  }
+
+  /** Frees room: all expired keys, else the oldest completed key. False when only live claims remain. */
+  #evict(now: number): boolean {
+    let freed = false
+    for (const [key, entry] of this.#entries) {
+      if (entry.expiresAt <= now) {
+        this.#entries.delete(key)
+        freed = true
+      }
+    }
+    if (freed) return true
+    // Evict a batch of the oldest completed keys so that a full store does not scan on every claim.
+    let budget = Math.max(1, Math.floor(this.#maxKeys / 100))
+    for (const [key, entry] of this.#entries) {
+      if (!entry.done) continue
+      this.#entries.delete(key)
+      freed = true
+      if (--budget === 0) break
+    }
+    return freed
+  }
+}

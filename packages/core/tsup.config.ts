@@ -1,0 +1,25 @@
+import type { Options } from 'tsup'
+
+const config: Options = {
+  entry: {
+    index: 'src/index.ts',
+    sqlite: 'src/sqlite.ts',
+    testing: 'src/testing/index.ts',
+    'crypto-node': 'src/crypto/node.ts',
+    'crypto-web': 'src/crypto/web.ts',
+    'default-store-node': 'src/default-store-node.ts',
+    'default-store-web': 'src/default-store-web.ts',
+  },
+  format: ['esm', 'cjs'],
+  dts: { entry: { index: 'src/index.ts', sqlite: 'src/sqlite.ts', testing: 'src/testing/index.ts' } },
+  target: 'node20',
+  platform: 'neutral',
+  splitting: false,
+  shims: true,
+  removeNodeProtocol: false,
+  clean: false,
+  sourcemap: false,
+  external: ['#crypto', '#default-store', '@email-webhooks/core', '@email-webhooks/core/sqlite', 'better-sqlite3', /^node:/],
+}
+
+export default config
