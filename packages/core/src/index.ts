@@ -3,6 +3,7 @@
  * typed events, the receiver pipeline with durable dedup, and the web-standard handler.
  */
 
+export { declaredLengthExceeds } from './body.js'
 export { cryptoBackendName } from './crypto-info.js'
 export {
   WebhookHandlingError,
@@ -30,6 +31,7 @@ export {
   DEFAULT_NAMESPACE,
   DEFAULT_RETENTION_MS,
   DEFAULT_STORE_TIMEOUT_MS,
+  bodyTooLargeError,
   type EmailEventHandler,
   type EmailEventHandlers,
   type ErrorInfo,
