@@ -1,0 +1,25 @@
+// The application code under test: handlers that a user wrote, mounted on Express and Hono.
+import { emailWebhook as expressWebhook } from '@email-webhooks/express'
+import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
+import express from 'express'
+import { Hono } from 'hono'
+
+/** Handlers that keep a suppression list: complaints and bounces stop future mail. */
+export function suppressionHandlers(suppressed) {
+  return {
+    'email.bounced': (event) => void suppressed.add(event.data.id),
+    'email.complained': (event) => void suppressed.add(event.data.id),
+  }
+}
+
+export function createExpressApp({ secret, store, suppressed }) {
+  const app = express()
+  app.post('/hooks', expressWebhook(secret, suppressionHandlers(suppressed), { store }))
+  return app
+}
+
+export function createHonoApp({ secret, store, suppressed }) {
+  const app = new Hono()
+  app.post('/hooks', honoWebhook(secret, suppressionHandlers(suppressed), { store }))
+  return app
+}

@@ -1,0 +1,46 @@
+// How a user unit-tests their own webhook handlers: signed fixtures from
+// @email-webhooks/core/testing, sent with supertest (Express) and app.request() (Hono).
+import { MemoryDedupStore } from '@email-webhooks/core'
+import { createSignedDelivery, createTestClock, eventFixtures, TEST_SECRET } from '@email-webhooks/core/testing'
+import request from 'supertest'
+import { describe, expect, it } from 'vitest'
+import { createExpressApp, createHonoApp } from '../src/handlers.js'
+
+describe('my suppression handlers (Express, supertest)', () => {
+  it('suppresses the recipient of a bounced email', async () => {
+    const suppressed = new Set<string>()
+    const app = createExpressApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
+    const { headers, body, event } = await createSignedDelivery({ event: eventFixtures['email.bounced'] })
+    const res = await request(app).post('/hooks').set(headers).send(body)
+    expect(res.status).toBe(200)
+    expect(suppressed.has(event.data.id as string)).toBe(true)
+  })
+
+  it('ignores a queued email', async () => {
+    const suppressed = new Set<string>()
+    const app = createExpressApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
+    const { headers, body } = await createSignedDelivery({ type: 'email.queued' })
+    expect((await request(app).post('/hooks').set(headers).send(body)).status).toBe(200)
+    expect(suppressed.size).toBe(0)
+  })
+})
+
+describe('my suppression handlers (Hono, app.request)', () => {
+  it('suppresses the recipient of a complaint', async () => {
+    const suppressed = new Set<string>()
+    const app = createHonoApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
+    const { headers, body, event } = await createSignedDelivery({ type: 'email.complained' })
+    const res = await app.request('/hooks', { method: 'POST', headers, body })
+    expect(res.status).toBe(200)
+    expect([...suppressed]).toEqual([event.data.id])
+  })
+
+  it('refuses a delivery signed 6 minutes ago (controllable clock)', async () => {
+    const clock = createTestClock()
+    const app = createHonoApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed: new Set() })
+    const { headers, body } = await createSignedDelivery({ type: 'email.bounced', timestamp: clock.nowSeconds() - 360 })
+    const res = await app.request('/hooks', { method: 'POST', headers, body })
+    expect(res.status).toBe(401)
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('timestamp_too_old')
+  })
+})
