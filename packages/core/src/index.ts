@@ -25,13 +25,13 @@ export {
 export { emailWebhook, type FetchHandlerContext, readBodyWithLimit, toResponse } from './fetch.js'
 export { HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP, type WebhookHeaders } from './headers.js'
 export {
+  bodyTooLargeError,
   createReceiver,
   DEFAULT_LEASE_MS,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_NAMESPACE,
   DEFAULT_RETENTION_MS,
   DEFAULT_STORE_TIMEOUT_MS,
-  bodyTooLargeError,
   type EmailEventHandler,
   type EmailEventHandlers,
   type ErrorInfo,
