@@ -15,7 +15,7 @@ import request from 'supertest'
 
 export interface Delivery {
   headers: Record<string, string>
-  body: string | Uint8Array
+  body: string | Uint8Array<ArrayBuffer>
 }
 
 export interface Answer {
