@@ -82,7 +82,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * const event = parseEnvelope(bytes, verified.id)
  */
 export function parseEnvelope(body: string | Uint8Array | ArrayBuffer, expectedId: string): WebhookEvent {
-  const text = typeof body === 'string' ? body : decoder.decode(body)
+  // The decoder drops a leading BOM from bytes; a string body may still carry one.
+  const text = typeof body === 'string' ? (body.charCodeAt(0) === 0xfeff ? body.slice(1) : body) : decoder.decode(body)
   let value: unknown
   try {
     value = JSON.parse(text)

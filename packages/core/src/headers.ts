@@ -21,25 +21,40 @@ function isHeadersLike(headers: unknown): headers is { get(name: string): string
   return typeof (headers as { get?: unknown }).get === 'function'
 }
 
-function single(name: string, value: unknown): string {
-  if (value === undefined || value === null) {
-    throw new WebhookVerificationError(
-      'missing_header',
-      `The ${name} header is missing. Webhook deliveries carry webhook-id, webhook-timestamp and webhook-signature; check that a proxy does not strip them.`,
-    )
-  }
-  if (typeof value !== 'string') {
+const MALFORMED_CODE = {
+  [HEADER_ID]: 'malformed_id',
+  [HEADER_TIMESTAMP]: 'malformed_timestamp',
+  [HEADER_SIGNATURE]: 'malformed_signature',
+} as const
+
+function missing(name: string): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'missing_header',
+    `The ${name} header is missing. Webhook deliveries carry webhook-id, webhook-timestamp and webhook-signature; check that a proxy does not strip them.`,
+  )
+}
+
+function single(name: typeof HEADER_ID | typeof HEADER_TIMESTAMP | typeof HEADER_SIGNATURE, value: unknown): string {
+  if (typeof value === 'string') return value
+  if (value === undefined || value === null) throw missing(name)
+  if (Array.isArray(value)) {
+    // Node's `req.headersDistinct` gives every header as a list: one entry is one header.
+    if (value.length === 1 && typeof value[0] === 'string') return value[0]
+    if (value.length === 0) throw missing(name)
     throw new WebhookVerificationError(
       'duplicate_header',
       `The ${name} header was sent more than once; a delivery carries each webhook header exactly once.`,
     )
   }
-  return value
+  throw new WebhookVerificationError(
+    MALFORMED_CODE[name],
+    `The ${name} header value is not text (got ${typeof value}); pass the request headers as received.`,
+  )
 }
 
 /**
  * Returns the raw text of the three webhook headers.
- * @throws {WebhookVerificationError} `missing_header` or `duplicate_header`.
+ * @throws {WebhookVerificationError} `missing_header`, `duplicate_header`, or the header's `malformed_*` code for a value that is not text.
  */
 export function readWebhookHeaders(headers: WebhookHeaders): WebhookHeaderValues {
   if (headers === null || typeof headers !== 'object') {

@@ -40,10 +40,11 @@ export function assertValidSecrets(secret: unknown): asserts secret is WebhookSe
     if (secret.length === 0) {
       throw new TypeError(`${PACKAGE} secret is an empty list. Give at least one endpoint secret.`)
     }
-    secret.forEach((one, index) => {
-      const problem = describeSecretProblem(one, `secret[${index}]`)
+    // An index loop, not forEach: a hole in a sparse array must be refused, not skipped.
+    for (let index = 0; index < secret.length; index++) {
+      const problem = describeSecretProblem(secret[index], `secret[${index}]`)
       if (problem) throw new TypeError(`${PACKAGE} ${problem}`)
-    })
+    }
     return
   }
   const problem = describeSecretProblem(secret, 'secret')

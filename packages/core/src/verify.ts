@@ -137,7 +137,14 @@ async function verifyPrepared(
   }
 
   const timestamp = Number(timestampText)
-  const age = Math.floor(now() / 1000) - timestamp
+  const nowMs = now()
+  // Fail closed: with NaN every window comparison is false and any timestamp would pass.
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
+    throw new TypeError(
+      `[@email-webhooks/core] now() must return milliseconds since the epoch (like Date.now), got ${typeof nowMs === 'number' ? nowMs : typeof nowMs}.`,
+    )
+  }
+  const age = Math.floor(nowMs / 1000) - timestamp
   if (age > tolerance) {
     throw new WebhookVerificationError(
       'timestamp_too_old',

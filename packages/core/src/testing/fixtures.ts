@@ -134,9 +134,10 @@ function without(headers: Record<string, string>, name: string): Record<string, 
 }
 
 /**
- * Every fixture delivery: one valid delivery per email type and for an unknown type, then
- * each rejection case (tampered body, wrong secret, stale, future, each header missing or
- * malformed, unsigned-JSON problems). Verify them with the same `secret` and `now`.
+ * Every fixture delivery: one valid delivery per email type and for an unknown type, the
+ * accepted edge cases (exactly ±300 s, upper-case hex), then each rejection case (tampered
+ * body, wrong secret, stale, future, each header missing or malformed, signed bodies that are
+ * not an envelope). Verify them with the same `secret` and `now`.
  */
 export async function createFixtureDeliveries(options: FixtureDeliveriesOptions = {}): Promise<FixtureDelivery[]> {
   const secret = options.secret ?? TEST_SECRET
@@ -162,6 +163,24 @@ export async function createFixtureDeliveries(options: FixtureDeliveriesOptions 
 
   const base = eventFixtures['email.bounced']
   const good = await sign(base)
+  const accept = (name: string, description: string, headers: Record<string, string>, body: string, type: string) =>
+    out.push({ name, description, headers, body, expected: { status: 200, type } })
+  {
+    const event = { ...base, id: fixtureUuid(0, 101) }
+    const { headers, body } = await sign(event, now - 300)
+    accept('boundary_300s_old', 'Signed exactly 300 s before now: still inside the window.', headers, body, event.type)
+  }
+  {
+    const event = { ...base, id: fixtureUuid(0, 102) }
+    const { headers, body } = await sign(event, now + 300)
+    accept('boundary_300s_future', 'Signed exactly 300 s after now: still inside the window.', headers, body, event.type)
+  }
+  {
+    const event = { ...base, id: fixtureUuid(0, 103) }
+    const { headers, body } = await sign(event)
+    const upper = { ...headers, 'webhook-signature': (headers['webhook-signature'] as string).toUpperCase() }
+    accept('valid_uppercase_signature', 'The signature in upper-case hex decodes to the same MAC.', upper, body, event.type)
+  }
   const reject = (
     name: string,
     description: string,
@@ -206,6 +225,20 @@ export async function createFixtureDeliveries(options: FixtureDeliveriesOptions 
     'malformed_signature',
   )
   reject(
+    'malformed_signature_long',
+    'The signature has 65 hex characters.',
+    { ...good.headers, 'webhook-signature': `${good.headers['webhook-signature']}0` },
+    good.body,
+    'malformed_signature',
+  )
+  reject(
+    'malformed_signature_non_hex',
+    'The signature has 64 characters, one of them not hexadecimal.',
+    { ...good.headers, 'webhook-signature': `g${(good.headers['webhook-signature'] as string).slice(1)}` },
+    good.body,
+    'malformed_signature',
+  )
+  reject(
     'malformed_signature_prefixed',
     'The signature carries a "v1," prefix.',
     { ...good.headers, 'webhook-signature': `v1,${good.headers['webhook-signature']}` },
@@ -222,6 +255,19 @@ export async function createFixtureDeliveries(options: FixtureDeliveriesOptions 
     reject(
       'id_mismatch',
       'Correctly signed, but the envelope id differs from webhook-id.',
+      signed.headers,
+      signed.body,
+      'invalid_envelope',
+      400,
+    )
+  }
+  {
+    const id = fixtureUuid(0, 202)
+    const body = JSON.stringify({ id, type: 'email.bounced', created_at: FIXTURE_CREATED_AT, data: {} })
+    const signed = await signWebhook({ secret, body, id, timestamp: now })
+    reject(
+      'known_type_without_data_id',
+      'Correctly signed, but an email event whose data has no string id.',
       signed.headers,
       signed.body,
       'invalid_envelope',
