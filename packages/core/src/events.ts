@@ -87,8 +87,10 @@ export function parseEnvelope(body: string | Uint8Array | ArrayBuffer, expectedI
   let value: unknown
   try {
     value = JSON.parse(text)
-  } catch (error) {
-    throw invalid('The signed body is not valid JSON; an event envelope { id, type, created_at, data } was expected.', error)
+  } catch {
+    // The SyntaxError is not kept as cause: V8 quotes the body in its message, and nothing we
+    // return or report may contain the body.
+    throw invalid('The signed body is not valid JSON; an event envelope { id, type, created_at, data } was expected.')
   }
   if (!isPlainObject(value))
     throw invalid('The signed body is not a JSON object; an event envelope { id, type, created_at, data } was expected.')

@@ -77,7 +77,7 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   leaseMs?: number
   /** How long handled events are remembered; default 7 days in ms. */
   retentionMs?: number
-  /** When `ctx.signal` aborts and the claim is released; default 80% of `leaseMs`. Must be below it. */
+  /** When `ctx.signal` aborts and the claim is released, counted from the claim; default 80% of `leaseMs`. Must be below it. */
   handlerTimeoutMs?: number
   /** Longest wait for one store call before answering 503; default 5,000 ms. */
   storeTimeoutMs?: number
@@ -274,17 +274,26 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     return false
   }
 
-  async function dispatch(event: WebhookEvent, ctx: HandlerContext & Extra, controller: AbortController): Promise<boolean> {
+  /** Runs the handlers; `claimedAt` (performance.now() before the claim was sent) starts the deadline, as the lease may have. */
+  async function dispatch(
+    event: WebhookEvent,
+    ctx: HandlerContext & Extra,
+    controller: AbortController,
+    claimedAt: number,
+  ): Promise<boolean> {
     let timer: ReturnType<typeof setTimeout> | undefined
     const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new WebhookHandlingError(
-          'handler_timeout',
-          `The handler for ${event.type} did not finish within handlerTimeoutMs (${handlerTimeoutMs} ms); ctx.signal was aborted and the event will be retried. Make the handler faster or move slow work to a queue.`,
-        )
-        controller.abort(error)
-        reject(error)
-      }, handlerTimeoutMs)
+      timer = setTimeout(
+        () => {
+          const error = new WebhookHandlingError(
+            'handler_timeout',
+            `The handler for ${event.type} did not finish within handlerTimeoutMs (${handlerTimeoutMs} ms); ctx.signal was aborted and the event will be retried. Make the handler faster or move slow work to a queue.`,
+          )
+          controller.abort(error)
+          reject(error)
+        },
+        Math.max(0, handlerTimeoutMs - (performance.now() - claimedAt)),
+      )
     })
     try {
       return await Promise.race([runHandlers(event, ctx), timedOut])
@@ -311,8 +320,10 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const key = `${namespace}:${event.id}`
     let activeStore: DedupStore
     let claim: Claim
+    let claimedAt = 0
     try {
       activeStore = await getStore()
+      claimedAt = performance.now()
       const pending = activeStore.claim(key, claimOptions)
       const result = await withTimeout(pending, storeTimeoutMs).catch((error: unknown) => {
         // A claim that arrives after we gave up would block retries until its lease ends: give it back.
@@ -339,10 +350,14 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const ctx = { ...(input.context as Extra), signal: controller.signal, attempt: claim.attempt, timestamp } as HandlerContext & Extra
     let known: boolean
     try {
-      known = await dispatch(event, ctx, controller)
+      known = await dispatch(event, ctx, controller, claimedAt)
     } catch (cause) {
       if (!controller.signal.aborted) controller.abort(cause)
-      await withTimeout(activeStore.release(claim), storeTimeoutMs).catch(() => false)
+      // A release that throws, even synchronously (a custom store), must not change the 500.
+      await withTimeout(
+        Promise.resolve().then(() => activeStore.release(claim)),
+        storeTimeoutMs,
+      ).catch(() => false)
       const error =
         cause instanceof WebhookHandlingError && cause.code === 'handler_timeout'
           ? cause

@@ -1,0 +1,24 @@
+// A fresh process for receiver.test.ts: builds a receiver with no `store` option (so the
+// runtime's default store is used), receives the deliveries given as JSON in DELIVERIES and
+// prints one JSON line: the answers, how often the handler ran and the crypto backend.
+// Started as `node default-store-child.mjs` (Node default: SQLite) or with
+// `--conditions=workerd` (the non-Node default: memory with a warning).
+import { createReceiver, cryptoBackendName } from '@email-webhooks/core'
+import { TEST_SECRET } from '@email-webhooks/core/testing'
+
+const deliveries = JSON.parse(process.env.DELIVERIES ?? '[]')
+let handled = 0
+const receiver = createReceiver({
+  secret: TEST_SECRET,
+  handlers: {
+    'email.bounced': () => {
+      handled++
+    },
+  },
+})
+const answers = []
+for (const delivery of deliveries) {
+  const answer = await receiver.receive({ headers: delivery.headers, body: delivery.body })
+  answers.push({ status: answer.status, body: answer.body })
+}
+console.log(JSON.stringify({ answers, handled, backend: cryptoBackendName() }))

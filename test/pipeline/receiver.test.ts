@@ -1,0 +1,781 @@
+import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import {
+  type Claim,
+  type ClaimOptions,
+  type ClaimResult,
+  type CompleteOptions,
+  createReceiver,
+  type DedupStore,
+  type ErrorInfo,
+  type HandlerContext,
+  MemoryDedupStore,
+  type ReceiverOptions,
+  type ReceiverResponse,
+  signWebhook,
+  type WebhookEvent,
+  WebhookHandlingError,
+  WebhookVerificationError,
+} from '@email-webhooks/core'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import {
+  createEvent,
+  createFixtureDeliveries,
+  createSignedDelivery,
+  FIXTURE_TIMESTAMP,
+  type SignedDelivery,
+  TEST_SECRET,
+  UNKNOWN_EVENT_TYPE,
+} from '@email-webhooks/core/testing'
+import { afterAll, describe, expect, it } from 'vitest'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-receiver-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+
+const OK = '{"ok":true}'
+const DUPLICATE = '{"ok":true,"duplicate":true}'
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const errorOf = (answer: ReceiverResponse) => (JSON.parse(answer.body) as { error: { code: string; message: string } }).error
+
+/** The same event sent again by the service: a fresh timestamp and signature. */
+async function redeliver(delivery: SignedDelivery, secondsLater = 1): Promise<SignedDelivery> {
+  return createSignedDelivery({ event: delivery.event, timestamp: Math.floor(Date.now() / 1000) + secondsLater })
+}
+
+/** A promise with its resolve function outside, to hold a handler until the test lets it go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = () => {}
+  const promise = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  return { promise, open }
+}
+
+/** A MemoryDedupStore whose claim can be made to throw or hang, as an unreachable database would. */
+class FlakyStore implements DedupStore {
+  readonly inner = new MemoryDedupStore()
+  mode: 'up' | 'throw' | 'hang' = 'up'
+  claims = 0
+  #held: (() => void)[] = []
+
+  claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    this.claims++
+    if (this.mode === 'throw') return Promise.reject(new Error('ECONNREFUSED: the database is down'))
+    if (this.mode === 'hang') return new Promise((resolve) => this.#held.push(() => resolve(this.inner.claim(key, opts))))
+    return this.inner.claim(key, opts)
+  }
+  complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    return this.inner.complete(claim, opts)
+  }
+  release(claim: Claim): Promise<boolean> {
+    return this.inner.release(claim)
+  }
+  /** The store answers again; hung claims go through now (late). */
+  recover(): void {
+    this.mode = 'up'
+    for (const resume of this.#held.splice(0)) resume()
+  }
+}
+
+const stores: [string, () => DedupStore][] = [
+  ['MemoryDedupStore', () => new MemoryDedupStore()],
+  ['SqliteDedupStore', () => new SqliteDedupStore({ path: join(dir, `receiver-${files++}.db`) })],
+]
+
+describe.each(stores)('createReceiver with %s', (_name, createStore) => {
+  it('answers 200 {"ok":true} after calling the typed handler once with the parsed event', async () => {
+    const store = createStore()
+    const calls: [WebhookEvent, HandlerContext][] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      handlers: { 'email.bounced': (event, ctx) => void calls.push([event, ctx]) },
+    })
+    const event = { ...createEvent('email.bounced'), future_field: { kept: true } }
+    const delivery = await createSignedDelivery({ event })
+    const answer = await receiver.receive(delivery)
+    expect(answer).toMatchObject({ status: 200, body: OK, outcome: 'handled', headers: { 'content-type': 'application/json' } })
+    expect(calls).toHaveLength(1)
+    const [seen, ctx] = calls[0]!
+    expect(seen).toEqual(event)
+    expect(ctx.attempt).toBe(1)
+    expect(ctx.timestamp).toBe(Number(delivery.headers['webhook-timestamp']))
+    expect(ctx.signal).toBeInstanceOf(AbortSignal)
+    expect(ctx.signal.aborted).toBe(false)
+    await store.close?.()
+  })
+
+  it('answers 200 {"ok":true,"duplicate":true} to a redelivery of a handled event without running any handler', async () => {
+    const store = createStore()
+    let handled = 0
+    let seenByOnEvent = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      onEvent: () => void seenByOnEvent++,
+      handlers: { 'email.complained': () => void handled++ },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.complained' })
+    expect((await receiver.receive(delivery)).body).toBe(OK)
+    const again = await receiver.receive(await redeliver(delivery))
+    expect(again).toMatchObject({ status: 200, body: DUPLICATE, outcome: 'duplicate' })
+    expect(await receiver.receive(delivery)).toMatchObject({ status: 200, body: DUPLICATE })
+    expect([handled, seenByOnEvent]).toEqual([1, 1])
+    // The dedup key is namespace + ":" + webhook-id.
+    expect((await store.claim(`default:${delivery.event.id}`, LONG)).status).toBe('duplicate')
+    await store.close?.()
+  })
+
+  it('acknowledges an unknown event type with 200 only after onUnknown resolved, and records it', async () => {
+    const store = createStore()
+    const order: string[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      handlers: { 'email.bounced': () => void order.push('typed handler') },
+      onUnknown: async (event) => {
+        await sleep(20)
+        order.push(`onUnknown ${event.type}`)
+      },
+    })
+    const delivery = await createSignedDelivery({ type: UNKNOWN_EVENT_TYPE })
+    const answer = await receiver.receive(delivery)
+    expect(answer).toMatchObject({ status: 200, body: OK, outcome: 'unknown_type' })
+    expect(order).toEqual([`onUnknown ${UNKNOWN_EVENT_TYPE}`])
+    expect((await receiver.receive(await redeliver(delivery))).body).toBe(DUPLICATE)
+    expect(order).toHaveLength(1)
+    await store.close?.()
+  })
+
+  it('acknowledges a known type that has no handler with 200 and records it as done', async () => {
+    const store = createStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, handlers: { 'email.bounced': () => {} } })
+    const delivery = await createSignedDelivery({ type: 'email.recipient_accepted' })
+    expect(await receiver.receive(delivery)).toMatchObject({ status: 200, body: OK, outcome: 'handled' })
+    expect(await receiver.receive(await redeliver(delivery))).toMatchObject({ status: 200, body: DUPLICATE })
+    await store.close?.()
+  })
+
+  it('runs onEvent for every event, known or unknown, before its typed handler or onUnknown', async () => {
+    const store = createStore()
+    const order: string[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      onEvent: async (event) => {
+        await sleep(1)
+        order.push(`onEvent ${event.type}`)
+      },
+      onUnknown: (event) => void order.push(`onUnknown ${event.type}`),
+      handlers: { 'email.bounced': (event) => void order.push(`handler ${event.type}`) },
+    })
+    for (const type of ['email.bounced', 'email.queued', UNKNOWN_EVENT_TYPE]) {
+      expect((await receiver.receive(await createSignedDelivery({ type }))).status).toBe(200)
+    }
+    expect(order).toEqual([
+      'onEvent email.bounced',
+      'handler email.bounced',
+      'onEvent email.queued',
+      `onEvent ${UNKNOWN_EVENT_TYPE}`,
+      `onUnknown ${UNKNOWN_EVENT_TYPE}`,
+    ])
+    await store.close?.()
+  })
+
+  it('answers 500 handler_failed when the handler throws, releases the claim, and runs the handler again on the retry (attempt 2)', async () => {
+    const store = createStore()
+    const attempts: number[] = []
+    const errors: unknown[] = []
+    const boom = new Error('database write failed')
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      onError: (error) => void errors.push(error),
+      handlers: {
+        'email.bounced': (_event, ctx) => {
+          attempts.push(ctx.attempt)
+          if (ctx.attempt === 1) throw boom
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const failed = await receiver.receive(delivery)
+    expect(failed).toMatchObject({ status: 500, code: 'handler_failed', outcome: 'retry' })
+    expect(errorOf(failed).code).toBe('handler_failed')
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toBeInstanceOf(WebhookHandlingError)
+    expect((errors[0] as WebhookHandlingError).cause).toBe(boom)
+
+    // Released, not left to the lease: the retry gets the event at once.
+    const retried = await receiver.receive(await redeliver(delivery))
+    expect(retried).toMatchObject({ status: 200, body: OK })
+    expect(attempts).toEqual([1, 2])
+    expect((await receiver.receive(await redeliver(delivery, 2))).body).toBe(DUPLICATE)
+    await store.close?.()
+  })
+
+  it('runs the handler once for 50 concurrent copies of one event; the others get 200 duplicate or 409', async () => {
+    const store = createStore()
+    let handled = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      handlers: {
+        'email.bounced': async () => {
+          handled++
+          await sleep(20)
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const answers = await Promise.all(Array.from({ length: 50 }, () => receiver.receive(delivery)))
+    expect(handled).toBe(1)
+    expect(answers.filter((answer) => answer.body === OK)).toHaveLength(1)
+    for (const answer of answers.filter((answer) => answer.body !== OK)) {
+      expect(answer.body === DUPLICATE ? 'duplicate' : answer.code).toMatch(/^(duplicate|in_flight)$/)
+      expect([200, 409]).toContain(answer.status)
+    }
+    expect((await receiver.receive(await redeliver(delivery))).body).toBe(DUPLICATE)
+    await store.close?.()
+  })
+
+  it('keeps namespaces apart: two receivers with different namespaces on one store each handle the event once', async () => {
+    const store = createStore()
+    const handled: string[] = []
+    const make = (namespace: string) =>
+      createReceiver({ secret: TEST_SECRET, store, namespace, handlers: { 'email.bounced': () => void handled.push(namespace) } })
+    const [a, b] = [make('billing'), make('crm')]
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await a.receive(delivery)).body).toBe(OK)
+    expect((await b.receive(delivery)).body).toBe(OK)
+    expect((await a.receive(delivery)).body).toBe(DUPLICATE)
+    expect(handled).toEqual(['billing', 'crm'])
+    expect((await store.claim(`crm:${delivery.event.id}`, LONG)).status).toBe('duplicate')
+    await store.close?.()
+  })
+})
+
+describe('createReceiver refuses deliveries that are not authentic', () => {
+  const setup = () => {
+    let handled = 0
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, handlers: { 'email.bounced': () => void handled++ } })
+    return { receiver, store, handled: () => handled }
+  }
+
+  const cases: [string, (good: SignedDelivery) => Promise<SignedDelivery> | SignedDelivery, string][] = [
+    ['a tampered body', (good) => ({ ...good, body: good.body.replace('"email.bounced"', '"email.complained"') }), 'signature_mismatch'],
+    [
+      'a signature made with another secret',
+      (good) => createSignedDelivery({ event: good.event, secret: `${TEST_SECRET}-other` }),
+      'signature_mismatch',
+    ],
+    [
+      'a timestamp 301 s old',
+      (good) => createSignedDelivery({ event: good.event, timestamp: Math.floor(Date.now() / 1000) - 301 }),
+      'timestamp_too_old',
+    ],
+    [
+      'a timestamp 301 s ahead',
+      (good) => createSignedDelivery({ event: good.event, timestamp: Math.floor(Date.now() / 1000) + 301 }),
+      'timestamp_too_new',
+    ],
+    ...(['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const).map(
+      (header): [string, (good: SignedDelivery) => SignedDelivery, string] => [
+        `no ${header} header`,
+        (good) => ({ ...good, headers: Object.fromEntries(Object.entries(good.headers).filter(([name]) => name !== header)) }),
+        'missing_header',
+      ],
+    ),
+  ]
+
+  it.each(cases)('answers 401 to %s without claiming or running a handler', async (_name, mutate, code) => {
+    const { receiver, store, handled } = setup()
+    const good = await createSignedDelivery({ type: 'email.bounced' })
+    const answer = await receiver.receive(await mutate(good))
+    expect(answer).toMatchObject({ status: 401, code, outcome: 'rejected' })
+    expect(errorOf(answer).code).toBe(code)
+    expect(answer.body).not.toContain(good.headers['webhook-signature'])
+    expect(answer.body).not.toContain(TEST_SECRET)
+    expect(answer.body).not.toContain(good.event.id)
+    expect(handled()).toBe(0)
+    // Nothing was claimed: the authentic delivery is handled normally afterwards.
+    expect(store.size).toBe(0)
+    expect((await receiver.receive(good)).body).toBe(OK)
+    expect(handled()).toBe(1)
+  })
+
+  it('answers 400 invalid_envelope to a correctly signed body that is not JSON', async () => {
+    const { receiver, store } = setup()
+    const signed = await signWebhook({
+      secret: TEST_SECRET,
+      body: 'not json',
+      id: crypto.randomUUID(),
+      timestamp: Math.floor(Date.now() / 1000),
+    })
+    const answer = await receiver.receive(signed)
+    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope', outcome: 'rejected' })
+    expect(answer.body).not.toContain('not json')
+    expect(store.size).toBe(0)
+  })
+
+  it('answers 400 invalid_envelope when the envelope id differs from webhook-id', async () => {
+    const { receiver, store, handled } = setup()
+    const event = createEvent('email.bounced')
+    const signed = await signWebhook({
+      secret: TEST_SECRET,
+      body: JSON.stringify(event),
+      id: crypto.randomUUID(),
+      timestamp: Math.floor(Date.now() / 1000),
+    })
+    const answer = await receiver.receive(signed)
+    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope' })
+    expect(errorOf(answer).message).toMatch(/webhook-id/)
+    expect([store.size, handled()]).toEqual([0, 0])
+  })
+
+  it('answers each fixture delivery of the testing kit as the fixture expects', async () => {
+    const receiver = createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), now: () => FIXTURE_TIMESTAMP * 1000 })
+    const fixtures = await createFixtureDeliveries()
+    expect(fixtures.length).toBeGreaterThan(20)
+    for (const fixture of fixtures) {
+      const answer = await receiver.receive(fixture)
+      const seen = { name: fixture.name, status: answer.status, code: answer.code, type: answer.event?.type }
+      expect(seen).toEqual({
+        name: fixture.name,
+        status: fixture.expected.status,
+        code: fixture.expected.code,
+        type: fixture.expected.type,
+      })
+    }
+  })
+
+  it('answers 413 body_too_large past maxBodyBytes, counting UTF-8 bytes, and accepts a body of exactly the limit', async () => {
+    let handled = 0
+    const event = createEvent('email.bounced', { data: { id: crypto.randomUUID(), reason: 'é'.repeat(300) } })
+    const delivery = await createSignedDelivery({ event })
+    const bytes = Buffer.byteLength(delivery.body)
+    expect(bytes).toBeGreaterThan(delivery.body.length)
+    const make = (maxBodyBytes: number) =>
+      createReceiver({
+        secret: TEST_SECRET,
+        store: new MemoryDedupStore(),
+        maxBodyBytes,
+        handlers: { 'email.bounced': () => void handled++ },
+      })
+
+    // The string is shorter than the limit in UTF-16 units, but longer in bytes.
+    const tooLarge = await make(delivery.body.length).receive(delivery)
+    expect(tooLarge).toMatchObject({ status: 413, code: 'body_too_large', outcome: 'rejected' })
+    expect(await make(bytes - 1).receive({ ...delivery, body: new TextEncoder().encode(delivery.body) })).toMatchObject({ status: 413 })
+    expect(handled).toBe(0)
+    expect(await make(bytes).receive(delivery)).toMatchObject({ status: 200, body: OK })
+    expect(handled).toBe(1)
+  })
+})
+
+describe('createReceiver with another request holding the event', () => {
+  it('answers 409 in_flight with Retry-After in whole seconds while another request holds the event', async () => {
+    const hold = gate()
+    const started = gate()
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      handlers: {
+        'email.bounced': async () => {
+          started.open()
+          await hold.promise
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const first = receiver.receive(delivery)
+    await started.promise
+    const second = await receiver.receive(await redeliver(delivery))
+    expect(second).toMatchObject({ status: 409, code: 'in_flight', outcome: 'retry' })
+    const retryAfter = second.headers['retry-after']
+    expect(retryAfter).toMatch(/^[0-9]+$/)
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1)
+    expect(Number(retryAfter)).toBeLessThanOrEqual(30)
+    hold.open()
+    expect((await first).body).toBe(OK)
+    expect((await receiver.receive(await redeliver(delivery, 2))).body).toBe(DUPLICATE)
+  })
+
+  it('answers Retry-After: 1 (never 0) when less than a second of the lease is left', async () => {
+    const hold = gate()
+    const started = gate()
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      leaseMs: 400,
+      handlers: {
+        'email.bounced': async () => {
+          started.open()
+          await hold.promise
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const first = receiver.receive(delivery)
+    await started.promise
+    const second = await receiver.receive(delivery)
+    expect(second.status).toBe(409)
+    expect(second.headers['retry-after']).toBe('1')
+    hold.open()
+    expect((await first).status).toBe(200)
+  })
+})
+
+describe('createReceiver when the dedup store fails', () => {
+  it('answers 503 store_unavailable when claim throws, marks nothing done, and handles the retry once the store is back', async () => {
+    const store = new FlakyStore()
+    const errors: [unknown, ErrorInfo][] = []
+    let handled = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      onError: (error, info) => void errors.push([error, info]),
+      handlers: { 'email.bounced': () => void handled++ },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    store.mode = 'throw'
+    const down = await receiver.receive(delivery)
+    expect(down).toMatchObject({ status: 503, code: 'store_unavailable', outcome: 'retry' })
+    expect(handled).toBe(0)
+    expect(errors).toHaveLength(1)
+    const [error, info] = errors[0]!
+    expect(error).toBeInstanceOf(WebhookHandlingError)
+    expect(((error as WebhookHandlingError).cause as Error).message).toMatch(/ECONNREFUSED/)
+    expect(info).toEqual({ status: 503, eventId: delivery.event.id, type: 'email.bounced' })
+
+    store.recover()
+    const retried = await receiver.receive(await redeliver(delivery))
+    // {"ok":true}, not a duplicate: the failed attempt recorded nothing.
+    expect(retried).toMatchObject({ status: 200, body: OK })
+    expect(handled).toBe(1)
+  })
+
+  it('answers 503 store_unavailable when claim hangs past storeTimeoutMs, gives back the late claim, and handles the retry', async () => {
+    const store = new FlakyStore()
+    const attempts: number[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      storeTimeoutMs: 50,
+      handlers: { 'email.bounced': (_event, ctx) => void attempts.push(ctx.attempt) },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    store.mode = 'hang'
+    const started = Date.now()
+    const down = await receiver.receive(delivery)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45)
+    expect(down).toMatchObject({ status: 503, code: 'store_unavailable' })
+    expect(errorOf(down).message).toMatch(/storeTimeoutMs \(50 ms\)/)
+    expect(attempts).toEqual([])
+
+    // The hung claim now goes through late; the receiver, which already answered 503, releases it.
+    store.recover()
+    await sleep(0)
+    const retried = await receiver.receive(await redeliver(delivery))
+    expect(retried).toMatchObject({ status: 200, body: OK })
+    // Attempt 2: the late claim was acquired and released, not left to block retries for the lease.
+    expect(attempts).toEqual([2])
+    expect(store.claims).toBe(2)
+  })
+})
+
+describe('createReceiver with a custom store whose release fails', () => {
+  const releases: [string, (claim: Claim) => Promise<boolean>][] = [
+    [
+      'throws synchronously',
+      () => {
+        throw new Error('pool closed')
+      },
+    ],
+    ['rejects', () => Promise.reject(new Error('pool closed'))],
+  ]
+
+  it.each(releases)('still answers 500 handler_failed when the handler throws and release %s', async (_name, release) => {
+    const inner = new MemoryDedupStore()
+    const store: DedupStore = {
+      claim: (key, opts) => inner.claim(key, opts),
+      complete: (claim, opts) => inner.complete(claim, opts),
+      release,
+    }
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      handlers: {
+        'email.bounced': () => {
+          throw new Error('handler broke')
+        },
+      },
+    })
+    const answer = await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(answer).toMatchObject({ status: 500, code: 'handler_failed' })
+  })
+})
+
+describe('createReceiver handler deadline (ctx.signal)', () => {
+  it('aborts ctx.signal while the lease is still live (leaseMs 600), answers handler_timeout, and runs the handler again on the retry', async () => {
+    const store = new MemoryDedupStore()
+    const seen: { attempt: number; abortedAfterMs?: number; leaseLiveAtAbort?: string; reason?: unknown }[] = []
+    let receiveStarted = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      leaseMs: 600,
+      handlers: {
+        'email.bounced': async (event, ctx) => {
+          const entry: (typeof seen)[number] = { attempt: ctx.attempt }
+          seen.push(entry)
+          if (ctx.attempt > 1) return
+          await new Promise<void>((resolve) => {
+            ctx.signal.addEventListener('abort', () => {
+              entry.abortedAfterMs = Date.now() - receiveStarted
+              entry.reason = ctx.signal.reason
+              // Another worker's claim at this instant must still find the lease live.
+              void store.claim(`default:${event.id}`, LONG).then((result) => {
+                entry.leaseLiveAtAbort = result.status
+                resolve()
+              })
+            })
+          })
+          throw ctx.signal.reason
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    receiveStarted = Date.now()
+    const answer = await receiver.receive(delivery)
+    expect(answer.status).toBeGreaterThanOrEqual(400)
+    expect(answer).toMatchObject({ code: 'handler_timeout', outcome: 'retry' })
+    expect(errorOf(answer).code).toBe('handler_timeout')
+    await sleep(0)
+    expect(seen).toHaveLength(1)
+    const first = seen[0]!
+    expect(first.leaseLiveAtAbort).toBe('in_flight')
+    expect(first.abortedAfterMs).toBeLessThan(600)
+    expect(first.reason).toBeInstanceOf(WebhookHandlingError)
+    expect((first.reason as WebhookHandlingError).code).toBe('handler_timeout')
+
+    const retried = await receiver.receive(await redeliver(delivery))
+    expect(retried).toMatchObject({ status: 200, body: OK })
+    expect(seen.map((entry) => entry.attempt)).toEqual([1, 2])
+  })
+
+  it('aborts ctx.signal before the lease ends even when the store answers the claim 250 ms late', async () => {
+    const inner = new MemoryDedupStore()
+    // The lease starts when the store takes the claim; the answer reaches the receiver 250 ms later.
+    const slow: DedupStore = {
+      claim: async (key, opts) => {
+        const result = await inner.claim(key, opts)
+        await sleep(250)
+        return result
+      },
+      complete: (claim, opts) => inner.complete(claim, opts),
+      release: (claim) => inner.release(claim),
+    }
+    let leaseAtAbort: string | undefined
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: slow,
+      leaseMs: 600,
+      handlers: {
+        'email.bounced': (event, ctx) =>
+          new Promise<void>((_resolve, reject) => {
+            ctx.signal.addEventListener('abort', () => {
+              void inner.claim(`default:${event.id}`, LONG).then((result) => {
+                leaseAtAbort = result.status
+                reject(ctx.signal.reason)
+              })
+            })
+          }),
+      },
+    })
+    const answer = await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(answer.code).toBe('handler_timeout')
+    await sleep(0)
+    expect(leaseAtAbort).toBe('in_flight')
+  })
+
+  it('aborts ctx.signal after handlerTimeoutMs when it is given', async () => {
+    let abortedAfter = -1
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      leaseMs: 10_000,
+      handlerTimeoutMs: 100,
+      handlers: {
+        'email.bounced': (_event, ctx) =>
+          new Promise<void>((_resolve, reject) => {
+            const started = Date.now()
+            ctx.signal.addEventListener('abort', () => {
+              abortedAfter = Date.now() - started
+              reject(ctx.signal.reason)
+            })
+          }),
+      },
+    })
+    const answer = await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(answer.code).toBe('handler_timeout')
+    expect(abortedAfter).toBeGreaterThanOrEqual(95)
+    expect(abortedAfter).toBeLessThan(10_000)
+  })
+})
+
+describe('createReceiver onError', () => {
+  it('receives typed errors and info that hold no secret, signature or body', async () => {
+    const reports: [unknown, ErrorInfo][] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      onError: (error, info) => void reports.push([error, info]),
+      handlers: {
+        'email.bounced': () => {
+          throw new Error('handler broke')
+        },
+      },
+    })
+    const good = await createSignedDelivery({ type: 'email.bounced' })
+    await receiver.receive({ ...good, body: good.body.replace('email.bounced', 'email.queued') })
+    await receiver.receive(good)
+
+    expect(reports).toHaveLength(2)
+    const [[tampered, tamperedInfo], [failed, failedInfo]] = reports as [[unknown, ErrorInfo], [unknown, ErrorInfo]]
+    expect(tampered).toBeInstanceOf(WebhookVerificationError)
+    expect(tampered).toMatchObject({ code: 'signature_mismatch', status: 401 })
+    expect(tamperedInfo).toEqual({ status: 401 })
+    expect(failed).toBeInstanceOf(WebhookHandlingError)
+    expect(failed).toMatchObject({ code: 'handler_failed', status: 500 })
+    expect(failedInfo).toEqual({ status: 500, eventId: good.event.id, type: 'email.bounced' })
+    for (const [error, info] of reports) {
+      const text = `${(error as Error).message} ${JSON.stringify(info)}`
+      expect(text).not.toContain(TEST_SECRET)
+      expect(text).not.toContain(good.headers['webhook-signature'])
+      expect(text).not.toContain(good.body)
+      expect(text).not.toContain(good.event.data.id)
+    }
+  })
+
+  it('keeps the answer unchanged when onError throws', async () => {
+    let called = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      onError: () => {
+        called++
+        throw new Error('logger down')
+      },
+      handlers: {
+        'email.bounced': () => {
+          throw new Error('handler broke')
+        },
+      },
+    })
+    const good = await createSignedDelivery({ type: 'email.bounced' })
+    expect(await receiver.receive({ ...good, body: `${good.body} ` })).toMatchObject({ status: 401, code: 'signature_mismatch' })
+    expect(await receiver.receive(good)).toMatchObject({ status: 500, code: 'handler_failed' })
+    expect(called).toBe(2)
+  })
+})
+
+describe('createReceiver options', () => {
+  const bad: [string, Record<string, unknown>, RegExp][] = [
+    ['an empty secret', { secret: '' }, /secret/i],
+    ['a secret with surrounding white space', { secret: ` ${TEST_SECRET} ` }, /white ?space|spaces?/i],
+    ['no secret', { secret: undefined }, /secret/i],
+    ['a handler key that is not an email type', { handlers: { 'email.bouncd': () => {} } }, /"email\.bouncd" is not an email event type/],
+    ['an unknown type as a handler key', { handlers: { [UNKNOWN_EVENT_TYPE]: () => {} } }, /onUnknown/],
+    ['a handler that is not a function', { handlers: { 'email.bounced': 'markBounced' } }, /must be a function/],
+    [
+      'handlerTimeoutMs equal to leaseMs',
+      { leaseMs: 600, handlerTimeoutMs: 600 },
+      /handlerTimeoutMs \(600\) must be below leaseMs \(600\)/,
+    ],
+    ['handlerTimeoutMs above the default lease', { handlerTimeoutMs: 45_000 }, /must be below leaseMs/],
+    ['a store without complete and release', { store: { claim: async () => ({ status: 'duplicate' }) } }, /store must implement/],
+    ['a store that is a string', { store: 'sqlite' }, /store must implement/],
+    ['a zero leaseMs', { leaseMs: 0 }, /leaseMs/],
+    ['a NaN maxBodyBytes', { maxBodyBytes: Number.NaN }, /maxBodyBytes/],
+    ['an onError that is not a function', { onError: 'console.error' }, /onError must be a function/],
+    ['an empty namespace', { namespace: '' }, /namespace/],
+  ]
+
+  it.each(bad)('throws a TypeError at createReceiver time for %s', (_name, options, message) => {
+    const build = () => createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), ...options } as ReceiverOptions)
+    expect(build).toThrow(TypeError)
+    expect(build).toThrow(message)
+  })
+
+  it('accepts the same options when they are valid', () => {
+    expect(() =>
+      createReceiver({
+        secret: [TEST_SECRET, `${TEST_SECRET}-next`],
+        store: new MemoryDedupStore(),
+        leaseMs: 600,
+        handlerTimeoutMs: 599,
+        handlers: { 'email.bounced': () => {} },
+      }),
+    ).not.toThrow()
+  })
+})
+
+describe('createReceiver default store', () => {
+  const run = promisify(execFile)
+  const child = join(here, 'default-store-child.mjs')
+
+  async function runChild(deliveries: SignedDelivery[], env: Record<string, string>, nodeArgs: string[] = []) {
+    const { stdout, stderr } = await run(process.execPath, [...nodeArgs, child], {
+      cwd: here,
+      timeout: 20_000,
+      env: { ...process.env, ...env, DELIVERIES: JSON.stringify(deliveries) },
+    })
+    const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
+      answers: { status: number; body: string }[]
+      handled: number
+      backend: string
+    }
+    return { ...result, stderr }
+  }
+
+  it('uses a SQLite file at EMAIL_WEBHOOKS_DB on Node, creating its folder, so a restarted process detects the duplicate', async () => {
+    const path = join(dir, 'default-store', 'nested', 'dedup.db')
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const first = await runChild([delivery], { EMAIL_WEBHOOKS_DB: path })
+    expect(first.answers).toEqual([{ status: 200, body: OK }])
+    expect(first.handled).toBe(1)
+    expect(existsSync(path)).toBe(true)
+    expect(first.stderr).not.toMatch(/not durable/i)
+
+    const restarted = await runChild([await redeliver(delivery)], { EMAIL_WEBHOOKS_DB: path })
+    expect(restarted.answers).toEqual([{ status: 200, body: DUPLICATE }])
+    expect(restarted.handled).toBe(0)
+  })
+
+  it('falls back to memory where SQLite is not the default (workerd condition) and warns exactly once that dedup is not durable', async () => {
+    const path = join(dir, 'workerd', 'dedup.db')
+    const a = await createSignedDelivery({ type: 'email.bounced' })
+    const b = await createSignedDelivery({ type: 'email.bounced' })
+    const result = await runChild([a, b, a], { EMAIL_WEBHOOKS_DB: path }, ['--conditions=workerd'])
+    expect(result.backend).toBe('web')
+    expect(result.answers).toEqual([
+      { status: 200, body: OK },
+      { status: 200, body: OK },
+      { status: 200, body: DUPLICATE },
+    ])
+    expect(result.handled).toBe(2)
+    const warnings = result.stderr.split('\n').filter((line) => line.includes('[@email-webhooks/core]'))
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/NOT durable/)
+    expect(existsSync(path)).toBe(false)
+  })
+})
