@@ -58,6 +58,24 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open }
 }
 
+/** A receiver whose bounce handler signals `started` and then waits until `hold` opens. */
+function heldReceiver(options: { leaseMs?: number } = {}) {
+  const hold = gate()
+  const started = gate()
+  const receiver = createReceiver({
+    secret: TEST_SECRET,
+    store: new MemoryDedupStore(),
+    ...options,
+    handlers: {
+      'email.bounced': async () => {
+        started.open()
+        await hold.promise
+      },
+    },
+  })
+  return { receiver, hold, started }
+}
+
 /** A MemoryDedupStore whose claim can be made to throw or hang, as an unreachable database would. */
 class FlakyStore implements DedupStore {
   readonly inner = new MemoryDedupStore()
@@ -383,18 +401,7 @@ describe('createReceiver refuses deliveries that are not authentic', () => {
 
 describe('createReceiver with another request holding the event', () => {
   it('answers 409 in_flight with Retry-After in whole seconds while another request holds the event', async () => {
-    const hold = gate()
-    const started = gate()
-    const receiver = createReceiver({
-      secret: TEST_SECRET,
-      store: new MemoryDedupStore(),
-      handlers: {
-        'email.bounced': async () => {
-          started.open()
-          await hold.promise
-        },
-      },
-    })
+    const { receiver, hold, started } = heldReceiver()
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
     const first = receiver.receive(delivery)
     await started.promise
@@ -410,19 +417,7 @@ describe('createReceiver with another request holding the event', () => {
   })
 
   it('answers Retry-After: 1 (never 0) when less than a second of the lease is left', async () => {
-    const hold = gate()
-    const started = gate()
-    const receiver = createReceiver({
-      secret: TEST_SECRET,
-      store: new MemoryDedupStore(),
-      leaseMs: 400,
-      handlers: {
-        'email.bounced': async () => {
-          started.open()
-          await hold.promise
-        },
-      },
-    })
+    const { receiver, hold, started } = heldReceiver({ leaseMs: 400 })
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
     const first = receiver.receive(delivery)
     await started.promise

@@ -2,6 +2,7 @@
  * The web-standard handler: `(request: Request) => Promise<Response>`, for Bun.serve,
  * Deno.serve, Cloudflare Workers and Next.js route handlers.
  */
+import { declaredLengthExceeds } from './body.js'
 import { WebhookVerificationError } from './errors.js'
 import {
   bodyTooLargeError,
@@ -78,10 +79,9 @@ export function emailWebhook(
     if (request.method !== 'POST') {
       return new Response(METHOD_NOT_ALLOWED, { status: 405, headers: { 'content-type': 'application/json', allow: 'POST' } })
     }
-    const declared = Number(request.headers.get('content-length'))
     let body: Uint8Array
     try {
-      if (declared > maxBodyBytes) throw bodyTooLargeError(maxBodyBytes)
+      if (declaredLengthExceeds(request.headers.get('content-length'), maxBodyBytes)) throw bodyTooLargeError(maxBodyBytes)
       body = await readBodyWithLimit(request.body, maxBodyBytes)
     } catch (error) {
       if (!(error instanceof WebhookVerificationError)) throw error
