@@ -65,8 +65,17 @@ function keyFor(secret: string): unknown {
  * Validates and imports secrets; the result is reused for every request.
  * @throws {TypeError} when a secret is invalid (see {@link assertValidSecrets}).
  */
+let lastSecret: string | undefined
+let lastPrepared: PreparedSecrets | undefined
+
 export function prepareSecrets(secret: WebhookSecret): PreparedSecrets {
+  // `verifyWebhook` called with the same secret string each time: validated and imported once.
+  if (secret === lastSecret && lastPrepared !== undefined) return lastPrepared
   assertValidSecrets(secret)
-  const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
-  return { keys: list.map(keyFor) }
+  if (typeof secret === 'string') {
+    lastPrepared = { keys: [keyFor(secret)] }
+    lastSecret = secret
+    return lastPrepared
+  }
+  return { keys: secret.map(keyFor) }
 }
