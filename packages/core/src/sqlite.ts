@@ -4,12 +4,18 @@
  * token-fenced complete/release, a bounded WAL and expired rows purged in small batches.
  * Several processes may share one file.
  *
- * Group commit: a `complete` is durable before it resolves, but the completes requested
- * while the event loop runs one turn share one transaction and so one fsync (flushed from
- * `setImmediate`). Claims and releases commit without an fsync of their own: a claim lost
- * to a power cut was never acknowledged (its event's 2xx waits for the complete, whose fsync
- * also covers every earlier WAL frame), so the sender retries it, as after a crash mid-handler.
+ * Group commit, off the main thread: the completes requested while the event loop runs one
+ * turn share one transaction (flushed from `setImmediate`), committed without a blocking fsync.
+ * With `durability: 'full'` each complete then resolves only after an `fdatasync` of the WAL
+ * file that started after its commit, run on libuv's thread pool; completes committed while
+ * one sync runs share the next. So the event loop never waits for the disk, and a `complete`
+ * is durable before it resolves. Claims and releases commit without an fsync of their own: a
+ * claim lost to a power cut was never acknowledged (its event's 2xx waits for the complete,
+ * whose sync also covers every earlier WAL frame), so the sender retries it, as after a crash
+ * mid-handler. Where the WAL file cannot be opened (an unusual path), each batch commits with
+ * SQLite's own `synchronous = FULL` instead.
  */
+import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
 
@@ -95,6 +101,10 @@ export class SqliteDedupStore implements DedupStore {
   readonly #completeBatch: (batch: PendingComplete[], now: number) => boolean[]
   #pending: PendingComplete[] = []
   #flushScheduled = false
+  /** The WAL file, synced on the thread pool after commits (durability 'full'); undefined → FULL pragma per batch. */
+  #walFd: number | undefined
+  #syncWaiters: Array<(error?: unknown) => void> = []
+  #syncing: Promise<void> | undefined
   #claimsSincePurge = 0
   #closed = false
 
@@ -111,7 +121,7 @@ export class SqliteDedupStore implements DedupStore {
     this.#db = new Driver(options.path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS })
     try {
       this.#db.pragma('journal_mode = WAL')
-      // NORMAL between group commits; a batch of completes switches to FULL for its own commit.
+      // Commits never block on the disk; 'full' makes completes durable with an fdatasync of the WAL.
       this.#durable = durability === 'full'
       this.#db.pragma('synchronous = NORMAL')
       this.#db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
@@ -143,6 +153,7 @@ export class SqliteDedupStore implements DedupStore {
       this.#purge = this.#db.prepare(
         `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table} WHERE expires_at <= @now LIMIT ${PURGE_BATCH_ROWS})`,
       )
+      if (this.#durable) this.#walFd = openWal(options.path)
       const complete = this.#complete
       this.#completeBatch = this.#db.transaction((batch: PendingComplete[], now: number) =>
         batch.map((item) => complete.run({ key: item.key, token: item.token, now, ms: item.ms }).changes === 1),
@@ -193,26 +204,61 @@ export class SqliteDedupStore implements DedupStore {
     })
   }
 
-  /** Commits every pending complete in one transaction (one fsync with `'full'`), then settles them. */
+  /** Commits every pending complete in one transaction, then settles them (after a WAL sync with 'full'). */
   readonly #flush = (): void => {
     this.#flushScheduled = false
     const batch = this.#pending
     if (batch.length === 0) return
     this.#pending = []
     let results: boolean[]
+    const syncedByPragma = this.#durable && this.#walFd === undefined
     try {
       if (this.#closed) throw closedError()
-      if (this.#durable) this.#db.pragma('synchronous = FULL')
+      if (syncedByPragma) this.#db.pragma('synchronous = FULL')
       try {
         results = this.#completeBatch(batch, this.#now())
       } finally {
-        if (this.#durable) this.#db.pragma('synchronous = NORMAL')
+        if (syncedByPragma) this.#db.pragma('synchronous = NORMAL')
       }
     } catch (error) {
       for (const item of batch) item.reject(error)
       return
     }
-    for (let i = 0; i < batch.length; i++) (batch[i] as PendingComplete).resolve(results[i] as boolean)
+    const settle = (error?: unknown): void => {
+      for (let i = 0; i < batch.length; i++) {
+        const item = batch[i] as PendingComplete
+        if (error === undefined) item.resolve(results[i] as boolean)
+        else item.reject(error)
+      }
+    }
+    if (this.#walFd === undefined) settle()
+    else {
+      this.#syncWaiters.push(settle)
+      if (this.#syncing === undefined) this.#sync()
+    }
+  }
+
+  /** One fdatasync of the WAL for every batch committed before it starts; the next waits its turn. */
+  #sync(): void {
+    const waiters = this.#syncWaiters
+    this.#syncWaiters = []
+    this.#syncing = new Promise((done) => {
+      fdatasync(this.#walFd as number, (error) => {
+        const failure =
+          error === null
+            ? undefined
+            : new Error(
+                `${PACKAGE} the database file could not be synced to disk (${error.code ?? 'I/O error'}); the event will be retried.`,
+                {
+                  cause: error,
+                },
+              )
+        for (const settle of waiters) settle(failure)
+        this.#syncing = undefined
+        done()
+        if (this.#syncWaiters.length > 0) this.#sync()
+      })
+    })
   }
 
   release(claim: Claim): Promise<boolean> {
@@ -230,22 +276,32 @@ export class SqliteDedupStore implements DedupStore {
     return this.#purge.run({ now: this.#now() }).changes
   }
 
-  close(): Promise<void> {
-    if (!this.#closed) {
-      // Completes already asked for are committed before the file is closed.
-      this.#flush()
-      this.#closed = true
-      try {
-        this.#db.pragma('wal_checkpoint(TRUNCATE)')
-      } finally {
-        this.#db.close()
-      }
+  /** Commits and syncs the completes already asked for, checkpoints the WAL and closes the file. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#flush()
+    this.#closed = true
+    while (this.#syncing !== undefined) await this.#syncing
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)')
+    } finally {
+      this.#db.close()
+      if (this.#walFd !== undefined) closeSync(this.#walFd)
     }
-    return Promise.resolve()
   }
 
   #assertOpen(): void {
     if (this.#closed) throw closedError()
+  }
+}
+
+/** Opens the WAL file SQLite writes next to the (symlink-resolved) database, or undefined if it is not there. */
+function openWal(path: string): number | undefined {
+  if (path === ':memory:' || path === '' || path.startsWith('file:')) return undefined
+  try {
+    return openSync(`${realpathSync(path)}-wal`, 'r+')
+  } catch {
+    return undefined
   }
 }
 
