@@ -1,6 +1,6 @@
 /**
- * Shared parts of the reliability suites: the three receivers on real listeners (Express 5,
- * Hono on @hono/node-server) or called directly (core's fetch handler), a raw HTTP client that
+ * Shared parts of the reliability suites: the three receivers on real listeners on 127.0.0.1
+ * (Express 5, Hono on @hono/node-server, core's fetch handler served by @hono/node-server), a raw HTTP client that
  * sends headers exactly as given (order, case, repeats), a collector of everything emitted,
  * and the summary tables the suites print.
  */
@@ -100,7 +100,7 @@ function listenedReceiver(name: AdapterName, server: http.Server, url: string): 
   }
 }
 
-/** Starts one adapter with these handlers and options; Express and Hono listen on 127.0.0.1, the fetch handler is called directly. */
+/** Starts one adapter with these handlers and options on a listener on 127.0.0.1. */
 export async function startReceiver(name: AdapterName, secret: string, handlers: AnyHandlers, options: AnyOptions): Promise<Receiver> {
   if (name === 'express') {
     const app = express()
@@ -116,30 +116,18 @@ export async function startReceiver(name: AdapterName, secret: string, handlers:
     const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server
     return listenedReceiver(name, server, await listen(server))
   }
+  // Core's fetch handler on a real listener: @hono/node-server turns Node requests into
+  // web-standard Requests the way Bun.serve or Deno.serve would (repeated headers joined by ", ").
   const handle = fetchWebhook(secret, handlers, options)
-  return {
-    name,
-    async send(request) {
-      // Fetch's Headers join repeated names with ", " as an HTTP server or proxy would.
-      const headers = new Headers()
-      for (const [key, value] of request.headers) headers.append(key, value)
-      const response = await handle(
-        new Request('http://127.0.0.1/hooks', { method: request.method ?? 'POST', headers, body: request.body as Uint8Array<ArrayBuffer> }),
-      )
-      const out: Record<string, string> = {}
-      response.headers.forEach((value, key) => {
-        out[key] = value
-      })
-      return { status: response.status, text: await response.text(), headers: out }
-    },
-    async health() {
-      // The handler runs in this process: an event-loop turn is the health check.
-      const started = performance.now()
-      await new Promise((resolve) => setImmediate(resolve))
-      return performance.now() - started
-    },
-    close: async () => {},
-  }
+  const server = serve({
+    fetch: (request: Request) =>
+      new URL(request.url).pathname === '/health'
+        ? new Response(HEALTH_BODY, { headers: { 'content-type': 'application/json' } })
+        : handle(request),
+    port: 0,
+    hostname: '127.0.0.1',
+  }) as http.Server
+  return listenedReceiver(name, server, await listen(server))
 }
 
 /** Everything printed to the console or to stdout/stderr while it is active. */
