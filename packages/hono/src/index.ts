@@ -72,8 +72,11 @@ export function emailWebhook<E extends Env = Env>(
     try {
       body = await readBody(c, receiver.maxBodyBytes)
     } catch (error) {
-      if (!(error instanceof WebhookVerificationError)) throw error
-      return toResponse(receiver.refuse(error))
+      if (error instanceof WebhookVerificationError) return toResponse(receiver.refuse(error))
+      // The client hung up mid-body: nothing was claimed and nobody reads the answer; do not
+      // let Hono's error handler log a stack for it.
+      if (c.req.raw.signal.aborted || (error as { code?: unknown }).code === 'ECONNRESET') return new Response(null, { status: 400 })
+      throw error
     }
     return toResponse(await receiver.receive({ headers: c.req.raw.headers, body, context: { c } }))
   }
