@@ -154,7 +154,7 @@ function build(m: Mutation, type: string, state: State): Case {
   }
   let bodyText = JSON.stringify(event)
   if (m.m === 'protoKeys') bodyText = bodyText.replace('"data":{', '"__proto__":{"isAdmin":true},"data":{')
-  let body = encoder.encode(bodyText)
+  let body: Uint8Array = encoder.encode(bodyText)
   let expect: Expect = 'new'
   if (m.m === 'redeliver' && state.accepted.length > 0) {
     const earlier = state.accepted[state.caseNo % state.accepted.length] as { id: string; body: Uint8Array }
