@@ -113,7 +113,7 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
           return handler?.(event, ctx)
         },
       },
-      { store, storeTimeoutMs: 300, leaseMs: 1_000, ...options },
+      { store, storeTimeoutMs: 500, leaseMs: 1_000, ...options },
     )
     return receiver
   }
@@ -139,9 +139,9 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
     store.claimMode = 'hang'
     const started = performance.now()
     const down = await r.send(raw(delivery))
-    expect(performance.now() - started).toBeGreaterThanOrEqual(290)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(490)
     expect([down.status, codeOf(down)]).toEqual([503, 'store_unavailable'])
-    expect(JSON.parse(down.text).error.message).toMatch(/storeTimeoutMs \(300 ms\)/)
+    expect(JSON.parse(down.text).error.message).toMatch(/storeTimeoutMs \(500 ms\)/)
     store.recover()
     await sleep(50)
     const retried = await r.send(raw(await redeliver(delivery)))
@@ -153,15 +153,16 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
   it('answers 200 when the store is slow but within storeTimeoutMs, and 503 when it is slower', async () => {
     const r = await start()
     store.claimMode = 'slow'
-    store.slowMs = 100
+    store.slowMs = 50
     const slow = await r.send(raw(await createSignedDelivery({ type: 'email.bounced' })))
     expect(slow.status).toBe(200)
-    store.slowMs = 600
+    store.slowMs = 1_000
     const tooSlow = await createSignedDelivery({ type: 'email.bounced' })
     const down = await r.send(raw(tooSlow))
     expect([down.status, codeOf(down)]).toEqual([503, 'store_unavailable'])
+    // The slow claim lands 1 s after it was sent and is given back; retry after that.
     store.recover()
-    await sleep(400)
+    await sleep(800)
     expect((await r.send(raw(await redeliver(tooSlow)))).status).toBe(200)
     expect(attempts).toEqual([1, 2])
   })
@@ -189,6 +190,7 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
     'answers 503 handler_timeout at the deadline when the handler %s, releases the claim, and the retry runs it',
     async (_name, cooperative) => {
       let abortedAt = -1
+      let strayFinished = false
       const r = await start({ handlerTimeoutMs: 150 }, async (_event, ctx) => {
         if (ctx.attempt > 1) return
         const started = performance.now()
@@ -198,14 +200,18 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
             if (cooperative) reject(ctx.signal.reason)
           })
           // A handler that ignores the signal runs on for a while.
-          if (!cooperative) setTimeout(resolve, 500)
+          if (!cooperative)
+            setTimeout(() => {
+              strayFinished = true
+              resolve()
+            }, 3_000)
         })
       })
       const delivery = await createSignedDelivery({ type: 'email.bounced' })
-      const started = performance.now()
       const down = await r.send(raw(delivery))
       expect([down.status, codeOf(down)]).toEqual([503, 'handler_timeout'])
-      expect(performance.now() - started).toBeLessThan(500)
+      // The answer did not wait for a handler that ignores the signal.
+      expect(strayFinished).toBe(false)
       expect(abortedAt).toBeGreaterThanOrEqual(140)
       // Released, not left to its lease: the immediate retry runs the handler (attempt 2), no 409.
       const retried = await r.send(raw(await redeliver(delivery)))
