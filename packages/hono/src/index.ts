@@ -1,7 +1,8 @@
 /**
  * @email-webhooks/hono: `emailWebhook(secret, handlers, options?)` as a Hono handler, on any
- * runtime Hono runs on. It reads the body with `c.req.arrayBuffer()` (so `c.req.json()` still
- * works afterwards), hands it to core's receiver and returns its answer.
+ * runtime Hono runs on. It streams the body with core's bounded reader (a body over
+ * `maxBodyBytes` is refused while it arrives, chunked or not), keeps the bytes in Hono's body
+ * cache (so `c.req.json()` still works afterwards), hands them to core's receiver and returns its answer.
  */
 import {
   bodyTooLargeError,
@@ -9,9 +10,11 @@ import {
   declaredLengthExceeds,
   type EmailEventHandlers,
   type HandlerContext,
+  readBodyWithLimit,
   toResponse,
   type WebhookOptions,
   type WebhookSecret,
+  WebhookVerificationError,
 } from '@email-webhooks/core'
 import type { Context, Env, Handler } from 'hono'
 
@@ -28,6 +31,21 @@ export type HonoWebhookOptions<E extends Env = Env> = WebhookOptions<HonoContext
 
 /** Handlers keyed by email event type, with the Hono context. */
 export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoContext<E>>
+
+/**
+ * The raw body, read at most `maxBytes` into it, and cached for `c.req.json()` / `c.req.text()`.
+ * An earlier middleware's `c.req.arrayBuffer()` is reused as is; the receiver checks its size.
+ */
+async function readBody<E extends Env>(c: Context<E>, maxBytes: number): Promise<ArrayBuffer> {
+  const cache = c.req.bodyCache
+  if (cache.arrayBuffer || c.req.raw.bodyUsed) return c.req.arrayBuffer()
+  const bytes = await readBodyWithLimit(c.req.raw.body, maxBytes)
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+  const buffer = (whole ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer
+  // Hono keeps promises in its body cache (its type says ArrayBuffer); json() and text() derive from this one.
+  ;(cache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(buffer)
+  return buffer
+}
 
 /**
  * Receives email webhooks on a Hono route.
@@ -50,7 +68,16 @@ export function emailWebhook<E extends Env = Env>(
     if (declaredLengthExceeds(c.req.header('content-length'), receiver.maxBodyBytes)) {
       return toResponse(receiver.refuse(bodyTooLargeError(receiver.maxBodyBytes)))
     }
-    const body = await c.req.arrayBuffer()
+    let body: ArrayBuffer
+    try {
+      body = await readBody(c, receiver.maxBodyBytes)
+    } catch (error) {
+      if (error instanceof WebhookVerificationError) return toResponse(receiver.refuse(error))
+      // The client hung up mid-body: nothing was claimed and nobody reads the answer; do not
+      // let Hono's error handler log a stack for it.
+      if (c.req.raw.signal.aborted || (error as { code?: unknown }).code === 'ECONNRESET') return new Response(null, { status: 400 })
+      throw error
+    }
     return toResponse(await receiver.receive({ headers: c.req.raw.headers, body, context: { c } }))
   }
 }
