@@ -40,6 +40,11 @@ function sourceFiles(dir: string): string[] {
   )
 }
 
+/** `undefined` or `null`: comparing with them checks presence, not content. */
+function isNothing(node: ts.Node): boolean {
+  return (ts.isIdentifier(node) && node.text === 'undefined') || node.kind === ts.SyntaxKind.NullKeyword
+}
+
 /** Words of the identifiers in an expression, camelCase split; constants (ALL_CAPS) and lengths are not MACs. */
 function mentionsMac(node: ts.Node): boolean {
   if (ts.isPropertyAccessExpression(node) && ['length', 'byteLength'].includes(node.name.text)) return false
@@ -71,7 +76,13 @@ function findUnsafeComparisons(file: string, text: string): Finding[] {
   const report = (node: ts.Node) =>
     findings.push({ file, line: source.getLineAndCharacterOfPosition(node.getStart()).line + 1, text: node.getText().slice(0, 120) })
   const visit = (node: ts.Node) => {
-    if (ts.isBinaryExpression(node) && EQUALITY.has(node.operatorToken.kind) && (mentionsMac(node.left) || mentionsMac(node.right))) {
+    if (
+      ts.isBinaryExpression(node) &&
+      EQUALITY.has(node.operatorToken.kind) &&
+      !isNothing(node.left) &&
+      !isNothing(node.right) &&
+      (mentionsMac(node.left) || mentionsMac(node.right))
+    ) {
       report(node)
     }
     if (ts.isCallExpression(node)) {
@@ -109,6 +120,8 @@ describe('MAC comparisons in packages/core/src', () => {
       'if (signature.length !== SIGNATURE_HEX_LENGTH) throw error',
       'if (name === HEADER_SIGNATURE) slot = 2',
       "if (typeof signature !== 'string') throw error",
+      'if (mac === undefined) throw error',
+      'if (signature == null) throw error',
     ]
     for (const line of clean) expect([line, findUnsafeComparisons('clean.ts', line)]).toEqual([line, []])
   })
@@ -145,15 +158,25 @@ describe('MAC comparisons in packages/core/src', () => {
   it('has the verifier pass decoded 32-byte MACs of a 64-hex signature to the backend, never the hex text', () => {
     const text = readFileSync(join(SRC, 'verify.ts'), 'utf8')
     expect(text).toMatch(/const SIGNATURE_HEX_LENGTH = 64\b/)
-    expect(text).toMatch(/const SIGNATURE_PATTERN = \/\^\[0-9a-fA-F\]\{64\}\$\//)
-    expect(bodyOf(text, 'decodeSignature')).toMatch(/new Uint8Array\(SIGNATURE_HEX_LENGTH \/ 2\)/)
+    // decodeSignature refuses anything but 64 hex characters and yields 32 bytes.
+    const decodeBody = bodyOf(text, 'decodeSignature')
+    expect(decodeBody).toMatch(/if \(hex\.length !== SIGNATURE_HEX_LENGTH\) return undefined/)
+    expect(decodeBody).toMatch(/new Uint8Array\(SIGNATURE_HEX_LENGTH \/ 2\)/)
+    expect(decodeBody).toMatch(/return invalid < 0 \? undefined : out/)
+    // checkShape decodes the signature and refuses it before anything is compared.
+    const checkShape = bodyOf(text, 'checkShape')
+    const decode = checkShape.indexOf('const mac = decodeSignature(signature)')
+    const refuse = checkShape.indexOf('if (mac === undefined)')
+    expect(decode).toBeGreaterThanOrEqual(0)
+    expect(refuse).toBeGreaterThan(decode)
+    // verifyPrepared (and verifyRemaining, for further keys on Web Crypto) compare only the decoded mac.
     const verifyPrepared = bodyOf(text, 'verifyPrepared')
-    const shapeCheck = verifyPrepared.indexOf('!SIGNATURE_PATTERN.test(signature)')
-    const decode = verifyPrepared.indexOf('const mac = decodeSignature(signature)')
-    const compare = verifyPrepared.indexOf('backend.verify(key, prefix, bytes, mac)')
-    expect([shapeCheck, decode, compare].every((at) => at >= 0)).toBe(true)
-    expect(shapeCheck).toBeLessThan(decode)
-    expect(decode).toBeLessThan(compare)
+    const shaped = verifyPrepared.indexOf('checkShape(headers, body, tolerance, now)')
+    const compare = verifyPrepared.indexOf('backend.verify(keys[index], prefix, bytes, mac)')
+    expect([shaped, compare].every((at) => at >= 0)).toBe(true)
+    expect(shaped).toBeLessThan(compare)
+    expect(bodyOf(text, 'verifyRemaining')).toMatch(/backend\.verify\(keys\[next\], prefix, bytes, mac\)/)
+    for (const body of [verifyPrepared, bodyOf(text, 'verifyRemaining')]) expect(body).not.toMatch(/backend\.verify\([^)]*signature/)
     // No other call site compares MACs: backend.verify appears only in the verifier.
     const callers = sourceFiles(SRC).filter((file) => /backend\.verify\(/.test(readFileSync(file, 'utf8')))
     expect(callers.map((file) => relative(SRC, file))).toEqual(['verify.ts'])
