@@ -263,7 +263,7 @@ export class RedisDedupStore implements DedupStore {
     }
     let text = `${PACKAGE} ${message}`
     if (this.#secret) text = text.split(this.#secret).join('***')
-    return new DedupStoreError(code, text, { cause: error })
+    return new DedupStoreError(code, text, { cause: withoutCommand(error) })
   }
 }
 
@@ -274,4 +274,17 @@ function passwordOf(url: string): string | undefined {
   } catch {
     return undefined
   }
+}
+
+/**
+ * ioredis attaches the failed command with its arguments to a reply error; for AUTH (sent on
+ * connect) those are the password. The cause we keep has the message, name and code only.
+ */
+function withoutCommand(error: unknown): unknown {
+  if (!(error instanceof Error) || !('command' in error)) return error
+  const copy = new Error(error.message)
+  copy.name = error.name
+  const code = (error as { code?: unknown }).code
+  if (code !== undefined) Object.assign(copy, { code })
+  return copy
 }
