@@ -30,7 +30,9 @@ async function failure(promise: Promise<unknown>): Promise<{ error: DedupStoreEr
   )
   expect(error).toBeInstanceOf(DedupStoreError)
   const cause = (error as Error).cause as Error | undefined
-  const printed = [String(error), (error as Error).stack, JSON.stringify(error), String(cause), cause?.stack, JSON.stringify(cause)].join('\n')
+  const printed = [String(error), (error as Error).stack, JSON.stringify(error), String(cause), cause?.stack, JSON.stringify(cause)].join(
+    '\n',
+  )
   return { error: error as DedupStoreError, printed }
 }
 
@@ -100,7 +102,10 @@ describe('PostgresDedupStore', () => {
   })
 
   it('creates the same table as the exported SQL when several stores start at once', async () => {
-    const stores = Array.from({ length: 4 }, () => new PostgresDedupStore({ connectionString: postgres.url, table: 'hooks_created_at_once' }))
+    const stores = Array.from(
+      { length: 4 },
+      () => new PostgresDedupStore({ connectionString: postgres.url, table: 'hooks_created_at_once' }),
+    )
     try {
       const results = await Promise.all(stores.map((store) => store.claim('same-key', LONG)))
       expect(results.filter((result) => result.status === 'acquired')).toHaveLength(1)
