@@ -19,6 +19,8 @@ export interface RunningServer {
   url: string
   password: string
   port: number
+  /** Kills the server the hard way (SIGKILL for Redis, `pg_ctl stop -m immediate` for PostgreSQL) and starts it again on the same data and port. */
+  crashAndRestart(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -78,10 +80,11 @@ export async function startPostgres(): Promise<RunningServer> {
     rmSync(dir, { recursive: true, force: true })
   }
   cleanups.add(cleanup)
+  const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
+  const pgCtlStart = () => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start'])
   try {
     run('initdb', ['-D', data, '-U', PG_USER, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'])
-    const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
-    run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start'])
+    pgCtlStart()
   } catch (error) {
     cleanup()
     cleanups.delete(cleanup)
@@ -92,6 +95,11 @@ export async function startPostgres(): Promise<RunningServer> {
     url: `postgres://${PG_USER}:${password}@127.0.0.1:${port}/postgres`,
     password,
     port,
+    async crashAndRestart() {
+      // Immediate shutdown skips the checkpoint: the next start replays the WAL, as after a crash.
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop'])
+      pgCtlStart()
+    },
     async stop() {
       pgCtlStop('fast')
       rmSync(dir, { recursive: true, force: true })
@@ -117,65 +125,76 @@ export async function startRedis(options: { args?: string[] } = {}): Promise<Run
     'daemonize no',
   ].join('\n')
   writeFileSync(join(dir, 'redis.conf'), `${config}\n`, { mode: 0o600 })
-  let child: ChildProcess
-  try {
-    child = spawn(REDIS_SERVER, [join(dir, 'redis.conf'), ...(options.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] })
-  } catch (error) {
-    rmSync(dir, { recursive: true, force: true })
-    throw new Error(`redis-server could not be started (${(error as Error).message}). ${INSTALL_HINT}`)
-  }
+  const args = [join(dir, 'redis.conf'), ...(options.args ?? [])]
+  let child: ChildProcess | undefined
   const cleanup = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     rmSync(dir, { recursive: true, force: true })
   }
   cleanups.add(cleanup)
-  let output = ''
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`Redis did not start within 20 s:\n${output}`)), 20_000)
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      if (output.includes('Ready to accept connections')) finish()
-    }
-    const onError = (error: NodeJS.ErrnoException) =>
-      fail(new Error(error.code === 'ENOENT' ? `redis-server is not installed. ${INSTALL_HINT}` : `redis-server failed: ${error.message}`))
-    const onExit = (code: number | null) => fail(new Error(`redis-server exited (${code}) before it was ready:\n${output}`))
-    function finish() {
-      clearTimeout(timer)
-      child.stdout?.off('data', onData)
-      child.off('error', onError)
-      child.off('exit', onExit)
-      child.stdout?.resume()
-      child.stderr?.resume()
-      resolve()
-    }
-    function fail(error: Error) {
-      clearTimeout(timer)
-      cleanup()
-      cleanups.delete(cleanup)
-      reject(error)
-    }
-    child.stdout?.on('data', onData)
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
+  const launch = () =>
+    new Promise<void>((resolve, reject) => {
+      const started = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      child = started
+      let output = ''
+      const timer = setTimeout(() => fail(new Error(`Redis did not start within 20 s:\n${output}`)), 20_000)
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes('Ready to accept connections')) finish()
+      }
+      const onError = (error: NodeJS.ErrnoException) =>
+        fail(
+          new Error(error.code === 'ENOENT' ? `redis-server is not installed. ${INSTALL_HINT}` : `redis-server failed: ${error.message}`),
+        )
+      const onExit = (code: number | null) => fail(new Error(`redis-server exited (${code}) before it was ready:\n${output}`))
+      function finish() {
+        clearTimeout(timer)
+        started.stdout?.off('data', onData)
+        started.off('error', onError)
+        started.off('exit', onExit)
+        started.stdout?.resume()
+        started.stderr?.resume()
+        resolve()
+      }
+      function fail(error: Error) {
+        clearTimeout(timer)
+        reject(error)
+      }
+      started.stdout?.on('data', onData)
+      started.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+      })
+      started.once('error', onError)
+      started.once('exit', onExit)
     })
-    child.once('error', onError)
-    child.once('exit', onExit)
-  })
+  const stopChild = (signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      const running = child
+      if (!running || running.exitCode !== null || running.signalCode !== null) return resolve()
+      const timer = setTimeout(() => running.kill('SIGKILL'), 10_000)
+      running.once('exit', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      running.kill(signal)
+    })
+  try {
+    await launch()
+  } catch (error) {
+    cleanup()
+    cleanups.delete(cleanup)
+    throw error
+  }
   return {
     url: `redis://:${password}@127.0.0.1:${port}`,
     password,
     port,
+    async crashAndRestart() {
+      await stopChild('SIGKILL')
+      await launch()
+    },
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-          child.once('exit', () => {
-            clearTimeout(timer)
-            resolve()
-          })
-          child.kill('SIGTERM')
-        })
-      }
+      await stopChild('SIGTERM')
       rmSync(dir, { recursive: true, force: true })
       cleanups.delete(cleanup)
     },

@@ -1,11 +1,11 @@
 /**
  * PostgresDedupStore and RedisDedupStore shared by several OS processes, against real servers:
- * the same race and SIGKILL cases as sqlite-processes.test.ts.
+ * the same race and SIGKILL cases as sqlite-processes.test.ts, and a crash of the server itself.
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { ClaimResult, DedupStore } from '@email-webhooks/core'
+import { type ClaimResult, type DedupStore, DedupStoreError } from '@email-webhooks/core'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -172,4 +172,46 @@ describe.each(['postgres', 'redis'] as const)('%s store shared by several OS pro
       await store.close?.()
     }
   }, 30_000)
+
+  it('keeps every acknowledged completion through a hard crash and restart of the server, and the same store reconnects', async () => {
+    const prefix = newPrefix()
+    const server = servers[kind] as RunningServer
+    const store = openStore(kind)
+    const keys = Array.from({ length: 200 }, (_, i) => `${prefix}server-crash-${i}`)
+    try {
+      for (const key of keys) {
+        const result = await store.claim(key, LONG)
+        if (result.status !== 'acquired') throw new Error(`${key} was ${result.status}`)
+        expect(await store.complete(result.claim, LONG)).toBe(true)
+      }
+      // A claim in flight at the crash: after the restart it is still held (or its record gone), never done.
+      const held = await store.claim(`${prefix}held-through-crash`, LONG)
+      expect(held.status).toBe('acquired')
+      await server.crashAndRestart()
+
+      // The store that was open during the crash recovers: calls fail with connection_failed until it reconnects.
+      const failures: string[] = []
+      let first: ClaimResult | undefined
+      for (let i = 0; i < 50 && !first; i++) {
+        try {
+          first = await store.claim(keys[0] as string, LONG)
+        } catch (error) {
+          expect(error).toBeInstanceOf(DedupStoreError)
+          failures.push((error as DedupStoreError).code)
+          await sleep(100)
+        }
+      }
+      expect(first?.status).toBe('duplicate')
+      expect(failures.every((code) => code === 'connection_failed')).toBe(true)
+      const after = openStore(kind)
+      try {
+        for (const key of keys) expect({ key, status: (await after.claim(key, LONG)).status }).toEqual({ key, status: 'duplicate' })
+        expect((await after.claim(`${prefix}held-through-crash`, LONG)).status).toBe('in_flight')
+      } finally {
+        await after.close?.()
+      }
+    } finally {
+      await store.close?.()
+    }
+  }, 60_000)
 })
