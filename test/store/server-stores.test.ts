@@ -138,6 +138,40 @@ describe('PostgresDedupStore', () => {
     }
   })
 
+  it('flushes the WAL for every complete() even on a session with synchronous_commit = off', async () => {
+    // One connection with asynchronous commits; pg_stat_wal counts the WAL flushes (wal_sync).
+    const pool = new pg.Pool({ connectionString: postgres.url, max: 1, options: '-c synchronous_commit=off' })
+    const store = new PostgresDedupStore({ pool, table: 'hooks_sync_commit' })
+    const walSyncs = async (): Promise<number> => {
+      await pool.query('SELECT pg_stat_force_next_flush()')
+      await pool.query('SELECT 1')
+      const { rows } = await pool.query('SELECT wal_sync FROM pg_stat_wal')
+      return Number(rows[0].wal_sync)
+    }
+    try {
+      expect((await pool.query('SHOW synchronous_commit')).rows).toEqual([{ synchronous_commit: 'off' }])
+      const claims = []
+      for (let i = 0; i < 100; i++) {
+        const result = await store.claim(crypto.randomUUID(), LONG)
+        if (result.status === 'acquired') claims.push(result.claim)
+      }
+      const before = await walSyncs()
+      for (const claim of claims.slice(0, 50)) expect(await store.complete(claim, LONG)).toBe(true)
+      const afterCompletes = await walSyncs()
+      // The same update without the store's setting: asynchronous, next to no flushes.
+      for (const claim of claims.slice(50)) {
+        await pool.query('UPDATE hooks_sync_commit SET done = true WHERE key = $1 AND token = $2', [claim.key, claim.token])
+      }
+      const afterPlain = await walSyncs()
+      console.log(`WAL flushes: 50 complete() ${afterCompletes - before}, 50 plain updates ${afterPlain - afterCompletes}`)
+      expect(afterCompletes - before).toBeGreaterThanOrEqual(50)
+      expect(afterPlain - afterCompletes).toBeLessThan(25)
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+
   it('leaves a given pool open on close(), and refuses calls after close()', async () => {
     const pool = new pg.Pool({ connectionString: postgres.url, max: 2 })
     const store = new PostgresDedupStore({ pool })
