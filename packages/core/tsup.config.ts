@@ -4,6 +4,8 @@ const config: Options = {
   entry: {
     index: 'src/index.ts',
     sqlite: 'src/sqlite.ts',
+    postgres: 'src/postgres.ts',
+    redis: 'src/redis.ts',
     testing: 'src/testing/index.ts',
     'crypto-node': 'src/crypto/node.ts',
     'crypto-web': 'src/crypto/web.ts',
@@ -11,7 +13,15 @@ const config: Options = {
     'default-store-web': 'src/default-store-web.ts',
   },
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts', sqlite: 'src/sqlite.ts', testing: 'src/testing/index.ts' } },
+  dts: {
+    entry: {
+      index: 'src/index.ts',
+      sqlite: 'src/sqlite.ts',
+      postgres: 'src/postgres.ts',
+      redis: 'src/redis.ts',
+      testing: 'src/testing/index.ts',
+    },
+  },
   target: 'node20',
   platform: 'neutral',
   splitting: false,
@@ -19,7 +29,16 @@ const config: Options = {
   removeNodeProtocol: false,
   clean: false,
   sourcemap: false,
-  external: ['#crypto', '#default-store', '@email-webhooks/core', '@email-webhooks/core/sqlite', 'better-sqlite3', /^node:/],
+  external: [
+    '#crypto',
+    '#default-store',
+    '@email-webhooks/core',
+    '@email-webhooks/core/sqlite',
+    'better-sqlite3',
+    'pg',
+    'ioredis',
+    /^node:/,
+  ],
 }
 
 export default config

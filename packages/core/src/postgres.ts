@@ -1,0 +1,319 @@
+/**
+ * `PostgresDedupStore`: durable dedup shared by every instance of an app, in one PostgreSQL
+ * table, through `pg` (an optional peer dependency, loaded only by this module). `claim` is one
+ * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
+ * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
+ * whatever the session says; expired rows are purged in batches.
+ */
+import { createRequire } from 'node:module'
+import { DedupStoreError, type DedupStoreErrorCode } from '@email-webhooks/core'
+import { redactUrl } from './store/redact.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
+
+const PACKAGE = '[@email-webhooks/core/postgres]'
+/** Table used when `table` is not given. */
+export const DEFAULT_POSTGRES_TABLE = 'email_webhook_dedup'
+const DEFAULT_MAX_CONNECTIONS = 10
+const CONNECT_TIMEOUT_MS = 5_000
+const PURGE_EVERY_CLAIMS = 1_000
+const PURGE_BATCH_ROWS = 500
+const CLAIM_ATTEMPTS = 3
+const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
+
+/** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
+export interface PostgresPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+  end(): Promise<void>
+}
+
+/** Options of {@link PostgresDedupStore}: give `connectionString` or `pool`. */
+export interface PostgresDedupStoreOptions {
+  /** `postgres://user:password@host:5432/db`; the store creates (and closes) its own pool of up to 10 connections. */
+  connectionString?: string
+  /** An existing `pg` Pool; the store never ends it. */
+  pool?: PostgresPool
+  /** Table name; default `email_webhook_dedup`. */
+  table?: string
+  /** Create the table and its index when missing (default true). Set false if you run {@link postgresDedupTableSql} yourself. */
+  createTable?: boolean
+}
+
+interface PoolConstructor {
+  new (config: {
+    connectionString: string
+    max: number
+    connectionTimeoutMillis: number
+  }): PostgresPool & {
+    on(event: 'error', listener: (error: Error) => void): unknown
+  }
+}
+
+let driver: PoolConstructor | undefined
+
+function loadDriver(): PoolConstructor {
+  if (driver) return driver
+  try {
+    const require = createRequire(import.meta.url)
+    driver = (require('pg') as { Pool: PoolConstructor }).Pool
+    return driver
+  } catch (cause) {
+    throw new DedupStoreError(
+      'driver_missing',
+      `${PACKAGE} pg could not be loaded, so the PostgreSQL dedup store is unavailable. Install it with \`npm install pg\` (version 8).`,
+      { cause },
+    )
+  }
+}
+
+/**
+ * The SQL that creates the store's table and index, for users who migrate by hand (then pass
+ * `createTable: false`). The table is a regular, logged table: an `UNLOGGED` one loses its rows in a crash.
+ * @param table Table name; default `email_webhook_dedup`.
+ * @example
+ * await migrate(postgresDedupTableSql())
+ */
+export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): string {
+  assertTableName(table)
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  key text PRIMARY KEY,
+  done boolean NOT NULL,
+  token text,
+  attempt integer NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
+`
+}
+
+function assertTableName(table: string): void {
+  if (typeof table !== 'string' || !TABLE_NAME_PATTERN.test(table)) {
+    throw new TypeError(`${PACKAGE} table must be a plain SQL identifier (letters, digits, _; at most 51 characters).`)
+  }
+}
+
+// Two sessions creating the table at once can collide in the catalog; a transaction-scoped
+// advisory lock (keyed by the table name) makes the creation one at a time.
+function createTableSql(table: string): string {
+  return `BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
+${postgresDedupTableSql(table)}COMMIT;`
+}
+
+/**
+ * Dedup store in a PostgreSQL table, shared by every instance that points at the same database.
+ * @throws {TypeError} when neither `connectionString` nor `pool` is given, or `table` is not a plain identifier.
+ * @throws {DedupStoreError} `driver_missing` when `connectionString` is given and `pg` is not installed.
+ * @example
+ * const store = new PostgresDedupStore({ connectionString: process.env.DATABASE_URL })
+ */
+export class PostgresDedupStore implements DedupStore {
+  readonly #pool: PostgresPool
+  readonly #ownsPool: boolean
+  readonly #target: string
+  readonly #secret: string | undefined
+  readonly #createTable: boolean
+  readonly #sql: { claim: string; inspect: string; complete: string; release: string; purge: string; createTable: string }
+  #ready: Promise<void> | undefined
+  #purging: Promise<unknown> | undefined
+  #claimsSincePurge = 0
+  #closed = false
+
+  constructor(options: PostgresDedupStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`${PACKAGE} PostgresDedupStore needs { connectionString } or { pool }.`)
+    }
+    const { connectionString, pool } = options
+    if ((connectionString === undefined) === (pool === undefined)) {
+      throw new TypeError(`${PACKAGE} PostgresDedupStore needs exactly one of { connectionString } or { pool }.`)
+    }
+    const table = options.table ?? DEFAULT_POSTGRES_TABLE
+    assertTableName(table)
+    this.#createTable = options.createTable ?? true
+    if (pool !== undefined) {
+      if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
+        throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
+      }
+      this.#pool = pool
+      this.#ownsPool = false
+      this.#target = 'PostgreSQL (the given pool)'
+    } else {
+      if (typeof connectionString !== 'string' || connectionString.length === 0) {
+        throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
+      }
+      const Pool = loadDriver()
+      const created = new Pool({ connectionString, max: DEFAULT_MAX_CONNECTIONS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+      // An idle connection that the server drops emits 'error' on the pool; without a listener
+      // that would end the process. The next query reports the failure instead.
+      created.on('error', () => {})
+      this.#pool = created
+      this.#ownsPool = true
+      this.#target = `PostgreSQL at ${redactUrl(connectionString)}`
+      this.#secret = passwordOf(connectionString)
+    }
+    const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
+    this.#sql = {
+      claim: `INSERT INTO ${table} AS d (key, done, token, attempt, expires_at) VALUES ($1, false, $2, 1, ${expiresIn('$3')})
+ON CONFLICT (key) DO UPDATE SET
+  attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
+  done = false, token = excluded.token, expires_at = excluded.expires_at
+WHERE d.expires_at <= clock_timestamp()
+RETURNING attempt`,
+      inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table} WHERE key = $1`,
+      // set_config(…, true) lasts for this statement's transaction and is read at its commit:
+      // the completion is flushed to the WAL before the answer, even if the role or session
+      // has synchronous_commit = off.
+      complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
+UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
+FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
+      release: `UPDATE ${table} SET token = NULL, expires_at = to_timestamp(0) WHERE key = $1 AND token = $2 AND NOT done`,
+      purge: `DELETE FROM ${table} WHERE key IN (
+  SELECT key FROM ${table} WHERE expires_at <= clock_timestamp() LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND expires_at <= clock_timestamp()`,
+      createTable: createTableSql(table),
+    }
+  }
+
+  async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    await this.#prepare()
+    if (++this.#claimsSincePurge >= PURGE_EVERY_CLAIMS) {
+      this.#claimsSincePurge = 0
+      // In the background: a failed purge is retried after the next 1,000 claims.
+      this.#purging ??= this.purgeExpired()
+        .catch(() => {})
+        .finally(() => {
+          this.#purging = undefined
+        })
+    }
+    for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
+      const token = crypto.randomUUID()
+      const won = await this.#query<{ attempt: number }>(this.#sql.claim, [key, token, opts.leaseMs])
+      const row = won.rows[0]
+      if (row) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+      const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
+      // Released or purged between the two statements, or the lease ended just now: claim again.
+      if (!held || held.left_ms <= 0) continue
+      if (held.done) return { status: 'duplicate' }
+      return { status: 'in_flight', retryAfterMs: held.left_ms }
+    }
+    return { status: 'in_flight', retryAfterMs: 1 }
+  }
+
+  async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    await this.#prepare()
+    return (await this.#query(this.#sql.complete, [claim.key, claim.token, opts.retentionMs])).rowCount === 1
+  }
+
+  async release(claim: Claim): Promise<boolean> {
+    await this.#prepare()
+    return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
+  }
+
+  /** Deletes up to one batch (500) of expired rows; returns how many went. Runs by itself every 1,000 claims. */
+  async purgeExpired(): Promise<number> {
+    await this.#prepare()
+    return (await this.#query(this.#sql.purge)).rowCount ?? 0
+  }
+
+  /** Waits for a running purge, then ends the pool if the store created it (a given pool stays open). */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#purging
+    if (this.#ownsPool) await this.#pool.end()
+  }
+
+  #prepare(): Promise<void> {
+    if (this.#closed) return Promise.reject(new DedupStoreError('closed', `${PACKAGE} this PostgresDedupStore was closed.`))
+    if (!this.#createTable) return Promise.resolve()
+    this.#ready ??= this.#query(this.#sql.createTable).then(
+      () => undefined,
+      (error: unknown) => {
+        // Try again on the next call: the server may come up later.
+        this.#ready = undefined
+        throw error
+      },
+    )
+    return this.#ready
+  }
+
+  async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+    try {
+      return (await this.#pool.query(text, values)) as { rows: Row[]; rowCount: number | null }
+    } catch (error) {
+      throw this.#wrap(error)
+    }
+  }
+
+  #wrap(error: unknown): DedupStoreError {
+    const { code, message } = classify(error)
+    let text = `${PACKAGE} ${message.replace('{target}', this.#target)}`
+    if (this.#secret) text = text.split(this.#secret).join('***')
+    return new DedupStoreError(code, text, { cause: error })
+  }
+}
+
+function passwordOf(connectionString: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(connectionString).password)
+    return password.length >= 3 ? password : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const NETWORK_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+])
+
+function classify(error: unknown): { code: DedupStoreErrorCode; message: string } {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown }
+  const sqlState = typeof e.code === 'string' ? e.code : ''
+  const detail = typeof e.message === 'string' ? e.message : String(error)
+  if (NETWORK_ERRORS.has(sqlState)) {
+    return {
+      code: 'connection_failed',
+      message: `cannot reach {target} (${sqlState}): check that the server runs and that the host and port are right.`,
+    }
+  }
+  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(detail) || sqlState.startsWith('08')) {
+    return {
+      code: 'connection_failed',
+      message: `lost or could not open the connection to {target} (${detail}): check the server, the network and its connection limits.`,
+    }
+  }
+  if (sqlState === '57P01' || sqlState === '57P02' || sqlState === '57P03') {
+    return { code: 'connection_failed', message: `{target} is shutting down or starting (${sqlState}); the sender retries later.` }
+  }
+  if (sqlState === '28P01' || sqlState === '28000') {
+    return {
+      code: 'auth_failed',
+      message: `{target} refused the credentials (${sqlState}): check the user name and password, and pg_hba.conf.`,
+    }
+  }
+  if (sqlState === '3D000') {
+    return {
+      code: 'misconfigured',
+      message: `the database does not exist on {target} (${detail}): create it or fix the connection string.`,
+    }
+  }
+  if (sqlState === '42P01') {
+    return {
+      code: 'misconfigured',
+      message: `the dedup table is missing on {target} (${detail}): run postgresDedupTableSql() in a migration, or leave createTable on.`,
+    }
+  }
+  if (sqlState === '42501') {
+    return {
+      code: 'misconfigured',
+      message: `permission denied on {target} (${detail}): grant the role SELECT, INSERT, UPDATE and DELETE on the dedup table (and CREATE if the store creates it).`,
+    }
+  }
+  return { code: 'command_failed', message: `a query failed on {target}${sqlState ? ` (${sqlState})` : ''}: ${detail}` }
+}

@@ -1,0 +1,202 @@
+/**
+ * Real database servers for tests: a PostgreSQL 15 and a Redis 7 on 127.0.0.1, on free ports,
+ * with their data in a temporary folder, stopped (and the folder removed) by `stop()` or, at the
+ * latest, when the test process exits. Install the servers with `scripts/install-services.sh`.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const INSTALL_HINT = 'Install it with `sudo scripts/install-services.sh` (Debian/Ubuntu packages postgresql-15 and redis-server).'
+const PG_BIN = process.env.EMAIL_WEBHOOKS_PG_BIN ?? '/usr/lib/postgresql/15/bin'
+const REDIS_SERVER = process.env.EMAIL_WEBHOOKS_REDIS_SERVER ?? 'redis-server'
+const PG_USER = 'webhooks'
+
+export interface RunningServer {
+  /** Connection URL with the password. */
+  url: string
+  password: string
+  port: number
+  /** Kills the server the hard way (SIGKILL for Redis, `pg_ctl stop -m immediate` for PostgreSQL) and starts it again on the same data and port. */
+  crashAndRestart(): Promise<void>
+  stop(): Promise<void>
+}
+
+const cleanups = new Set<() => void>()
+process.once('exit', () => {
+  for (const cleanup of cleanups) cleanup()
+})
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+const randomPassword = () => `pw-${crypto.randomUUID()}`
+
+/** initdb and postgres refuse to run as root: as root, run them as the `postgres` user. */
+function asServerUser(command: string, args: string[]): [string, string[]] {
+  if (process.getuid?.() !== 0) return [command, args]
+  return ['runuser', ['-u', 'postgres', '--', command, ...args]]
+}
+
+/** Starts a PostgreSQL 15 with a password-protected user `webhooks`; `url` points at database `postgres`. */
+export async function startPostgres(): Promise<RunningServer> {
+  if (!existsSync(join(PG_BIN, 'initdb')) || !existsSync(join(PG_BIN, 'pg_ctl'))) {
+    throw new Error(`PostgreSQL 15 is not installed (no ${PG_BIN}/initdb). ${INSTALL_HINT}`)
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-pg-'))
+  const data = join(dir, 'data')
+  const password = randomPassword()
+  writeFileSync(join(dir, 'pwfile'), `${password}\n`)
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
+    chownSync(dir, uid, gid)
+    chownSync(join(dir, 'pwfile'), uid, gid)
+  }
+  chmodSync(dir, 0o700)
+  const run = (command: string, args: string[]) => {
+    const [file, argv] = asServerUser(join(PG_BIN, command), args)
+    return execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 })
+  }
+  const port = await freePort()
+  const pgCtlStop = (mode: 'fast' | 'immediate') => {
+    try {
+      run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop'])
+    } catch {}
+  }
+  const cleanup = () => {
+    pgCtlStop('immediate')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  cleanups.add(cleanup)
+  const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
+  const pgCtlStart = () => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start'])
+  try {
+    run('initdb', ['-D', data, '-U', PG_USER, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'])
+    pgCtlStart()
+  } catch (error) {
+    cleanup()
+    cleanups.delete(cleanup)
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? ''
+    throw new Error(`PostgreSQL did not start: ${stderr || (error as Error).message}`)
+  }
+  return {
+    url: `postgres://${PG_USER}:${password}@127.0.0.1:${port}/postgres`,
+    password,
+    port,
+    async crashAndRestart() {
+      // Immediate shutdown skips the checkpoint: the next start replays the WAL, as after a crash.
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop'])
+      pgCtlStart()
+    },
+    async stop() {
+      pgCtlStop('fast')
+      rmSync(dir, { recursive: true, force: true })
+      cleanups.delete(cleanup)
+    },
+  }
+}
+
+/** Starts a Redis 7 with `appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction` and a password; `args` override settings. */
+export async function startRedis(options: { args?: string[] } = {}): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-redis-'))
+  const password = randomPassword()
+  const port = await freePort()
+  const config = [
+    `port ${port}`,
+    'bind 127.0.0.1',
+    `dir ${dir}`,
+    'appendonly yes',
+    'appendfsync always',
+    'maxmemory-policy noeviction',
+    'save ""',
+    `requirepass ${password}`,
+    'daemonize no',
+  ].join('\n')
+  writeFileSync(join(dir, 'redis.conf'), `${config}\n`, { mode: 0o600 })
+  const args = [join(dir, 'redis.conf'), ...(options.args ?? [])]
+  let child: ChildProcess | undefined
+  const cleanup = () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  cleanups.add(cleanup)
+  const launch = () =>
+    new Promise<void>((resolve, reject) => {
+      const started = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      child = started
+      let output = ''
+      const timer = setTimeout(() => fail(new Error(`Redis did not start within 20 s:\n${output}`)), 20_000)
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes('Ready to accept connections')) finish()
+      }
+      const onError = (error: NodeJS.ErrnoException) =>
+        fail(
+          new Error(error.code === 'ENOENT' ? `redis-server is not installed. ${INSTALL_HINT}` : `redis-server failed: ${error.message}`),
+        )
+      const onExit = (code: number | null) => fail(new Error(`redis-server exited (${code}) before it was ready:\n${output}`))
+      function finish() {
+        clearTimeout(timer)
+        started.stdout?.off('data', onData)
+        started.off('error', onError)
+        started.off('exit', onExit)
+        started.stdout?.resume()
+        started.stderr?.resume()
+        resolve()
+      }
+      function fail(error: Error) {
+        clearTimeout(timer)
+        reject(error)
+      }
+      started.stdout?.on('data', onData)
+      started.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+      })
+      started.once('error', onError)
+      started.once('exit', onExit)
+    })
+  const stopChild = (signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      const running = child
+      if (!running || running.exitCode !== null || running.signalCode !== null) return resolve()
+      const timer = setTimeout(() => running.kill('SIGKILL'), 10_000)
+      running.once('exit', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      running.kill(signal)
+    })
+  try {
+    await launch()
+  } catch (error) {
+    cleanup()
+    cleanups.delete(cleanup)
+    throw error
+  }
+  return {
+    url: `redis://:${password}@127.0.0.1:${port}`,
+    password,
+    port,
+    async crashAndRestart() {
+      await stopChild('SIGKILL')
+      await launch()
+    },
+    async stop() {
+      await stopChild('SIGTERM')
+      rmSync(dir, { recursive: true, force: true })
+      cleanups.delete(cleanup)
+    },
+  }
+}
