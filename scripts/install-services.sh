@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the database servers the tests start: PostgreSQL 15 (/usr/lib/postgresql/15/bin) and
-# Redis 7 (redis-server), from Debian's packages, when they are missing. Run as root or with sudo.
+# Installs what the tests need from Debian's packages, when missing: the database servers they
+# start, PostgreSQL 15 (/usr/lib/postgresql/15/bin) and Redis 7 (redis-server), and strace, which
+# test/store/sqlite-durability.test.ts uses to see the WAL syncs. Run as root or with sudo.
 # The tests start their own servers on free ports with data in temporary folders; nothing is
 # configured or started here (Debian may start a default service, which the tests do not use).
 set -euo pipefail
@@ -8,8 +9,9 @@ set -euo pipefail
 missing=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-services: PostgreSQL 15 and redis-server are installed"
+  echo "install-services: PostgreSQL 15, redis-server and strace are installed"
   exit 0
 fi
 
