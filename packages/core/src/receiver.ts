@@ -164,6 +164,32 @@ function exceeds(body: WebhookBody, maxBytes: number): boolean {
 
 class StoreTimeout extends Error {}
 
+/**
+ * An AbortController made only when a handler reads `ctx.signal` (most never do, and one
+ * costs more than the rest of a small event's dispatch). Aborting before it exists is kept,
+ * so a signal read later is already aborted with the same reason.
+ */
+class LazyAbort {
+  #controller: AbortController | undefined
+  #aborted = false
+  #reason: unknown
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#aborted) this.#controller.abort(this.#reason)
+    }
+    return this.#controller.signal
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return
+    this.#aborted = true
+    this.#reason = reason
+    this.#controller?.abort(reason)
+  }
+}
+
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   const timeout = new Promise<never>((_, reject) => {
@@ -275,12 +301,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   }
 
   /** Runs the handlers; `claimedAt` (performance.now() before the claim was sent) starts the deadline, as the lease may have. */
-  async function dispatch(
-    event: WebhookEvent,
-    ctx: HandlerContext & Extra,
-    controller: AbortController,
-    claimedAt: number,
-  ): Promise<boolean> {
+  async function dispatch(event: WebhookEvent, ctx: HandlerContext & Extra, controller: LazyAbort, claimedAt: number): Promise<boolean> {
     let timer: ReturnType<typeof setTimeout> | undefined
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -346,13 +367,20 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
       return storeFailure(cause, event)
     }
 
-    const controller = new AbortController()
-    const ctx = { ...(input.context as Extra), signal: controller.signal, attempt: claim.attempt, timestamp } as HandlerContext & Extra
+    const controller = new LazyAbort()
+    const ctx = {
+      ...(input.context as Extra),
+      get signal() {
+        return controller.signal
+      },
+      attempt: claim.attempt,
+      timestamp,
+    } as HandlerContext & Extra
     let known: boolean
     try {
       known = await dispatch(event, ctx, controller, claimedAt)
     } catch (cause) {
-      if (!controller.signal.aborted) controller.abort(cause)
+      controller.abort(cause)
       // A release that throws, even synchronously (a custom store), must not change the 500.
       await withTimeout(
         Promise.resolve().then(() => activeStore.release(claim)),

@@ -34,11 +34,15 @@ export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoCont
 
 /**
  * The raw body, read at most `maxBytes` into it, and cached for `c.req.json()` / `c.req.text()`.
- * An earlier middleware's `c.req.arrayBuffer()` is reused as is; the receiver checks its size.
+ * With a `content-length` (already checked against the limit) the HTTP layer frames the body to
+ * that length, so `c.req.arrayBuffer()` reads it: on @hono/node-server that skips building a
+ * full `Request` with a web stream, a large part of a small request's cost. Without one (a
+ * chunked body) the stream is read under the limit and refused as soon as it passes it. An
+ * earlier middleware's `c.req.arrayBuffer()` is reused as is; the receiver checks every size.
  */
-async function readBody<E extends Env>(c: Context<E>, maxBytes: number): Promise<ArrayBuffer> {
+async function readBody<E extends Env>(c: Context<E>, maxBytes: number, framed: boolean): Promise<ArrayBuffer> {
   const cache = c.req.bodyCache
-  if (cache.arrayBuffer || c.req.raw.bodyUsed) return c.req.arrayBuffer()
+  if (framed || cache.arrayBuffer || c.req.raw.bodyUsed) return c.req.arrayBuffer()
   const bytes = await readBodyWithLimit(c.req.raw.body, maxBytes)
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
   const buffer = (whole ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer
@@ -65,12 +69,13 @@ export function emailWebhook<E extends Env = Env>(
 ): Handler<E> {
   const receiver = createReceiver<HonoHandlerContext<E>>({ ...options, secret, handlers })
   return async function emailWebhookHandler(c: Context<E>): Promise<Response> {
-    if (declaredLengthExceeds(c.req.header('content-length'), receiver.maxBodyBytes)) {
+    const declared = c.req.header('content-length')
+    if (declaredLengthExceeds(declared, receiver.maxBodyBytes)) {
       return toResponse(receiver.refuse(bodyTooLargeError(receiver.maxBodyBytes)))
     }
     let body: ArrayBuffer
     try {
-      body = await readBody(c, receiver.maxBodyBytes)
+      body = await readBody(c, receiver.maxBodyBytes, declared !== undefined && /^[0-9]+$/.test(declared))
     } catch (error) {
       if (error instanceof WebhookVerificationError) return toResponse(receiver.refuse(error))
       // The client hung up mid-body: nothing was claimed and nobody reads the answer; do not
