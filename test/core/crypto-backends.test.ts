@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { cryptoBackendName, signWebhook, verifyWebhook } from '@email-webhooks/core'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { bodyBytes, decodeBody, IDS, type Vector, VECTORS, type WireBody } from './vectors.js'
+import { bodyBytes, decodeBody, IDS, VECTORS, type Vector, type WireBody } from './vectors.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const TEST_DIR = resolve(here, '..')
