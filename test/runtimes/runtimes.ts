@@ -12,8 +12,10 @@ export const RUNTIMES_DIR: string = dirname(fileURLToPath(import.meta.url))
 export const ROOT: string = resolve(RUNTIMES_DIR, '../..')
 const require = createRequire(join(RUNTIMES_DIR, 'package.json'))
 
-export const BUN: string = join(RUNTIMES_DIR, 'node_modules/.bin/bun')
-export const DENO: string = join(RUNTIMES_DIR, 'node_modules/.bin/deno')
+// The binaries themselves, which the packages' postinstall puts in place: not the node_modules/.bin
+// shims, which would leave the runtime running when a test stops the shim.
+export const BUN: string = join(dirname(require.resolve('bun/package.json')), 'bin/bun.exe')
+export const DENO: string = join(dirname(require.resolve('deno/package.json')), 'deno')
 /** Miniflare 4 needs Node ≥ 22: it runs on the Node 24 installed from npm. */
 export const NODE24: string = join(dirname(require.resolve('node24/package.json')), 'bin/node')
 /** See bun-tsconfig.json: keeps the workspace's tsconfig paths away from Bun. */
@@ -111,4 +113,13 @@ export function startServer(
       reject(new Error(`${command} exited (${code}) before printing its URL:\n${output}`))
     })
   })
+}
+
+/** How many tests the dedup-store conformance suite registers for one store. */
+export async function conformanceTestCount(): Promise<number> {
+  const { dedupStoreConformance } = await import('@email-webhooks/core/testing')
+  const { MemoryDedupStore } = await import('@email-webhooks/core')
+  let count = 0
+  dedupStoreConformance('count', { describe: (_name, fn) => fn(), it: () => void count++ }, { createStore: () => new MemoryDedupStore() })
+  return count
 }

@@ -107,13 +107,13 @@ export class CompareAndSetStore implements DedupStore {
 
   async complete(claim: Claim, { retentionMs }: CompleteOptions): Promise<boolean> {
     const row = await this.#get(claim.key)
-    if (!row || row.value.state !== 'pending' || row.value.token !== claim.token || row.value.expiresAt <= Date.now()) return false
+    if (row?.value.state !== 'pending' || row.value.token !== claim.token || row.value.expiresAt <= Date.now()) return false
     return this.#set(claim.key, row.version, { state: 'done', token: '', attempt: row.value.attempt, expiresAt: Date.now() + retentionMs })
   }
 
   async release(claim: Claim): Promise<boolean> {
     const row = await this.#get(claim.key)
-    if (!row || row.value.state !== 'pending' || row.value.token !== claim.token) return false
+    if (row?.value.state !== 'pending' || row.value.token !== claim.token) return false
     return this.#set(claim.key, row.version, { state: 'pending', token: '', attempt: row.value.attempt, expiresAt: 0 })
   }
 }
