@@ -2,7 +2,8 @@
  * examples/cloudflare-worker in workerd (Miniflare from npm, on the Node 24 from npm): the
  * bundled Worker answers signed deliveries over HTTP on 127.0.0.1, keeps its dedup in D1
  * across a restart, and bundles none of the Node-only modules. A second Worker without a
- * store shows the default store on workerd: memory with one warning, never SQLite.
+ * store shows the default store on workerd: memory with one warning, never SQLite. The D1
+ * store passes the conformance suite inside workerd.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EXPECTED_ANSWERS, sendExampleDeliveries } from '../../../test/runtimes/example-deliveries.js'
-import { NODE24, RUNTIMES_DIR, startServer } from '../../../test/runtimes/runtimes.js'
+import { conformanceTestCount, NODE24, RUNTIMES_DIR, startServer } from '../../../test/runtimes/runtimes.js'
 import { buildWorker } from '../scripts/build.mjs'
 
 const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -19,12 +20,14 @@ const scratch = mkdtempSync(join(tmpdir(), 'example-worker-'))
 const env = { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, D1_PERSIST: join(scratch, 'd1'), NO_COLOR: '1' }
 const workerFile = join(scratch, 'worker.js')
 const defaultStoreWorkerFile = join(scratch, 'default-store-worker.js')
+const conformanceWorkerFile = join(scratch, 'd1-conformance-worker.js')
 let inputs: Record<string, string[]> = {}
 
 beforeAll(async () => {
   const built = await buildWorker(join(exampleDir, 'src/worker.js'), workerFile)
   const defaults = await buildWorker(join(RUNTIMES_DIR, 'workerd/default-store-worker.js'), defaultStoreWorkerFile)
   inputs = { example: Object.keys(built.inputs), defaultStore: Object.keys(defaults.inputs) }
+  await buildWorker(join(RUNTIMES_DIR, 'workerd/d1-conformance-worker.js'), conformanceWorkerFile)
 })
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
@@ -86,6 +89,20 @@ describe('examples/cloudflare-worker', () => {
       expect(report.handled).toBe(1)
       expect(report.warnings).toHaveLength(1)
       expect(report.warnings[0]).toContain('SQLite is not available on this runtime')
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('passes the dedup-store conformance suite with D1DedupStore, run inside workerd', async () => {
+    const server = await serve(conformanceWorkerFile)
+    try {
+      const results = (await (await fetch(`${server.url}/`, { signal: AbortSignal.timeout(60_000) })).json()) as {
+        name: string
+        ok: boolean
+      }[]
+      expect(results).toHaveLength(await conformanceTestCount())
+      expect(results.filter((r) => !r.ok)).toEqual([])
     } finally {
       await server.stop()
     }
