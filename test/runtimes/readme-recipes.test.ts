@@ -10,11 +10,12 @@ import { ROOT } from './runtimes.js'
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
 
 describe('root README runtime recipes', () => {
-  for (const [lang, file] of [
+  const recipes: [string, string][] = [
     ['ts', 'examples/bun/src/server.ts'],
     ['ts', 'examples/deno/src/server.ts'],
     ['js', 'examples/cloudflare-worker/src/worker.js'],
-  ]) {
+  ]
+  for (const [lang, file] of recipes) {
     it(`quotes ${file} whole, as one code block`, () => {
       const source = readFileSync(join(ROOT, file), 'utf8').trimEnd()
       expect(readme).toContain(`\`\`\`${lang}\n${source}\n\`\`\``)
