@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { cryptoBackendName, signWebhook, verifyWebhook } from '@email-webhooks/core'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { bodyBytes, decodeBody, IDS, VECTORS, type Vector, type WireBody } from './vectors.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const TEST_DIR = resolve(here, '..')
@@ -23,16 +24,6 @@ interface CryptoBackend {
   importKey(secret: Uint8Array): unknown
   verify(key: unknown, prefix: string, body: Uint8Array | string, mac: Uint8Array): boolean | Promise<boolean>
   signHex(key: unknown, prefix: string, body: Uint8Array | string): string | Promise<string>
-}
-
-type WireBody = { kind: 'string'; text: string } | { kind: 'bytes'; hex: string } | { kind: 'view'; hex: string; pad: number }
-
-interface Vector {
-  name: string
-  secret: string
-  id: string
-  timestamp: number
-  body: WireBody
 }
 
 interface VerifyCase {
@@ -51,62 +42,10 @@ interface ChildResult {
   verified: { name: string; result: Outcome; hmacCalls: number }[]
 }
 
-const text = (value: string): WireBody => ({ kind: 'string', text: value })
-const bytes = (value: string | Uint8Array): WireBody => ({ kind: 'bytes', hex: Buffer.from(value).toString('hex') })
-
-/** Same decoding as the child: a view is surrounded by `pad` bytes of 0x5a on each side. */
-function decodeBody(body: WireBody): string | Uint8Array {
-  if (body.kind === 'string') return body.text
-  const raw = Uint8Array.from(Buffer.from(body.hex, 'hex'))
-  if (body.kind === 'bytes') return raw
-  const backing = new Uint8Array(raw.byteLength + 2 * body.pad).fill(0x5a)
-  backing.set(raw, body.pad)
-  return backing.subarray(body.pad, body.pad + raw.byteLength)
-}
-
-function bodyBytes(body: WireBody): Uint8Array {
-  const decoded = decodeBody(body)
-  return typeof decoded === 'string' ? new TextEncoder().encode(decoded) : decoded
-}
-
 /** HMAC-SHA256 over id.timestamp.body computed here, independently of both backends. */
 function reference(v: Vector): string {
   return createHmac('sha256', v.secret).update(`${v.id}.${v.timestamp}.`).update(bodyBytes(v.body)).digest('hex')
 }
-
-const SECRETS = [TEST_SECRET, 'sécret-🔑-ключ-秘密', 'secret with inner spaces', 'k'.repeat(200), 'x']
-const IDS = ['019b7a00-0000-7000-8000-000000000001', 'msg_2KWPBgLlAfxdpx2AI54pPJ85f1w', 'x']
-const TIMESTAMPS = [1_767_225_600, 1, 999_999_999_999_999]
-const BODIES: [string, WireBody][] = [
-  ['invalid UTF-8 bytes', bytes(Uint8Array.of(0x7b, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0xed, 0xa0, 0x80, 0x7d))],
-  ['emoji as a string', text('{"subject":"📬 ✉️ 👍🏽 déjà"}')],
-  ['emoji as bytes', bytes('{"subject":"📬 ✉️ 👍🏽 déjà"}')],
-  ['CRLF line endings', text('{\r\n  "a": 1\r\n}\r\n')],
-  ['a BOM in a string', text('\uFEFF{"a":1}')],
-  ['a BOM as bytes', bytes(Uint8Array.of(0xef, 0xbb, 0xbf, 0x7b, 0x7d))],
-  ['an empty string', text('')],
-  ['empty bytes', bytes('')],
-  ['a lone surrogate in a string', text('{"s":"\uD800"}')],
-  ['a view with a non-zero byteOffset', { kind: 'view', hex: Buffer.from('{"a":"view"}').toString('hex'), pad: 5 }],
-  ['64 KiB', text('x'.repeat(65_536))],
-]
-
-const VECTORS: Vector[] = [
-  ...BODIES.map(([name, body], i) => ({
-    name: `body: ${name}`,
-    secret: SECRETS[i % SECRETS.length]!,
-    id: IDS[i % IDS.length]!,
-    timestamp: TIMESTAMPS[i % TIMESTAMPS.length]!,
-    body,
-  })),
-  ...SECRETS.map((secret, i) => ({
-    name: `secret #${i} (${secret.length} chars)`,
-    secret,
-    id: IDS[0]!,
-    timestamp: TIMESTAMPS[0]!,
-    body: text('{"id":"019b7a00-0000-7000-8000-000000000001","type":"email.queued"}'),
-  })),
-]
 
 const NOW_S = 1_767_225_600
 const OTHER_SECRET = 'whsec_some_other_endpoint'
@@ -127,7 +66,7 @@ async function buildCases(): Promise<{ cases: VerifyCase[]; hmacBudget: Map<stri
     cases.push({ name: `${v.name}: wrong secret`, headers, body: v.body, secret: OTHER_SECRET, nowMs })
   }
 
-  const body = text('{"id":"019b7a00-0000-7000-8000-000000000001","type":"email.queued"}')
+  const body: WireBody = { kind: 'string', text: '{"id":"019b7a00-0000-7000-8000-000000000001","type":"email.queued"}' }
   const id = IDS[0]!
   const nowMs = NOW_S * 1000
   const sign = async (timestamp = NOW_S, secret = TEST_SECRET) =>

@@ -150,7 +150,9 @@ describe('SqliteDedupStore shared by several OS processes', () => {
       })
     })
     expect(await killed(child)).toBe('SIGKILL')
-    expect(reported).toHaveLength(50)
+    // Reports already in the IPC pipe still arrive after the kill: each of them was sent after
+    // complete() resolved too, so all are checked.
+    expect(reported.length).toBeGreaterThanOrEqual(50)
 
     // "Restart": a fresh store on the same file, as a new process would open it.
     const store = new SqliteDedupStore({ path })

@@ -1,0 +1,110 @@
+/**
+ * examples/cloudflare-worker in workerd (Miniflare from npm, on the Node 24 from npm): the
+ * bundled Worker answers signed deliveries over HTTP on 127.0.0.1, keeps its dedup in D1
+ * across a restart, and bundles none of the Node-only modules. A second Worker without a
+ * store shows the default store on workerd: memory with one warning, never SQLite. The D1
+ * store passes the conformance suite inside workerd.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EXPECTED_ANSWERS, sendExampleDeliveries } from '../../../test/runtimes/example-deliveries.js'
+import { conformanceTestCount, NODE24, RUNTIMES_DIR, startServer } from '../../../test/runtimes/runtimes.js'
+import { buildWorker } from '../scripts/build.mjs'
+
+const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const scratch = mkdtempSync(join(tmpdir(), 'example-worker-'))
+const env = { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, D1_PERSIST: join(scratch, 'd1'), NO_COLOR: '1' }
+const workerFile = join(scratch, 'worker.js')
+const defaultStoreWorkerFile = join(scratch, 'default-store-worker.js')
+const conformanceWorkerFile = join(scratch, 'd1-conformance-worker.js')
+let inputs: Record<string, string[]> = {}
+
+beforeAll(async () => {
+  const built = await buildWorker(join(exampleDir, 'src/worker.js'), workerFile)
+  const defaults = await buildWorker(join(RUNTIMES_DIR, 'workerd/default-store-worker.js'), defaultStoreWorkerFile)
+  inputs = { example: Object.keys(built.inputs), defaultStore: Object.keys(defaults.inputs) }
+  await buildWorker(join(RUNTIMES_DIR, 'workerd/d1-conformance-worker.js'), conformanceWorkerFile)
+})
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+const serve = (file: string) => startServer(NODE24, ['scripts/serve.mjs', file], { cwd: exampleDir, env, timeoutMs: 60_000 })
+
+describe('examples/cloudflare-worker', () => {
+  it('bundles the Web Crypto backend and the web default store, and nothing Node-only', () => {
+    for (const list of Object.values(inputs)) {
+      expect(list.some((f) => f.endsWith('packages/core/dist/crypto-web.js'))).toBe(true)
+      expect(list.some((f) => f.endsWith('packages/core/dist/default-store-web.js'))).toBe(true)
+      expect(list.filter((f) => /better-sqlite3|sqlite\.js|crypto-node|default-store-node|^node:/.test(f))).toEqual([])
+    }
+  })
+
+  it('answers valid, duplicate, tampered, stale and unknown-type deliveries over HTTP, and runs the handler once', async () => {
+    const server = await serve(workerFile)
+    try {
+      const { answers, emailId } = await sendExampleDeliveries(`${server.url}/hooks`)
+      expect(answers).toEqual(EXPECTED_ANSWERS)
+      expect(server.output().split(`email ${emailId} bounced`)).toHaveLength(2)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('still knows a handled event after workerd restarts (D1)', async () => {
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const answers = []
+    for (let run = 0; run < 2; run++) {
+      const server = await serve(workerFile)
+      try {
+        const res = await fetch(`${server.url}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
+        answers.push([res.status, await res.json()])
+      } finally {
+        await server.stop()
+      }
+    }
+    expect(answers).toEqual([
+      [200, { ok: true }],
+      [200, { ok: true, duplicate: true }],
+    ])
+  })
+
+  it('uses Web Crypto and the memory default store, with one warning, when a Worker gives no store', async () => {
+    const server = await serve(defaultStoreWorkerFile)
+    try {
+      const delivery = await createSignedDelivery({ type: 'email.bounced' })
+      const statuses = []
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${server.url}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
+        statuses.push([res.status, await res.json()])
+      }
+      expect(statuses).toEqual([
+        [200, { ok: true }],
+        [200, { ok: true, duplicate: true }],
+      ])
+      const report = (await (await fetch(`${server.url}/`)).json()) as { backend: string; handled: number; warnings: string[] }
+      expect(report.backend).toBe('web')
+      expect(report.handled).toBe(1)
+      expect(report.warnings).toHaveLength(1)
+      expect(report.warnings[0]).toContain('SQLite is not available on this runtime')
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('passes the dedup-store conformance suite with D1DedupStore, run inside workerd', async () => {
+    const server = await serve(conformanceWorkerFile)
+    try {
+      const results = (await (await fetch(`${server.url}/`, { signal: AbortSignal.timeout(60_000) })).json()) as {
+        name: string
+        ok: boolean
+      }[]
+      expect(results).toHaveLength(await conformanceTestCount())
+      expect(results.filter((r) => !r.ok)).toEqual([])
+    } finally {
+      await server.stop()
+    }
+  })
+})
