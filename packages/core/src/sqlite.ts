@@ -77,7 +77,7 @@ function loadDriver(): DatabaseConstructor {
     return driver
   } catch (cause) {
     throw new Error(
-      `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (version 11 or 12). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
+      `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (version 11 or 12 on Node 20; 13 on Node 24, where 12 crashes). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
       { cause },
     )
   }
