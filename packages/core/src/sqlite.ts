@@ -6,10 +6,10 @@
  *
  * Group commit, off the main thread: the completes requested while the event loop runs one
  * turn share one transaction (flushed from `setImmediate`), committed without a blocking fsync.
- * With `durability: 'full'` each complete then resolves only after an `fdatasync` of the WAL
- * file that started after its commit, run on libuv's thread pool; completes committed while
- * one sync runs share the next. So the event loop never waits for the disk, and a `complete`
- * is durable before it resolves. Claims and releases commit without an fsync of their own: a
+ * With `durability: 'full'` each batch then starts an `fdatasync` of the WAL file on libuv's
+ * thread pool, and its completes resolve when that sync (which started after their commit)
+ * ends; a batch does not wait for an earlier batch's sync to finish first. So the event loop
+ * never waits for the disk, and a `complete` is durable before it resolves. Claims and releases commit without an fsync of their own: a
  * claim lost to a power cut was never acknowledged (its event's 2xx waits for the complete,
  * whose sync also covers every earlier WAL frame), so the sender retries it, as after a crash
  * mid-handler. Where the WAL file cannot be opened (an unusual path), each batch commits with
@@ -103,8 +103,8 @@ export class SqliteDedupStore implements DedupStore {
   #flushScheduled = false
   /** The WAL file, synced on the thread pool after commits (durability 'full'); undefined → FULL pragma per batch. */
   #walFd: number | undefined
-  #syncWaiters: Array<(error?: unknown) => void> = []
-  #syncing: Promise<void> | undefined
+  /** Syncs still running; `close()` waits for them. */
+  readonly #syncing = new Set<Promise<void>>()
   #claimsSincePurge = 0
   #closed = false
 
@@ -232,33 +232,25 @@ export class SqliteDedupStore implements DedupStore {
       }
     }
     if (this.#walFd === undefined) settle()
-    else {
-      this.#syncWaiters.push(settle)
-      if (this.#syncing === undefined) this.#sync()
-    }
+    else this.#sync(settle)
   }
 
-  /** One fdatasync of the WAL for every batch committed before it starts; the next waits its turn. */
-  #sync(): void {
-    const waiters = this.#syncWaiters
-    this.#syncWaiters = []
-    this.#syncing = new Promise((done) => {
+  /** One fdatasync of the WAL, started now (after the batch's commit); settles that batch when it ends. */
+  #sync(settle: (error?: unknown) => void): void {
+    const done = new Promise<void>((resolve) => {
       fdatasync(this.#walFd as number, (error) => {
-        const failure =
+        settle(
           error === null
             ? undefined
-            : new Error(
-                `${PACKAGE} the database file could not be synced to disk (${error.code ?? 'I/O error'}); the event will be retried.`,
-                {
-                  cause: error,
-                },
-              )
-        for (const settle of waiters) settle(failure)
-        this.#syncing = undefined
-        done()
-        if (this.#syncWaiters.length > 0) this.#sync()
+            : new Error(`${PACKAGE} the database file could not be synced to disk (${error.code ?? 'I/O error'}); the event will be retried.`, {
+                cause: error,
+              }),
+        )
+        resolve()
       })
     })
+    this.#syncing.add(done)
+    void done.then(() => this.#syncing.delete(done))
   }
 
   release(claim: Claim): Promise<boolean> {
@@ -281,7 +273,7 @@ export class SqliteDedupStore implements DedupStore {
     if (this.#closed) return
     this.#flush()
     this.#closed = true
-    while (this.#syncing !== undefined) await this.#syncing
+    await Promise.all(this.#syncing)
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
