@@ -4,8 +4,9 @@
  * token-fenced complete/release, a bounded WAL and expired rows purged in small batches.
  * Several processes may share one file.
  *
- * Group commit, off the main thread: the completes requested while the event loop runs one
- * turn share one transaction (flushed from `setImmediate`), committed without a blocking fsync.
+ * Group commit, off the main thread: the claims and completes requested while the event loop
+ * runs one turn share one transaction (flushed from `setImmediate`), committed without a
+ * blocking fsync.
  * With `durability: 'full'` each batch then starts an `fdatasync` of the WAL file on libuv's
  * thread pool, and its completes resolve when that sync (which started after their commit)
  * ends; a batch does not wait for an earlier batch's sync to finish first. So the event loop
@@ -58,6 +59,13 @@ interface Database {
   close(): unknown
 }
 
+interface PendingClaim {
+  key: string
+  opts: ClaimOptions
+  resolve: (result: ClaimResult) => void
+  reject: (error: unknown) => void
+}
+
 interface PendingComplete {
   key: string
   token: string
@@ -98,7 +106,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #release: Statement
   readonly #purge: Statement
   readonly #durable: boolean
-  readonly #completeBatch: (batch: PendingComplete[], now: number) => boolean[]
+  readonly #commitBatch: (claims: PendingClaim[], completes: PendingComplete[], now: number) => [ClaimResult[], boolean[]]
+  #pendingClaims: PendingClaim[] = []
   #pending: PendingComplete[] = []
   #flushScheduled = false
   /** The WAL file, synced on the thread pool after commits (durability 'full'); undefined → FULL pragma per batch. */
@@ -155,8 +164,11 @@ export class SqliteDedupStore implements DedupStore {
       )
       if (this.#durable) this.#walFd = openWal(options.path)
       const complete = this.#complete
-      this.#completeBatch = this.#db.transaction((batch: PendingComplete[], now: number) =>
-        batch.map((item) => complete.run({ key: item.key, token: item.token, now, ms: item.ms }).changes === 1),
+      this.#commitBatch = this.#db.transaction(
+        (claims: PendingClaim[], completes: PendingComplete[], now: number): [ClaimResult[], boolean[]] => [
+          claims.map((item) => this.#claimSync(item.key, item.opts)),
+          completes.map((item) => complete.run({ key: item.key, token: item.token, now, ms: item.ms }).changes === 1),
+        ],
       )
     } catch (error) {
       this.#db.close()
@@ -165,10 +177,17 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
-    try {
-      return Promise.resolve(this.#claimSync(key, opts))
-    } catch (error) {
-      return Promise.reject(error)
+    if (this.#closed) return Promise.reject(closedError())
+    return new Promise((resolve, reject) => {
+      this.#pendingClaims.push({ key, opts, resolve, reject })
+      this.#scheduleFlush()
+    })
+  }
+
+  #scheduleFlush(): void {
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(this.#flush)
     }
   }
 
@@ -197,33 +216,39 @@ export class SqliteDedupStore implements DedupStore {
     if (this.#closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
       this.#pending.push({ key: claim.key, token: claim.token, ms: opts.retentionMs, resolve, reject })
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true
-        setImmediate(this.#flush)
-      }
+      this.#scheduleFlush()
     })
   }
 
-  /** Commits every pending complete in one transaction, then settles them (after a WAL sync with 'full'). */
+  /**
+   * Commits every pending claim and complete in one transaction; claims settle at once, completes
+   * after a WAL sync with 'full'.
+   */
   readonly #flush = (): void => {
     this.#flushScheduled = false
+    const claims = this.#pendingClaims
     const batch = this.#pending
-    if (batch.length === 0) return
+    if (claims.length === 0 && batch.length === 0) return
+    this.#pendingClaims = []
     this.#pending = []
+    let claimed: ClaimResult[]
     let results: boolean[]
-    const syncedByPragma = this.#durable && this.#walFd === undefined
+    const syncedByPragma = this.#durable && this.#walFd === undefined && batch.length > 0
     try {
       if (this.#closed) throw closedError()
       if (syncedByPragma) this.#db.pragma('synchronous = FULL')
       try {
-        results = this.#completeBatch(batch, this.#now())
+        ;[claimed, results] = this.#commitBatch(claims, batch, this.#now())
       } finally {
         if (syncedByPragma) this.#db.pragma('synchronous = NORMAL')
       }
     } catch (error) {
+      for (const item of claims) item.reject(error)
       for (const item of batch) item.reject(error)
       return
     }
+    for (let i = 0; i < claims.length; i++) (claims[i] as PendingClaim).resolve(claimed[i] as ClaimResult)
+    if (batch.length === 0) return
     const settle = (error?: unknown): void => {
       for (let i = 0; i < batch.length; i++) {
         const item = batch[i] as PendingComplete
