@@ -6,15 +6,14 @@
  *
  * Group commit, off the main thread: the claims and completes requested while the event loop
  * runs one turn share one transaction (flushed from `setImmediate`), committed without a
- * blocking fsync.
- * With `durability: 'full'` each batch then starts an `fdatasync` of the WAL file on libuv's
- * thread pool, and its completes resolve when that sync (which started after their commit)
- * ends; a batch does not wait for an earlier batch's sync to finish first. So the event loop
- * never waits for the disk, and a `complete` is durable before it resolves. Claims and releases commit without an fsync of their own: a
- * claim lost to a power cut was never acknowledged (its event's 2xx waits for the complete,
- * whose sync also covers every earlier WAL frame), so the sender retries it, as after a crash
- * mid-handler. Where the WAL file cannot be opened (an unusual path), each batch commits with
- * SQLite's own `synchronous = FULL` instead.
+ * blocking fsync. With `durability: 'full'` each batch then starts an `fdatasync` of the WAL
+ * file on libuv's thread pool, and its completes resolve when that sync (which started after
+ * their commit) ends; a batch does not wait for an earlier batch's sync first. So the event
+ * loop never waits for the disk, and a `complete` is durable before it resolves. Claims and
+ * releases need no sync of their own: a claim lost to a power cut was never acknowledged (its
+ * event's 2xx waits for the complete, whose sync also covers every earlier WAL frame), so the
+ * sender retries it, as after a crash mid-handler. Where the WAL file cannot be opened (an
+ * unusual path), each batch with completes commits with SQLite's `synchronous = FULL` instead.
  */
 import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
