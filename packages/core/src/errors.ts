@@ -35,7 +35,8 @@ const VERIFICATION_STATUS: Record<WebhookVerificationErrorCode, 400 | 401 | 413>
 /**
  * A delivery was refused: its headers, signature, timestamp or body are not those of an
  * authentic, fresh event. `status` is 401 for verification failures, 400 for a signed body
- * that is not a valid event envelope, and 413 for a body over the size limit.
+ * that is not a valid event envelope, and 413 for a body over the size limit. It carries no
+ * stack trace (`stack` is just its name and message): it is about the request, not the code.
  */
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError'
@@ -43,7 +44,12 @@ export class WebhookVerificationError extends Error {
   readonly status: 400 | 401 | 413
 
   constructor(code: WebhookVerificationErrorCode, message: string, options?: { cause?: unknown }) {
+    // No stack trace: the error describes the request, not our code, and capturing one costs
+    // more than the HMAC a forged request is refused without (see bench/RESULTS.md).
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message, options)
+    Error.stackTraceLimit = limit
     this.code = code
     this.status = VERIFICATION_STATUS[code]
   }
