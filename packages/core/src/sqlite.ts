@@ -266,9 +266,12 @@ export class SqliteDedupStore implements DedupStore {
         settle(
           error === null
             ? undefined
-            : new Error(`${PACKAGE} the database file could not be synced to disk (${error.code ?? 'I/O error'}); the event will be retried.`, {
-                cause: error,
-              }),
+            : new Error(
+                `${PACKAGE} the database file could not be synced to disk (${error.code ?? 'I/O error'}); the event will be retried.`,
+                {
+                  cause: error,
+                },
+              ),
         )
         resolve()
       })
