@@ -79,13 +79,16 @@ export function emailWebhook(
     if (request.method !== 'POST') {
       return new Response(METHOD_NOT_ALLOWED, { status: 405, headers: { 'content-type': 'application/json', allow: 'POST' } })
     }
+    if (declaredLengthExceeds(request.headers.get('content-length'), maxBodyBytes)) {
+      await request.body?.cancel().catch(() => {})
+      return toResponse(receiver.refuse(bodyTooLargeError(maxBodyBytes)))
+    }
     let body: Uint8Array
     try {
-      if (declaredLengthExceeds(request.headers.get('content-length'), maxBodyBytes)) throw bodyTooLargeError(maxBodyBytes)
+      // Cancels the stream itself when the body passes the limit.
       body = await readBodyWithLimit(request.body, maxBodyBytes)
     } catch (error) {
       if (!(error instanceof WebhookVerificationError)) throw error
-      await request.body?.cancel().catch(() => {})
       return toResponse(receiver.refuse(error))
     }
     return toResponse(await receiver.receive({ headers: request.headers, body, context: { request } }))

@@ -3,7 +3,7 @@
  * typed events, the receiver pipeline with durable dedup, and the web-standard handler.
  */
 
-export { declaredLengthExceeds } from './body.js'
+export { declaredLength, declaredLengthExceeds } from './body.js'
 export { cryptoBackendName } from './crypto-info.js'
 export {
   WebhookHandlingError,

@@ -5,9 +5,9 @@
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged in batches.
  */
-import { createRequire } from 'node:module'
 import { DedupStoreError, type DedupStoreErrorCode } from '@email-webhooks/core'
-import { redactUrl } from './store/redact.js'
+import { optionalDriver } from './store/driver.js'
+import { passwordOf, redactUrl, scrub } from './store/redact.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
 
 const PACKAGE = '[@email-webhooks/core/postgres]'
@@ -48,22 +48,11 @@ interface PoolConstructor {
   }
 }
 
-let driver: PoolConstructor | undefined
-
-function loadDriver(): PoolConstructor {
-  if (driver) return driver
-  try {
-    const require = createRequire(import.meta.url)
-    driver = (require('pg') as { Pool: PoolConstructor }).Pool
-    return driver
-  } catch (cause) {
-    throw new DedupStoreError(
-      'driver_missing',
-      `${PACKAGE} pg could not be loaded, so the PostgreSQL dedup store is unavailable. Install it with \`npm install pg\` (version 8).`,
-      { cause },
-    )
-  }
-}
+const loadDriver = optionalDriver(
+  'pg',
+  (module) => (module as { Pool: PoolConstructor }).Pool,
+  `${PACKAGE} pg could not be loaded, so the PostgreSQL dedup store is unavailable. Install it with \`npm install pg\` (version 8).`,
+)
 
 /**
  * The SQL that creates the store's table and index, for users who migrate by hand (then pass
@@ -246,18 +235,8 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
 
   #wrap(error: unknown): DedupStoreError {
     const { code, message } = classify(error)
-    let text = `${PACKAGE} ${message.replace('{target}', this.#target)}`
-    if (this.#secret) text = text.split(this.#secret).join('***')
+    const text = scrub(`${PACKAGE} ${message.replace('{target}', this.#target)}`, this.#secret)
     return new DedupStoreError(code, text, { cause: error })
-  }
-}
-
-function passwordOf(connectionString: string): string | undefined {
-  try {
-    const password = decodeURIComponent(new URL(connectionString).password)
-    return password.length >= 3 ? password : undefined
-  } catch {
-    return undefined
   }
 }
 

@@ -4,7 +4,7 @@
  * A 2xx is returned only after the store's `complete` has resolved.
  */
 import { getDefaultStore } from '#default-store'
-import { WebhookHandlingError, type WebhookHandlingErrorCode, WebhookVerificationError } from './errors.js'
+import { WebhookHandlingError, WebhookVerificationError } from './errors.js'
 import { type EmailEventOf, type EmailEventType, isEmailEventType, parseEnvelope, type WebhookEvent } from './events.js'
 import type { WebhookHeaders } from './headers.js'
 import type { WebhookSecret } from './secret.js'
@@ -126,10 +126,10 @@ export interface Receiver<Extra = object> {
   readonly maxBodyBytes: number
 }
 
-function assertPositiveMs(name: string, value: unknown, fallback: number): number {
+function assertPositive(name: string, value: unknown, fallback: number, unit: 'milliseconds' | 'bytes'): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`${PACKAGE} ${name} must be a positive number of milliseconds.`)
+    throw new TypeError(`${PACKAGE} ${name} must be a positive number of ${unit}.`)
   }
   return value
 }
@@ -198,7 +198,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
-/** Body too large, built once per receiver by adapters that stream with a limit. */
+/** The refusal of a body over `maxBodyBytes` (413), for adapters that refuse it while reading. */
 export function bodyTooLargeError(maxBodyBytes: number): WebhookVerificationError {
   return new WebhookVerificationError(
     'body_too_large',
@@ -239,11 +239,16 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   }
   const namespace = options.namespace ?? DEFAULT_NAMESPACE
   if (typeof namespace !== 'string' || namespace.length === 0) throw new TypeError(`${PACKAGE} namespace must be a non-empty string.`)
-  const maxBodyBytes = assertPositiveMs('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES)
-  const leaseMs = assertPositiveMs('leaseMs', options.leaseMs, DEFAULT_LEASE_MS)
-  const retentionMs = assertPositiveMs('retentionMs', options.retentionMs, DEFAULT_RETENTION_MS)
-  const storeTimeoutMs = assertPositiveMs('storeTimeoutMs', options.storeTimeoutMs, DEFAULT_STORE_TIMEOUT_MS)
-  const handlerTimeoutMs = assertPositiveMs('handlerTimeoutMs', options.handlerTimeoutMs, Math.floor(leaseMs * HANDLER_SHARE_OF_LEASE))
+  const maxBodyBytes = assertPositive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'bytes')
+  const leaseMs = assertPositive('leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 'milliseconds')
+  const retentionMs = assertPositive('retentionMs', options.retentionMs, DEFAULT_RETENTION_MS, 'milliseconds')
+  const storeTimeoutMs = assertPositive('storeTimeoutMs', options.storeTimeoutMs, DEFAULT_STORE_TIMEOUT_MS, 'milliseconds')
+  const handlerTimeoutMs = assertPositive(
+    'handlerTimeoutMs',
+    options.handlerTimeoutMs,
+    Math.floor(leaseMs * HANDLER_SHARE_OF_LEASE),
+    'milliseconds',
+  )
   if (handlerTimeoutMs >= leaseMs) {
     throw new TypeError(
       `${PACKAGE} handlerTimeoutMs (${handlerTimeoutMs}) must be below leaseMs (${leaseMs}), so a handler stops before another worker may take the event over.`,
@@ -276,15 +281,12 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     }
   }
 
-  function fail(
-    error: WebhookVerificationError | WebhookHandlingError,
-    event?: WebhookEvent,
-    eventId?: string,
-    retryAfterMs?: number,
-  ): ReceiverResponse {
+  function fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse {
     const info: ErrorInfo = { status: error.status }
-    if (eventId !== undefined) info.eventId = eventId
-    if (event) info.type = event.type
+    if (event) {
+      info.eventId = event.id
+      info.type = event.type
+    }
     report(error, info)
     return rejectResponse(error, event, retryAfterMs)
   }
@@ -360,7 +362,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
           'in_flight',
           'This event is being handled by another request right now; retry after the Retry-After delay.',
         )
-        return fail(error, event, event.id, result.retryAfterMs)
+        return fail(error, event, result.retryAfterMs)
       }
       claim = result.claim
     } catch (cause) {
@@ -394,7 +396,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
               `The handler for ${event.type} threw; the event was released and the sender will retry it. See the error's cause.`,
               { cause },
             )
-      return fail(error, event, event.id)
+      return fail(error, event)
     }
 
     let completed: boolean
@@ -408,20 +410,19 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
         'lease_lost',
         `The handler for ${event.type} finished after its lease (${leaseMs} ms) ended and another request took the event over; keep handlers well under leaseMs.`,
       )
-      return fail(error, event, event.id, 1000)
+      return fail(error, event, 1000)
     }
     return { status: 200, headers: { ...JSON_HEADERS }, body: OK_BODY, outcome: known ? 'handled' : 'unknown_type', event }
   }
 
   function storeFailure(cause: unknown, event: WebhookEvent): ReceiverResponse {
-    const code: WebhookHandlingErrorCode = 'store_unavailable'
     const reason = cause instanceof StoreTimeout ? `did not answer within storeTimeoutMs (${storeTimeoutMs} ms)` : 'failed'
     const error = new WebhookHandlingError(
-      code,
+      'store_unavailable',
       `The dedup store ${reason}; nothing was marked done and the sender will retry. See the error's cause.`,
       { cause },
     )
-    return fail(error, event, event.id, 1000)
+    return fail(error, event, 1000)
   }
 
   return { receive, store: getStore, refuse: (error) => fail(error), maxBodyBytes }

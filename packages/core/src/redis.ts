@@ -6,9 +6,9 @@
  * store checks these once and refuses a server that would lose completions.
  */
 import { createHash } from 'node:crypto'
-import { createRequire } from 'node:module'
 import { DedupStoreError, type DedupStoreErrorCode } from '@email-webhooks/core'
-import { redactUrl } from './store/redact.js'
+import { optionalDriver } from './store/driver.js'
+import { passwordOf, redactUrl, scrub } from './store/redact.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
 
 const PACKAGE = '[@email-webhooks/core/redis]'
@@ -94,23 +94,14 @@ type RedisConstructor = new (
   options: { connectTimeout: number; maxRetriesPerRequest: number; lazyConnect: boolean },
 ) => RedisClient & { on(event: 'error', listener: (error: Error) => void): unknown; disconnect(): void }
 
-let driver: RedisConstructor | undefined
-
-function loadDriver(): RedisConstructor {
-  if (driver) return driver
-  try {
-    const require = createRequire(import.meta.url)
-    const loaded = require('ioredis') as RedisConstructor & { Redis?: RedisConstructor; default?: RedisConstructor }
-    driver = loaded.Redis ?? loaded.default ?? loaded
-    return driver
-  } catch (cause) {
-    throw new DedupStoreError(
-      'driver_missing',
-      `${PACKAGE} ioredis could not be loaded, so the Redis dedup store is unavailable. Install it with \`npm install ioredis\` (version 5).`,
-      { cause },
-    )
-  }
-}
+const loadDriver = optionalDriver(
+  'ioredis',
+  (module) => {
+    const loaded = module as RedisConstructor & { Redis?: RedisConstructor; default?: RedisConstructor }
+    return loaded.Redis ?? loaded.default ?? loaded
+  },
+  `${PACKAGE} ioredis could not be loaded, so the Redis dedup store is unavailable. Install it with \`npm install ioredis\` (version 5).`,
+)
 
 /**
  * Dedup store in Redis, shared by every instance that points at the same server (or cluster).
@@ -261,18 +252,7 @@ export class RedisDedupStore implements DedupStore {
       code = 'command_failed'
       message = `a command failed on ${this.#target}: ${detail}`
     }
-    let text = `${PACKAGE} ${message}`
-    if (this.#secret) text = text.split(this.#secret).join('***')
-    return new DedupStoreError(code, text, { cause: withoutCommand(error) })
-  }
-}
-
-function passwordOf(url: string): string | undefined {
-  try {
-    const password = decodeURIComponent(new URL(url).password)
-    return password.length >= 3 ? password : undefined
-  } catch {
-    return undefined
+    return new DedupStoreError(code, scrub(`${PACKAGE} ${message}`, this.#secret), { cause: withoutCommand(error) })
   }
 }
 

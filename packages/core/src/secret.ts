@@ -15,7 +15,8 @@ export interface PreparedSecrets {
   readonly keys: readonly unknown[]
 }
 
-const cache = new Map<string, unknown>()
+/** Prepared single secrets by their text (validated before they enter), for receivers and repeated `verifyWebhook` calls. */
+const cache = new Map<string, PreparedSecrets>()
 const CACHE_LIMIT = 32
 
 function describeSecretProblem(secret: unknown, label: string): string | undefined {
@@ -51,31 +52,27 @@ export function assertValidSecrets(secret: unknown): asserts secret is WebhookSe
   if (problem) throw new TypeError(`${PACKAGE} ${problem}`)
 }
 
-function keyFor(secret: string): unknown {
-  let key = cache.get(secret)
-  if (key === undefined) {
-    key = backend.importKey(encoder.encode(secret))
+function preparedFor(secret: string): PreparedSecrets {
+  let prepared = cache.get(secret)
+  if (prepared === undefined) {
+    prepared = { keys: [backend.importKey(encoder.encode(secret))] }
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string)
-    cache.set(secret, key)
+    cache.set(secret, prepared)
   }
-  return key
+  return prepared
 }
 
 /**
  * Validates and imports secrets; the result is reused for every request.
  * @throws {TypeError} when a secret is invalid (see {@link assertValidSecrets}).
  */
-let lastSecret: string | undefined
-let lastPrepared: PreparedSecrets | undefined
-
 export function prepareSecrets(secret: WebhookSecret): PreparedSecrets {
-  // `verifyWebhook` called with the same secret string each time: validated and imported once.
-  if (secret === lastSecret && lastPrepared !== undefined) return lastPrepared
-  assertValidSecrets(secret)
   if (typeof secret === 'string') {
-    lastPrepared = { keys: [keyFor(secret)] }
-    lastSecret = secret
-    return lastPrepared
+    // Already validated when it was cached: `verifyWebhook` with the same secret costs one lookup.
+    const cached = cache.get(secret)
+    if (cached !== undefined) return cached
   }
-  return { keys: secret.map(keyFor) }
+  assertValidSecrets(secret)
+  if (typeof secret === 'string') return preparedFor(secret)
+  return { keys: secret.map((one) => preparedFor(one).keys[0]) }
 }

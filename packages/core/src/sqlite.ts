@@ -25,7 +25,6 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 const PURGE_EVERY_CLAIMS = 1_000
 const PURGE_BATCH_ROWS = 500
-const CLAIM_ATTEMPTS = 3
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Options of {@link SqliteDedupStore}. */
@@ -60,7 +59,7 @@ interface Database {
 
 interface PendingClaim {
   key: string
-  opts: ClaimOptions
+  leaseMs: number
   resolve: (result: ClaimResult) => void
   reject: (error: unknown) => void
 }
@@ -107,7 +106,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly #durable: boolean
   readonly #commitBatch: (claims: PendingClaim[], completes: PendingComplete[], now: number) => [ClaimResult[], boolean[]]
   #pendingClaims: PendingClaim[] = []
-  #pending: PendingComplete[] = []
+  #pendingCompletes: PendingComplete[] = []
   #flushScheduled = false
   /** The WAL file, synced on the thread pool after commits (durability 'full'); undefined → FULL pragma per batch. */
   #walFd: number | undefined
@@ -165,7 +164,7 @@ export class SqliteDedupStore implements DedupStore {
       const complete = this.#complete
       this.#commitBatch = this.#db.transaction(
         (claims: PendingClaim[], completes: PendingComplete[], now: number): [ClaimResult[], boolean[]] => [
-          claims.map((item) => this.#claimSync(item.key, item.opts)),
+          claims.map((item) => this.#claimSync(item.key, item.leaseMs, now)),
           completes.map((item) => complete.run({ key: item.key, token: item.token, now, ms: item.ms }).changes === 1),
         ],
       )
@@ -178,7 +177,7 @@ export class SqliteDedupStore implements DedupStore {
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     if (this.#closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
-      this.#pendingClaims.push({ key, opts, resolve, reject })
+      this.#pendingClaims.push({ key, leaseMs: opts.leaseMs, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -190,31 +189,26 @@ export class SqliteDedupStore implements DedupStore {
     }
   }
 
-  #claimSync(key: string, opts: ClaimOptions): ClaimResult {
-    this.#assertOpen()
+  /** One claim inside the batch's transaction, at the batch's `now`. */
+  #claimSync(key: string, leaseMs: number, now: number): ClaimResult {
     if (++this.#claimsSincePurge >= PURGE_EVERY_CLAIMS) {
       this.#claimsSincePurge = 0
-      this.purgeExpired()
+      this.#purge.run({ now })
     }
-    for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
-      const now = this.#now()
-      const token = crypto.randomUUID()
-      const rows = this.#claim.all({ key, token, now, ms: opts.leaseMs }) as { attempt: number }[]
-      const row = rows[0]
-      if (row) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
-      const held = this.#inspect.get({ key }) as { done: number; expires_at: number } | undefined
-      // The holder may have released, or a purge removed the row, between the two statements: claim again.
-      if (!held || held.expires_at <= now) continue
-      if (held.done === 1) return { status: 'duplicate' }
-      return { status: 'in_flight', retryAfterMs: Math.max(1, held.expires_at - now) }
-    }
-    return { status: 'in_flight', retryAfterMs: 1 }
+    const token = crypto.randomUUID()
+    const [row] = this.#claim.all({ key, token, now, ms: leaseMs }) as { attempt: number }[]
+    if (row) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+    // The upsert took the write lock, held until the batch commits: the row that stopped it is
+    // still there, and still live at `now`.
+    const held = this.#inspect.get({ key }) as { done: number; expires_at: number }
+    if (held.done === 1) return { status: 'duplicate' }
+    return { status: 'in_flight', retryAfterMs: Math.max(1, held.expires_at - now) }
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
     if (this.#closed) return Promise.reject(closedError())
     return new Promise((resolve, reject) => {
-      this.#pending.push({ key: claim.key, token: claim.token, ms: opts.retentionMs, resolve, reject })
+      this.#pendingCompletes.push({ key: claim.key, token: claim.token, ms: opts.retentionMs, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -226,10 +220,10 @@ export class SqliteDedupStore implements DedupStore {
   readonly #flush = (): void => {
     this.#flushScheduled = false
     const claims = this.#pendingClaims
-    const batch = this.#pending
+    const batch = this.#pendingCompletes
     if (claims.length === 0 && batch.length === 0) return
     this.#pendingClaims = []
-    this.#pending = []
+    this.#pendingCompletes = []
     let claimed: ClaimResult[]
     let results: boolean[]
     const syncedByPragma = this.#durable && this.#walFd === undefined && batch.length > 0

@@ -1,13 +1,14 @@
 /**
  * @email-webhooks/hono: `emailWebhook(secret, handlers, options?)` as a Hono handler, on any
- * runtime Hono runs on. It streams the body with core's bounded reader (a body over
- * `maxBodyBytes` is refused while it arrives, chunked or not), keeps the bytes in Hono's body
- * cache (so `c.req.json()` still works afterwards), hands them to core's receiver and returns its answer.
+ * runtime Hono runs on. A body whose content-length passes `maxBodyBytes` is refused before it
+ * is read; a chunked body is streamed with core's bounded reader and refused as soon as it passes
+ * the limit. The bytes stay in Hono's body cache (so `c.req.json()` still works afterwards) and go
+ * to core's receiver, whose answer is returned.
  */
 import {
   bodyTooLargeError,
   createReceiver,
-  declaredLengthExceeds,
+  declaredLength,
   type EmailEventHandlers,
   type HandlerContext,
   readBodyWithLimit,
@@ -69,13 +70,13 @@ export function emailWebhook<E extends Env = Env>(
 ): Handler<E> {
   const receiver = createReceiver<HonoHandlerContext<E>>({ ...options, secret, handlers })
   return async function emailWebhookHandler(c: Context<E>): Promise<Response> {
-    const declared = c.req.header('content-length')
-    if (declaredLengthExceeds(declared, receiver.maxBodyBytes)) {
+    const declared = declaredLength(c.req.header('content-length'))
+    if (declared !== undefined && declared > receiver.maxBodyBytes) {
       return toResponse(receiver.refuse(bodyTooLargeError(receiver.maxBodyBytes)))
     }
     let body: ArrayBuffer
     try {
-      body = await readBody(c, receiver.maxBodyBytes, declared !== undefined && /^[0-9]+$/.test(declared))
+      body = await readBody(c, receiver.maxBodyBytes, declared !== undefined)
     } catch (error) {
       if (error instanceof WebhookVerificationError) return toResponse(receiver.refuse(error))
       // The client hung up mid-body: nothing was claimed and nobody reads the answer; do not

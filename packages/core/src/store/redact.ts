@@ -14,3 +14,18 @@ export function redactUrl(url: string): string {
     return '(a connection string that is not a valid URL)'
   }
 }
+
+/** The password in a connection URL, when it is long enough (3+ characters) to be scrubbed from text safely. */
+export function passwordOf(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password)
+    return password.length >= 3 ? password : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** `text` with every occurrence of `secret` replaced by `***`. */
+export function scrub(text: string, secret: string | undefined): string {
+  return secret ? text.split(secret).join('***') : text
+}
