@@ -60,5 +60,3 @@ export function formatMicros(ns) {
 export function formatRatio(ratio) {
   return `${ratio.toFixed(2)}×`
 }
-
-export { median }

@@ -1,6 +1,4 @@
-/** Signed request payloads shared by the benchmarks: real event JSON padded to an exact size. */
-import { randomUUID } from 'node:crypto'
-import { signWebhook } from '@email-webhooks/core'
+/** Payloads shared by the benchmarks: real event JSON padded to an exact size, and the secret. */
 
 export const BENCH_SECRET = 'whsec_bench_secret_only_for_benchmarks'
 
@@ -17,11 +15,4 @@ export function eventBody(id, size, type = 'email.recipient_accepted') {
   base.data.note = 'x'.repeat(size - empty)
   const text = JSON.stringify(base)
   return Buffer.from(text)
-}
-
-/** Headers and body of one signed delivery, timestamped now. */
-export async function signedDelivery({ id = randomUUID(), size = 1024, type, timestamp = Math.floor(Date.now() / 1000) } = {}) {
-  const body = eventBody(id, size, type)
-  const { headers } = await signWebhook({ id, timestamp, body, secret: BENCH_SECRET })
-  return { id, body, headers }
 }

@@ -16,8 +16,8 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { formatMicros, formatRatio } from './harness.js'
 import { runHttpBench } from './http.js'
-import { runStoreBench, STORE_KINDS } from './stores.js'
-import { runVerifyBench } from './verify.js'
+import { runStoreBench, STORE_CONCURRENCY, STORE_KINDS } from './stores.js'
+import { runVerifyBench, VERIFY_SIZES } from './verify.js'
 
 const benchDir = fileURLToPath(new URL('..', import.meta.url))
 const rootDir = join(benchDir, '..')
@@ -68,7 +68,8 @@ const http = await runHttpBench({
 // ---- Report ----
 const at = (size, name) => verify.rows.find((row) => row.size === size && row.name === name)
 const verifyTargets = []
-for (const size of ['300 B', '2 KB', '64 KB', '1 MB']) {
+const SIZE_LABELS = VERIFY_SIZES.map((size) => size.label)
+for (const size of SIZE_LABELS) {
   const ours = at(size, 'verifyWebhook')
   verifyTargets.push([`verifyWebhook ≤ 1.2× hand-written at ${size}`, formatRatio(ours.vsHand), verdict(ours.vsHand <= 1.2)])
 }
@@ -139,10 +140,10 @@ ${table(
 ## Dedup stores (claim + complete per second, fresh random-UUID keys, best of ${config.stores.rounds})
 
 ${table(
-  ['Store', ...[1, 10, 50].map((c) => `${c} in flight`)],
+  ['Store', ...STORE_CONCURRENCY.map((c) => `${c} in flight`)],
   STORE_KINDS.map((kind) => [
     kind.name,
-    ...[1, 10, 50].map((c) => {
+    ...STORE_CONCURRENCY.map((c) => {
       const row = stores.find((r) => r.store === kind.name && r.concurrency === c)
       return `${Math.round(row.perSecond).toLocaleString('en-US')}/s`
     }),
@@ -175,9 +176,9 @@ ${table(
 
 const summary = `| What (${started.toISOString().slice(0, 10)}, ${cpu.length} cores, Node ${process.version}) | Figure |
 | --- | --- |
-| \`verifyWebhook\` vs hand-written node:crypto, 300 B / 2 KB / 64 KB / 1 MB | ${['300 B', '2 KB', '64 KB', '1 MB'].map((s) => formatRatio(at(s, 'verifyWebhook').vsHand)).join(' / ')} |
+| \`verifyWebhook\` vs hand-written node:crypto, ${SIZE_LABELS.join(' / ')} | ${SIZE_LABELS.map((s) => formatRatio(at(s, 'verifyWebhook').vsHand)).join(' / ')} |
 | Faster than standardwebhooks / svix / stripe at 2 KB | ${['standardwebhooks', 'svix', 'stripe'].map((p) => formatRatio(at('2 KB', p).nsPerOp / at('2 KB', 'verifyWebhook').nsPerOp)).join(' / ')} |
-| SQLite 'full' claim + complete, 1 / 10 / 50 in flight | ${[1, 10, 50].map((c) => `${Math.round(stores.find((r) => r.store === 'sqlite full' && r.concurrency === c).perSecond).toLocaleString('en-US')}/s`).join(' / ')} |
+| SQLite 'full' claim + complete, ${STORE_CONCURRENCY.join(' / ')} in flight | ${STORE_CONCURRENCY.map((c) => `${Math.round(stores.find((r) => r.store === 'sqlite full' && r.concurrency === c).perSecond).toLocaleString('en-US')}/s`).join(' / ')} |
 ${['express', 'hono']
   .map((framework) => {
     const bare = http.find((r) => r.framework === framework && r.server.endsWith('-bare'))

@@ -4,6 +4,8 @@
  * timestamp and an unknown type, and the answers expected for each.
  */
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
+import { expect } from 'vitest'
+import type { Server } from './runtimes.js'
 
 export interface ExampleAnswer {
   name: string
@@ -43,4 +45,33 @@ export async function sendExampleDeliveries(
     answers.push({ name, status: res.status, body: json.error ? { error: { code: json.error.code } } : json })
   }
   return { answers, emailId: valid.event.data.id as string }
+}
+
+/** A bundled file a non-Node runtime must never load: better-sqlite3, the SQLite store, the Node crypto or store, a `node:` module. */
+export const NODE_ONLY_FILE: RegExp = /better-sqlite3|sqlite\.js|crypto-node|default-store-node|^node:/
+
+/** Sends the example deliveries to a running server; checks every answer and that the bounce handler ran exactly once. */
+export async function expectExampleAnswers(server: Server): Promise<void> {
+  const { answers, emailId } = await sendExampleDeliveries(`${server.url}/hooks`)
+  expect(answers).toEqual(EXPECTED_ANSWERS)
+  expect(server.output().split(`email ${emailId} bounced`)).toHaveLength(2)
+}
+
+/** Sends one bounce to a fresh server, stops it, starts it again and re-sends: the second answer must be a duplicate. */
+export async function expectDedupAcrossRestart(start: () => Promise<Server>): Promise<void> {
+  const delivery = await createSignedDelivery({ type: 'email.bounced' })
+  const answers: [number, unknown][] = []
+  for (let run = 0; run < 2; run++) {
+    const server = await start()
+    try {
+      const res = await fetch(`${server.url}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
+      answers.push([res.status, await res.json()])
+    } finally {
+      await server.stop()
+    }
+  }
+  expect(answers).toEqual([
+    [200, { ok: true }],
+    [200, { ok: true, duplicate: true }],
+  ])
 }

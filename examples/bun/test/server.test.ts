@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
+import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
-import { EXPECTED_ANSWERS, sendExampleDeliveries } from '../../../test/runtimes/example-deliveries.js'
+import { expectDedupAcrossRestart, expectExampleAnswers } from '../../../test/runtimes/example-deliveries.js'
 import { BUN, BUN_ARGS, conformanceTestCount, runToEnd, startServer } from '../../../test/runtimes/runtimes.js'
 
 const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -29,30 +29,14 @@ describe('examples/bun', () => {
   it('answers valid, duplicate, tampered, stale and unknown-type deliveries over HTTP, and runs the handler once', async () => {
     const server = await start()
     try {
-      const { answers, emailId } = await sendExampleDeliveries(`${server.url}/hooks`)
-      expect(answers).toEqual(EXPECTED_ANSWERS)
-      expect(server.output().split(`email ${emailId} bounced`)).toHaveLength(2)
+      await expectExampleAnswers(server)
     } finally {
       await server.stop()
     }
   })
 
   it('still knows a handled event after a restart (bun:sqlite file)', async () => {
-    const delivery = await createSignedDelivery({ type: 'email.bounced' })
-    const answers = []
-    for (let run = 0; run < 2; run++) {
-      const server = await start()
-      try {
-        const res = await fetch(`${server.url}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
-        answers.push([res.status, await res.json()])
-      } finally {
-        await server.stop()
-      }
-    }
-    expect(answers).toEqual([
-      [200, { ok: true }],
-      [200, { ok: true, duplicate: true }],
-    ])
+    await expectDedupAcrossRestart(() => start())
   })
 
   it('passes the dedup-store conformance suite with BunSqliteDedupStore under bun test', async () => {

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { EXPECTED_ANSWERS, sendExampleDeliveries } from '../../../test/runtimes/example-deliveries.js'
+import { expectDedupAcrossRestart, expectExampleAnswers, NODE_ONLY_FILE } from '../../../test/runtimes/example-deliveries.js'
 import { conformanceTestCount, NODE24, RUNTIMES_DIR, startServer } from '../../../test/runtimes/runtimes.js'
 import { buildWorker } from '../scripts/build.mjs'
 
@@ -38,37 +38,21 @@ describe('examples/cloudflare-worker', () => {
     for (const list of Object.values(inputs)) {
       expect(list.some((f) => f.endsWith('packages/core/dist/crypto-web.js'))).toBe(true)
       expect(list.some((f) => f.endsWith('packages/core/dist/default-store-web.js'))).toBe(true)
-      expect(list.filter((f) => /better-sqlite3|sqlite\.js|crypto-node|default-store-node|^node:/.test(f))).toEqual([])
+      expect(list.filter((f) => NODE_ONLY_FILE.test(f))).toEqual([])
     }
   })
 
   it('answers valid, duplicate, tampered, stale and unknown-type deliveries over HTTP, and runs the handler once', async () => {
     const server = await serve(workerFile)
     try {
-      const { answers, emailId } = await sendExampleDeliveries(`${server.url}/hooks`)
-      expect(answers).toEqual(EXPECTED_ANSWERS)
-      expect(server.output().split(`email ${emailId} bounced`)).toHaveLength(2)
+      await expectExampleAnswers(server)
     } finally {
       await server.stop()
     }
   })
 
   it('still knows a handled event after workerd restarts (D1)', async () => {
-    const delivery = await createSignedDelivery({ type: 'email.bounced' })
-    const answers = []
-    for (let run = 0; run < 2; run++) {
-      const server = await serve(workerFile)
-      try {
-        const res = await fetch(`${server.url}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
-        answers.push([res.status, await res.json()])
-      } finally {
-        await server.stop()
-      }
-    }
-    expect(answers).toEqual([
-      [200, { ok: true }],
-      [200, { ok: true, duplicate: true }],
-    ])
+    await expectDedupAcrossRestart(() => serve(workerFile))
   })
 
   it('uses Web Crypto and the memory default store, with one warning, when a Worker gives no store', async () => {
