@@ -4,7 +4,7 @@
  *
  * Variants: express-bare, express-sqlite, express-memory, hono-bare, hono-sqlite, hono-memory.
  * `bare` is the framework with its raw-body parser answering 200; `sqlite` is our adapter with
- * the default durable store (a SQLite file, synchronous=FULL, at EMAIL_WEBHOOKS_DB); `memory`
+ * the default durable store (a SQLite file, durability 'full', at EMAIL_WEBHOOKS_DB); `memory`
  * is our adapter with MemoryDedupStore.
  */
 import { MemoryDedupStore } from '@email-webhooks/core'

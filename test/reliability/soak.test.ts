@@ -27,7 +27,7 @@ const figures: Record<string, string | number>[] = []
 afterEach(killAll)
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
-  printTable(`Soak: ${DURATION_MS / 1000} s per adapter, ${CONCURRENCY} concurrent senders, SQLite store (synchronous=FULL)`, figures)
+  printTable(`Soak: ${DURATION_MS / 1000} s per adapter, ${CONCURRENCY} concurrent senders, SQLite store (durability 'full')`, figures)
 })
 
 describe.each(['express', 'hono'] as const)('soak against %s with the SQLite store', (adapter) => {
