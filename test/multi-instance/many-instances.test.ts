@@ -15,8 +15,9 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { WebhookEvent } from '@email-webhooks/core'
 import { createEvent, createSignedDelivery } from '@email-webhooks/core/testing'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { afterAll, describe, expect, it } from 'vitest'
+import type { RunningServer } from '../services/servers.js'
+import { type ServerKind, sleep, trackChildren, useServers } from '../store/process-harness.js'
 
 const RECEIVER = join(dirname(fileURLToPath(import.meta.url)), 'receiver.mjs')
 const EVENTS = 1_000
@@ -27,22 +28,11 @@ const MAX_ATTEMPTS_PER_DELIVERY = 40
 const RUN_DEADLINE_MS = 90_000
 const FRAMEWORKS = ['express', 'express', 'hono'] as const
 
-type Kind = 'postgres' | 'redis'
-const servers: Partial<Record<Kind, RunningServer>> = {}
-const children = new Set<ChildProcess>()
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-instances-'))
-
-beforeAll(async () => {
-  ;[servers.postgres, servers.redis] = await Promise.all([startPostgres(), startRedis()])
-})
-afterEach(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  children.clear()
-})
-afterAll(async () => {
-  await Promise.all([servers.postgres?.stop(), servers.redis?.stop()])
-  rmSync(dir, { recursive: true, force: true })
-})
+// After hooks run last-registered first: the servers stop, then the folder goes.
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const servers = useServers()
+const children = trackChildren()
 
 interface Instance {
   framework: string
@@ -52,7 +42,7 @@ interface Instance {
   killed: boolean
 }
 
-async function startInstances(kind: Kind, run: string): Promise<Instance[]> {
+async function startInstances(kind: ServerKind, run: string): Promise<Instance[]> {
   const url = (servers[kind] as RunningServer).url
   return Promise.all(
     FRAMEWORKS.map(async (framework, index) => {
@@ -75,8 +65,6 @@ async function startInstances(kind: Kind, run: string): Promise<Instance[]> {
     }),
   )
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 interface SendResult {
   /** For each event id, the instances that answered it 2xx. */

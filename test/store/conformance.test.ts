@@ -4,61 +4,33 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { type Claim, type ClaimOptions, type CompleteOptions, type DedupStore, MemoryDedupStore } from '@email-webhooks/core'
+import { MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
+import { AlternatingStore, conformance } from './conformance-helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-conformance-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-dedupStoreConformance('MemoryDedupStore', { describe, it }, { createStore: () => new MemoryDedupStore() })
+conformance('MemoryDedupStore', () => new MemoryDedupStore())
 
 // A new store (and connection) per test on one file per durability: the suite also checks
 // that a reopened file keeps working.
-dedupStoreConformance(
+conformance(
   "SqliteDedupStore (durability 'full', temp file)",
-  { describe, it },
-  { createStore: () => new SqliteDedupStore({ path: join(dir, 'full.db'), durability: 'full' }) },
+  () => new SqliteDedupStore({ path: join(dir, 'full.db'), durability: 'full' }),
 )
-dedupStoreConformance(
+conformance(
   "SqliteDedupStore (durability 'normal', temp file)",
-  { describe, it },
-  { createStore: () => new SqliteDedupStore({ path: join(dir, 'normal.db'), durability: 'normal' }) },
+  () => new SqliteDedupStore({ path: join(dir, 'normal.db'), durability: 'normal' }),
 )
 
-/** Two connections to one file, used in turn: a claim made through one is seen and fenced by the other. */
-class AlternatingStore implements DedupStore {
-  #turn = 0
-  constructor(readonly stores: readonly [DedupStore, DedupStore]) {}
-  #next(): DedupStore {
-    return this.stores[this.#turn++ % 2] as DedupStore
-  }
-  claim(key: string, opts: ClaimOptions) {
-    return this.#next().claim(key, opts)
-  }
-  complete(claim: Claim, opts: CompleteOptions) {
-    return this.#next().complete(claim, opts)
-  }
-  release(claim: Claim) {
-    return this.#next().release(claim)
-  }
-  async close() {
-    await Promise.all(this.stores.map((store) => store.close?.()))
-  }
-}
-
-dedupStoreConformance(
+conformance(
   'SqliteDedupStore (two connections on one file, calls alternate)',
-  { describe, it },
-  {
-    createStore: () =>
-      new AlternatingStore([
-        new SqliteDedupStore({ path: join(dir, 'shared.db') }),
-        new SqliteDedupStore({ path: join(dir, 'shared.db') }),
-      ]),
-  },
+  () =>
+    new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
 )
 
 describe('dedupStoreConformance under node:test', () => {

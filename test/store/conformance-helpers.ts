@@ -1,0 +1,33 @@
+/** Shared by conformance.test.ts and server-conformance.test.ts: the suite under vitest, and a store made of two. */
+import type { Claim, ClaimOptions, CompleteOptions, DedupStore } from '@email-webhooks/core'
+import { dedupStoreConformance } from '@email-webhooks/core/testing'
+import { describe, it } from 'vitest'
+
+/** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test. */
+export function conformance(name: string, createStore: () => DedupStore): void {
+  dedupStoreConformance(name, { describe, it }, { createStore })
+}
+
+/**
+ * Two stores on one database (two connections to one file, two pools or clients on one server),
+ * used in turn: a claim made through one is seen and fenced by the other.
+ */
+export class AlternatingStore implements DedupStore {
+  #turn = 0
+  constructor(readonly stores: readonly [DedupStore, DedupStore]) {}
+  #next(): DedupStore {
+    return this.stores[this.#turn++ % 2] as DedupStore
+  }
+  claim(key: string, opts: ClaimOptions) {
+    return this.#next().claim(key, opts)
+  }
+  complete(claim: Claim, opts: CompleteOptions) {
+    return this.#next().complete(claim, opts)
+  }
+  release(claim: Claim) {
+    return this.#next().release(claim)
+  }
+  async close() {
+    await Promise.all(this.stores.map((store) => store.close?.()))
+  }
+}
