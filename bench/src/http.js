@@ -13,11 +13,11 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 
 export const HTTP_VARIANTS = [
   { framework: 'express', server: 'express-bare', label: 'Express 5 bare (express.raw → 200)' },
-  { framework: 'express', server: 'express-sqlite', label: 'Express + emailWebhook, default SQLite store (durability 'full')' },
+  { framework: 'express', server: 'express-sqlite', label: "Express + emailWebhook, default SQLite store (durability 'full')" },
   { framework: 'express', server: 'express-memory', label: 'Express + emailWebhook, memory store' },
   { framework: 'express', server: 'express-sqlite', label: 'Express + emailWebhook, SQLite, 50% duplicates', duplicateRatio: 0.5 },
   { framework: 'hono', server: 'hono-bare', label: 'Hono on node-server bare (arrayBuffer → 200)' },
-  { framework: 'hono', server: 'hono-sqlite', label: 'Hono + emailWebhook, default SQLite store (durability 'full')' },
+  { framework: 'hono', server: 'hono-sqlite', label: "Hono + emailWebhook, default SQLite store (durability 'full')" },
   { framework: 'hono', server: 'hono-memory', label: 'Hono + emailWebhook, memory store' },
   { framework: 'hono', server: 'hono-sqlite', label: 'Hono + emailWebhook, SQLite, 50% duplicates', duplicateRatio: 0.5 },
 ]
