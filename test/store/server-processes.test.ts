@@ -57,7 +57,9 @@ describe.each(['postgres', 'redis'] as const)('%s store shared by several OS pro
     const child = spawnChild(kind, prefix, 'complete', '5000')
     const reported = await completionsUntilKilled(child, 50)
     expect(await killed(child)).toBe('SIGKILL')
-    expect(reported).toHaveLength(50)
+    // Reports already in the IPC pipe still arrive after the kill (seen on Node 22 with Redis):
+    // each was sent after complete() resolved too, so all are checked, as in the SQLite twin.
+    expect(reported.length).toBeGreaterThanOrEqual(50)
 
     await withStore(openStore(kind), async (store) => {
       for (const key of reported) expect({ key, status: (await store.claim(key, LONG)).status }).toEqual({ key, status: 'duplicate' })
