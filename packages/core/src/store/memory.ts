@@ -3,7 +3,7 @@
  * restart run handlers again. For tests and single short-lived processes; use the SQLite
  * store (or a shared one) in production.
  */
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
 
 /** Default number of keys kept before the oldest completed ones are evicted. */
 export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000
@@ -83,6 +83,12 @@ export class MemoryDedupStore implements DedupStore {
     entry.token = null
     entry.expiresAt = 0
     return Promise.resolve(true)
+  }
+
+  lookup(key: string): Promise<DedupKeyState> {
+    const entry = this.#entries.get(key)
+    if (!entry || entry.expiresAt <= this.#now()) return Promise.resolve('absent')
+    return Promise.resolve(entry.done ? 'done' : 'in_flight')
   }
 
   close(): Promise<void> {

@@ -16,6 +16,13 @@ export interface Claim {
 /** Result of {@link DedupStore.claim}. */
 export type ClaimResult = { status: 'acquired'; claim: Claim } | { status: 'duplicate' } | { status: 'in_flight'; retryAfterMs: number }
 
+/**
+ * What a store knows of one key, from {@link DedupStore.lookup}: `'done'` (handled and still
+ * remembered), `'in_flight'` (claimed under a live lease), `'absent'` (never seen, released, or
+ * expired).
+ */
+export type DedupKeyState = 'done' | 'in_flight' | 'absent'
+
 /** Options of {@link DedupStore.claim}. */
 export interface ClaimOptions {
   /** How long the claim holds before another worker may take the key over. */
@@ -41,6 +48,12 @@ export interface DedupStore {
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean>
   /** Gives the key up so it can be claimed again at once. False if the token no longer owns the key. */
   release(claim: Claim): Promise<boolean>
+  /**
+   * Optional read without side effects: what the store knows of `key` now. Recovery tooling uses it
+   * to skip events already handled; a store without it still works (everything is retried and the
+   * receiver deduplicates).
+   */
+  lookup?(key: string): Promise<DedupKeyState>
   /** Frees connections and timers. */
   close?(): Promise<void>
 }
