@@ -1,6 +1,7 @@
 // The load process for soak.test.ts and faults.test.ts: sends signed traffic to a receiver on
 // 127.0.0.1 over keep-alive connections and reports over IPC. Commands (IPC messages):
-//   { cmd: 'soak', url, durationMs, concurrency, tag }  mixed traffic for durationMs: new events of
+//   { cmd: 'soak', url, durationMs, maxRequests?, concurrency, tag }  mixed traffic for durationMs
+//       (or until maxRequests requests were started): new events of
 //       known types, unknown types, duplicates of acknowledged events, and invalid requests; every
 //       new event is retried until acknowledged (bounded). Replies { type: 'soak-done', ... }.
 //   { cmd: 'flood', url, concurrency, tag }  new valid events until 'stop'; a failed request leaves its
@@ -91,12 +92,13 @@ const INVALID = [
   (id) => ({ headers: signed(id, 'not json'), body: 'not json' }),
 ]
 
-async function soak({ url, durationMs, concurrency, tag }) {
+async function soak({ url, durationMs, maxRequests = Number.POSITIVE_INFINITY, concurrency, tag }) {
   const deadline = Date.now() + durationMs
   let n = 0
+  let started = 0
   let unknownSent = 0
   const worker = async () => {
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && started++ < maxRequests) {
       const roll = Math.random()
       if (roll < 0.5 || acked.size === 0) {
         await deliver(url, newEvent(tag, n++, KNOWN[n % KNOWN.length]))

@@ -12,7 +12,10 @@ import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { caseNames } from './neutral/suite.ts'
 import { expectedVectorResults } from './neutral/vectors-check.ts'
-import { BUN, BUN_ARGS, DENO, denoArgs, RUNTIMES_DIR, type RunResult, runToEnd } from './runtimes.js'
+import { BUN_ARGS, denoArgs, RUNTIMES_DIR, type RunResult, runToEnd, runtimeBin } from './runtimes.js'
+
+const BUN = await runtimeBin('bun')
+const DENO = await runtimeBin('deno')
 
 interface Reported {
   runtime: string

