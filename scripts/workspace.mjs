@@ -78,7 +78,7 @@ export function createSteps(title) {
     summary() {
       const total = (Date.now() - began) / 1000
       console.log(bold(`\n${title}: ${total.toFixed(0)} s`))
-      for (const { name, seconds, ok } of done) console.log(`  ${ok ? '✓' : '✗'} ${name.padEnd(44)} ${seconds.toFixed(1).padStart(6)} s`)
+      for (const { name, seconds, ok } of done) console.log(`  ${ok ? '✓' : '✗'} ${name.padEnd(52)} ${seconds.toFixed(1).padStart(6)} s`)
     },
   }
 }
