@@ -12,14 +12,16 @@ export function suppressionHandlers(suppressed) {
   }
 }
 
-export function createExpressApp({ secret, store, suppressed }) {
+/** The Express app; `now` (ms since the epoch) is the clock for the timestamp window, `Date.now` if omitted. */
+export function createExpressApp({ secret, store, suppressed, now }) {
   const app = express()
-  app.post('/hooks', expressWebhook(secret, suppressionHandlers(suppressed), { store }))
+  app.post('/hooks', expressWebhook(secret, suppressionHandlers(suppressed), { store, now }))
   return app
 }
 
-export function createHonoApp({ secret, store, suppressed }) {
+/** The Hono app; `now` as for the Express app. */
+export function createHonoApp({ secret, store, suppressed, now }) {
   const app = new Hono()
-  app.post('/hooks', honoWebhook(secret, suppressionHandlers(suppressed), { store }))
+  app.post('/hooks', honoWebhook(secret, suppressionHandlers(suppressed), { store, now }))
   return app
 }

@@ -1,0 +1,155 @@
+/**
+ * Every ```ts and ```js snippet in the root README, the package READMEs and docs/ is either quoted
+ * whole from a file that a test runs (marked `<!-- snippet: examples/… -->` on the line before the
+ * fence, and linked from the page), or type-checked here under the workspace's strict settings
+ * against the built packages' types. A snippet marked `<!-- snippet: partial … -->` is neither;
+ * there may be at most MAX_PARTIAL of them.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const MAX_PARTIAL = 2
+const MARKER = /^<!-- snippet: (.+?) -->$/
+/** The runtime recipes that must stay quoted whole somewhere in the docs (each runs under its runtime). */
+const RUNTIME_RECIPES = ['examples/bun/src/server.ts', 'examples/deno/src/server.ts', 'examples/cloudflare-worker/src/worker.js']
+/** Where type-checked snippets live, virtually: beside test/node_modules, so the workspace packages resolve. */
+const SNIPPET_DIR = join(ROOT, 'test/docs/.snippets')
+/** The user's own modules that snippets import (`./db.js`, `./my-store.js`), as declarations. */
+const USER_MODULES: Record<string, string> = {
+  'db.d.ts': [
+    'export declare function markBounced(emailId: string): Promise<void>',
+    'export declare function suppress(emailId: string): Promise<void>',
+  ].join('\n'),
+  'my-store.d.ts':
+    "export declare class MyDedupStore implements import('@email-webhooks/core').DedupStore {\n  claim: import('@email-webhooks/core').DedupStore['claim']\n  complete: import('@email-webhooks/core').DedupStore['complete']\n  release: import('@email-webhooks/core').DedupStore['release']\n}",
+}
+
+interface Snippet {
+  doc: string
+  line: number
+  lang: 'ts' | 'js'
+  code: string
+  marker: string | undefined
+}
+
+function documents(): string[] {
+  const packages = readdirSync(join(ROOT, 'packages')).map((name) => `packages/${name}/README.md`)
+  const docs = existsSync(join(ROOT, 'docs')) ? readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')) : []
+  return ['README.md', ...packages, ...docs.map((name) => `docs/${name}`)].filter((doc) => existsSync(join(ROOT, doc)))
+}
+
+/** The ts/js fences of a markdown text, each with the snippet marker on the line before it, if any. */
+export function extractSnippets(doc: string, text: string): Snippet[] {
+  const lines = text.split('\n')
+  const snippets: Snippet[] = []
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(ts|js|typescript|javascript)\s*$/.exec(lines[i] ?? '')
+    if (!open) continue
+    const end = lines.findIndex((line, j) => j > i && line.startsWith('```'))
+    if (end < 0) throw new Error(`${doc}:${i + 1}: unclosed code fence`)
+    let before = i - 1
+    while (before >= 0 && lines[before]?.trim() === '') before--
+    const marker = MARKER.exec(lines[before]?.trim() ?? '')?.[1]
+    const lang = open[1]?.startsWith('t') ? 'ts' : 'js'
+    snippets.push({ doc, line: i + 1, lang, code: lines.slice(i + 1, end).join('\n'), marker })
+    i = end
+  }
+  return snippets
+}
+
+/** Type-checks snippets in one program; returns the diagnostics of each, by index. */
+export function typeCheck(snippets: { lang: 'ts' | 'js'; code: string }[]): string[][] {
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'test/tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
+      },
+    },
+  )
+  if (!config) throw new Error('cannot read test/tsconfig.json')
+  const options: ts.CompilerOptions = { ...config.options, noEmit: true, allowJs: true, checkJs: true }
+  const files = new Map<string, string>()
+  for (const [name, text] of Object.entries(USER_MODULES)) files.set(join(SNIPPET_DIR, name), text)
+  const names = snippets.map((snippet, i) => {
+    const name = join(SNIPPET_DIR, `snippet-${i}.${snippet.lang}`)
+    files.set(name, snippet.code)
+    return name
+  })
+  const host = ts.createCompilerHost(options)
+  const { fileExists, readFile, getSourceFile, directoryExists } = host
+  host.directoryExists = (name) => name === SNIPPET_DIR || (directoryExists?.call(host, name) ?? true)
+  host.fileExists = (name) => files.has(name) || fileExists.call(host, name)
+  host.readFile = (name) => files.get(name) ?? readFile.call(host, name)
+  host.getSourceFile = (name, language, onError, create) => {
+    const text = files.get(name)
+    return text === undefined ? getSourceFile.call(host, name, language, onError, create) : ts.createSourceFile(name, text, language)
+  }
+  const program = ts.createProgram(names, options, host)
+  const format: ts.FormatDiagnosticsHost = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' }
+  return names.map((name) => {
+    const source = program.getSourceFile(name)
+    const diagnostics = [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]
+    return diagnostics.map((diagnostic) => ts.formatDiagnostic(diagnostic, format).trim())
+  })
+}
+
+const all = documents().flatMap((doc) => extractSnippets(doc, readFileSync(join(ROOT, doc), 'utf8')))
+const quoted = all.filter((snippet) => snippet.marker && !snippet.marker.startsWith('partial'))
+const partial = all.filter((snippet) => snippet.marker?.startsWith('partial'))
+const checked = all.filter((snippet) => !snippet.marker)
+
+describe('documentation snippets', () => {
+  it('finds the snippets of every README and docs page', () => {
+    expect(new Set(all.map((snippet) => snippet.doc))).toEqual(new Set(['README.md', ...documents().filter((d) => d !== 'README.md')]))
+    expect(checked.length).toBeGreaterThan(5)
+  })
+
+  for (const snippet of quoted) {
+    it(`${snippet.doc}:${snippet.line} quotes ${snippet.marker} whole and links it`, () => {
+      const file = snippet.marker ?? ''
+      expect(file).toMatch(/^(examples|test)\//)
+      expect(snippet.code).toBe(readFileSync(join(ROOT, file), 'utf8').trimEnd())
+      const link = relative(dirname(join(ROOT, snippet.doc)), join(ROOT, file))
+      expect(readFileSync(join(ROOT, snippet.doc), 'utf8')).toContain(`](${link})`)
+    })
+  }
+
+  it(`keeps deliberately partial snippets few (at most ${MAX_PARTIAL})`, () => {
+    expect(partial.map((snippet) => `${snippet.doc}:${snippet.line}`).length).toBeLessThanOrEqual(MAX_PARTIAL)
+  })
+
+  it('quotes the Bun, Deno and Workers recipes whole, from the examples their tests run', () => {
+    expect(RUNTIME_RECIPES.filter((file) => !quoted.some((snippet) => snippet.marker === file))).toEqual([])
+  })
+
+  it('type-checks every other snippet under strict against the built packages', () => {
+    const results = typeCheck(checked)
+    const failures = checked.flatMap((snippet, i) =>
+      (results[i] ?? []).length ? [`${snippet.doc}:${snippet.line}\n${(results[i] ?? []).join('\n')}`] : [],
+    )
+    expect(failures).toEqual([])
+  }, 60_000)
+
+  it('the checker refuses the old "What one call does" snippet (no import, undefined actions, env under strict)', () => {
+    const old = [
+      "app.post('/hooks', emailWebhook(process.env.EMAIL_WEBHOOK_SECRET, {",
+      "  'email.bounced': async (event) => actions.markBounced(event.data.id),",
+      '}))',
+    ].join('\n')
+    const fixedImports = "import express from 'express'\nimport { emailWebhook } from '@email-webhooks/express'\nconst app = express()\n"
+    const [bare, imported] = typeCheck([
+      { lang: 'ts', code: old },
+      { lang: 'ts', code: fixedImports + old },
+    ])
+    expect(bare?.join('\n')).toMatch(/Cannot find name 'app'/)
+    expect(imported?.join('\n')).toMatch(/Cannot find name 'actions'/)
+    expect(imported?.join('\n')).toMatch(/'string \| undefined' is not assignable/)
+  }, 60_000)
+})

@@ -1,0 +1,133 @@
+/**
+ * The packed packages install and run outside the workspace: `pnpm pack` of core, express and hono,
+ * `npm install` of the tarballs into a fresh temporary app (with express, hono and
+ * @hono/node-server from the registry, through the npm cache), then a signed delivery through each
+ * adapter over real HTTP on 127.0.0.1: 200, the duplicate 200, the tampered body 401.
+ *
+ * better-sqlite3 is installed with --ignore-scripts (compiling it takes minutes) at the version the
+ * workspace built, and the workspace's compiled binding is copied in; the Express app uses the
+ * default store, and a second process proves the event was recorded in its SQLite file.
+ */
+import { execFile } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const run = promisify(execFile)
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const PACKAGES = ['core', 'express', 'hono'] as const
+const INSTALL_TIMEOUT_MS = 240_000
+const STEP_TIMEOUT_MS = 60_000
+
+/** The version and folder of a package as the workspace installed it (so npm finds it in its cache). */
+function workspacePackage(name: string, from: string): { version: string; dir: string } {
+  const manifest = realpathSync(join(ROOT, from, 'node_modules', name, 'package.json'))
+  return { version: JSON.parse(readFileSync(manifest, 'utf8')).version, dir: dirname(manifest) }
+}
+
+type Answer = { status: number; json: unknown }
+type AppRun = { first: Answer; again: Answer; tampered: Answer; handled: string[] }
+
+describe('packed packages in a fresh app outside the workspace', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-pack-'))
+  const app = join(dir, 'app')
+  const tarballs: Record<string, string> = {}
+  const started = performance.now()
+
+  async function runApp(adapter: string, deliveryFile: string, db: string): Promise<AppRun> {
+    const { stdout } = await run(process.execPath, ['app.mjs', adapter, join(dir, deliveryFile)], {
+      cwd: app,
+      timeout: STEP_TIMEOUT_MS,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', EMAIL_WEBHOOKS_DB: join(dir, db) },
+    })
+    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as AppRun
+  }
+
+  beforeAll(
+    async () => {
+      for (const name of PACKAGES) {
+        const { stdout } = await run('npx', ['-y', 'pnpm@12', 'pack', '--pack-destination', dir], {
+          cwd: join(ROOT, 'packages', name),
+          timeout: STEP_TIMEOUT_MS,
+        })
+        const tarball = stdout.trim().split('\n').at(-1) ?? ''
+        expect(tarball).toMatch(new RegExp(`email-webhooks-${name}-[0-9.]+\\.tgz$`))
+        tarballs[name] = tarball.startsWith('/') ? tarball : join(dir, tarball)
+      }
+      const sqlite = workspacePackage('better-sqlite3', 'packages/express')
+      mkdirSync(app)
+      const file = (name: string): string => `file:${tarballs[name]}`
+      writeFileSync(
+        join(app, 'package.json'),
+        JSON.stringify({
+          name: 'pack-test-app',
+          private: true,
+          type: 'module',
+          dependencies: {
+            '@email-webhooks/core': file('core'),
+            '@email-webhooks/express': file('express'),
+            '@email-webhooks/hono': file('hono'),
+            express: workspacePackage('express', 'test').version,
+            hono: workspacePackage('hono', 'test').version,
+            '@hono/node-server': workspacePackage('@hono/node-server', 'test').version,
+          },
+          // The adapters' `^0.1.0` on core must be the tarball, not a registry package of that name.
+          overrides: { '@email-webhooks/core': file('core'), 'better-sqlite3': sqlite.version },
+        }),
+      )
+      copyFileSync(join(ROOT, 'test/pack/app.mjs'), join(app, 'app.mjs'))
+      await run('npm', ['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], {
+        cwd: app,
+        timeout: INSTALL_TIMEOUT_MS,
+      })
+      const release = join(app, 'node_modules/better-sqlite3/build/Release')
+      mkdirSync(release, { recursive: true })
+      copyFileSync(join(sqlite.dir, 'build/Release/better_sqlite3.node'), join(release, 'better_sqlite3.node'))
+    },
+    INSTALL_TIMEOUT_MS + 4 * STEP_TIMEOUT_MS,
+  )
+
+  afterAll(() => {
+    console.log(`pack test: pack + install + runs took ${((performance.now() - started) / 1000).toFixed(1)} s`)
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('packs package.json files without workspace: ranges, each with its license', async () => {
+    for (const name of PACKAGES) {
+      const { stdout } = await run('tar', ['-xzOf', tarballs[name] ?? '', 'package/package.json'])
+      expect(stdout).not.toContain('workspace:')
+      expect(JSON.parse(stdout).license).toBe('MIT')
+      const { stdout: list } = await run('tar', ['-tzf', tarballs[name] ?? ''])
+      expect(list.split('\n')).toEqual(expect.arrayContaining(['package/LICENSE', 'package/README.md']))
+    }
+  })
+
+  it('installs one copy of core, the tarball, under the adapters', () => {
+    expect(existsSync(join(app, 'node_modules/@email-webhooks/express/node_modules'))).toBe(false)
+    expect(existsSync(join(app, 'node_modules/@email-webhooks/hono/node_modules'))).toBe(false)
+    expect(readdirSync(join(app, 'node_modules/@email-webhooks')).sort()).toEqual(['core', 'express', 'hono'])
+  })
+
+  for (const adapter of ['express', 'hono', 'fetch']) {
+    it(`answers 200, duplicate 200 and tampered 401 through ${adapter} over HTTP`, async () => {
+      const result = await runApp(adapter, `${adapter}-delivery.json`, `${adapter}.db`)
+      expect(result.first).toEqual({ status: 200, json: { ok: true } })
+      expect(result.again).toEqual({ status: 200, json: { ok: true, duplicate: true } })
+      expect(result.tampered).toMatchObject({ status: 401, json: { error: { code: 'signature_mismatch' } } })
+      expect(result.handled).toHaveLength(1)
+    })
+  }
+
+  it("keeps the Express package's default SQLite store across processes", async () => {
+    const first = await runApp('express', 'durable-delivery.json', 'durable.db')
+    expect(first.first).toEqual({ status: 200, json: { ok: true } })
+    expect(existsSync(join(dir, 'durable.db'))).toBe(true)
+    // A new process, the same file, the same delivery: recorded, so the handler does not run again.
+    const second = await runApp('express', 'durable-delivery.json', 'durable.db')
+    expect(second.first).toEqual({ status: 200, json: { ok: true, duplicate: true } })
+    expect(second.handled).toEqual([])
+  })
+})
