@@ -109,7 +109,11 @@ function listFiles(dir) {
 /** A hash of what a package's build reads: its sources, config and package.json. */
 function sourceHash(pkgDir) {
   const hash = createHash('sha256')
-  const files = [...listFiles(join(pkgDir, 'src')), ...['package.json', 'tsup.config.ts', 'tsconfig.json'].map((f) => join(pkgDir, f))]
+  const files = [
+    ...listFiles(join(pkgDir, 'src')),
+    ...listFiles(join(pkgDir, 'scripts')),
+    ...['package.json', 'tsup.config.ts', 'tsconfig.json'].map((f) => join(pkgDir, f)),
+  ]
   for (const file of files) {
     if (!existsSync(file)) continue
     hash.update(relative(pkgDir, file)).update('\0').update(readFileSync(file)).update('\0')
