@@ -8,11 +8,14 @@
  */
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './store/driver.js'
-import { durationProblem } from './store/durations.js'
 import { passwordOf, redactUrl, scrub } from './store/redact.js'
 import { classify, withoutCommand } from './store/redis-errors.js'
+import type { RedisWaitFor } from './store/redis-options.js'
+import { checkDurations, checkWaitFor, invalidOption } from './store/redis-options.js'
 import { SCRIPTS, type Script } from './store/redis-scripts.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
+
+export type { RedisWaitFor } from './store/redis-options.js'
 
 const PACKAGE = '[@email-webhooks/core/redis]'
 /** Key prefix used when `prefix` is not given. */
@@ -27,20 +30,6 @@ export interface RedisClient {
   quit(): Promise<unknown>
   /** Any command by name; needed only with the `waitFor` option (ioredis has it). */
   call?(command: string, ...args: (string | number)[]): Promise<unknown>
-}
-
-/** How many copies of each completion `complete()` waits for, with {@link RedisDedupStoreOptions.waitFor}. */
-export interface RedisWaitFor {
-  /** Replicas that must confirm the completion (`WAIT replicas timeoutMs`); 0 checks nothing on its own. */
-  replicas: number
-  /** How long to wait for them, in whole milliseconds ≥ 1 (Redis reads 0 as "forever", so it is refused). */
-  timeoutMs: number
-  /**
-   * Also wait until the completion is fsynced to the primary's own append-only file and to the
-   * replicas' files (`WAITAOF 1 replicas timeoutMs`, Redis 7.2 or later, `appendonly yes`).
-   * Default false: plain `WAIT`, which counts replicas that received the write.
-   */
-  aof?: boolean
 }
 
 /** Options of {@link RedisDedupStore}: give `url` or `client`. */
@@ -277,30 +266,4 @@ export class RedisDedupStore implements DedupStore {
     const { code, message } = classify(error, this.#target)
     return new DedupStoreError(code, scrub(`${PACKAGE} ${message}`, this.#secret), { cause: withoutCommand(error) })
   }
-}
-
-function invalidOption(problem: string): DedupStoreError {
-  return new DedupStoreError('invalid_options', `${PACKAGE} RedisDedupStore: ${problem}`)
-}
-
-/** Redis refuses a fractional PX (`ERR value is not an integer`): refuse it here, with a message that says so. */
-function checkDurations(opts: Partial<ClaimOptions>, withLease: boolean): void {
-  const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
-  if (problem) throw invalidOption(problem)
-}
-
-function checkWaitFor(waitFor: RedisWaitFor, client: RedisClient): RedisWaitFor {
-  if (waitFor === null || typeof waitFor !== 'object') throw invalidOption('waitFor must be { replicas, timeoutMs, aof? }.')
-  const { replicas, timeoutMs, aof = false } = waitFor
-  if (!Number.isSafeInteger(replicas) || replicas < 0) throw invalidOption(`waitFor.replicas must be a whole number ≥ 0, got ${replicas}.`)
-  const problem = durationProblem('waitFor.timeoutMs', timeoutMs)
-  if (problem) throw invalidOption(problem)
-  if (typeof aof !== 'boolean') throw invalidOption('waitFor.aof must be true or false.')
-  if (typeof client.call !== 'function') throw invalidOption('waitFor needs a client with call() (an ioredis Redis client).')
-  if ((client as { isCluster?: unknown }).isCluster === true) {
-    throw invalidOption(
-      'waitFor does not work with a Cluster client (WAIT must reach the primary that holds each key); use a Redis client.',
-    )
-  }
-  return { replicas, timeoutMs, aof }
 }

@@ -29,7 +29,10 @@ interface Entry {
 }
 
 /**
- * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time.
+ * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time. A claim rejects
+ * with a {@link DedupStoreError}: `invalid_options` when `leaseMs` or `retentionMs` is not a
+ * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room.
+ * @throws {TypeError} when `maxKeys` is not a whole number ≥ 1.
  * @example
  * const store = new MemoryDedupStore({ maxKeys: 10_000 })
  */
