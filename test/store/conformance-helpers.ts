@@ -1,5 +1,5 @@
 /** Shared by conformance.test.ts and server-conformance.test.ts: the suite under vitest, and a store made of two. */
-import type { Claim, ClaimOptions, CompleteOptions, DedupStore } from '@email-webhooks/core'
+import type { Claim, ClaimOptions, CompleteOptions, DedupKeyState, DedupStore } from '@email-webhooks/core'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { describe, it } from 'vitest'
 
@@ -10,11 +10,17 @@ export function conformance(name: string, createStore: () => DedupStore): void {
 
 /**
  * Two stores on one database (two connections to one file, two pools or clients on one server),
- * used in turn: a claim made through one is seen and fenced by the other.
+ * used in turn: a claim made through one is seen and fenced by the other. It has `lookup` when
+ * both stores have it.
  */
 export class AlternatingStore implements DedupStore {
   #turn = 0
-  constructor(readonly stores: readonly [DedupStore, DedupStore]) {}
+  readonly lookup?: (key: string) => Promise<DedupKeyState>
+  constructor(readonly stores: readonly [DedupStore, DedupStore]) {
+    if (stores.every((store) => typeof store.lookup === 'function')) {
+      this.lookup = (key) => (this.#next().lookup as (key: string) => Promise<DedupKeyState>)(key)
+    }
+  }
   #next(): DedupStore {
     return this.stores[this.#turn++ % 2] as DedupStore
   }

@@ -1,6 +1,8 @@
 // Runs the dedup-store conformance suite under node:test (not vitest), the way a user of
 // another runner would. Started by conformance.test.ts with `node --test`.
-// With CONFORMANCE_BROKEN_STORE=1 it checks a store that forgets completions, which must fail.
+// CONFORMANCE_STORE picks the store: unset for the memory store; 'broken' for a store that
+// forgets completions (which must fail); 'no-lookup' for one without the optional lookup()
+// (its lookup tests must be reported as skipped).
 import { describe, it } from 'node:test'
 import { MemoryDedupStore } from '@email-webhooks/core'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
@@ -12,9 +14,24 @@ class ForgetfulStore extends MemoryDedupStore {
   }
 }
 
-const broken = process.env.CONFORMANCE_BROKEN_STORE === '1'
-dedupStoreConformance(
-  broken ? 'ForgetfulStore under node:test' : 'MemoryDedupStore under node:test',
-  { describe, it },
-  { createStore: () => (broken ? new ForgetfulStore() : new MemoryDedupStore()) },
-)
+/** The memory store's claim, complete and release, and no lookup. */
+class NoLookupStore {
+  #inner = new MemoryDedupStore()
+  claim(key, opts) {
+    return this.#inner.claim(key, opts)
+  }
+  complete(claim, opts) {
+    return this.#inner.complete(claim, opts)
+  }
+  release(claim) {
+    return this.#inner.release(claim)
+  }
+}
+
+const stores = {
+  memory: ['MemoryDedupStore under node:test', () => new MemoryDedupStore()],
+  broken: ['ForgetfulStore under node:test', () => new ForgetfulStore()],
+  'no-lookup': ['NoLookupStore under node:test', () => new NoLookupStore()],
+}
+const [name, createStore] = stores[process.env.CONFORMANCE_STORE ?? 'memory']
+dedupStoreConformance(name, { describe, it }, { createStore })

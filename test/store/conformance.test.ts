@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { MemoryDedupStore } from '@email-webhooks/core'
+import { DedupStoreError, MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { AlternatingStore, conformance } from './conformance-helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-conformance-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -63,12 +64,68 @@ describe('dedupStoreConformance under node:test', () => {
     const result = await promisify(execFile)(process.execPath, ['--test', '--test-reporter=tap', file], {
       cwd: here,
       timeout: 30_000,
-      env: { ...process.env, CONFORMANCE_BROKEN_STORE: '1' },
+      env: { ...process.env, CONFORMANCE_STORE: 'broken' },
     }).then(
       () => ({ code: 0, stdout: '' }),
       (error: { code?: number; stdout?: string }) => ({ code: error.code, stdout: error.stdout ?? '' }),
     )
     expect(result.code).not.toBe(0)
     expect(result.stdout).toMatch(/^not ok/m)
+  })
+
+  it('reports the lookup tests as skipped, not passed, for a store without lookup()', async () => {
+    let expected = 0
+    let lookups = 0
+    dedupStoreConformance(
+      'count',
+      {
+        describe: (_name, fn) => fn(),
+        it: (name) => {
+          expected++
+          if (name.startsWith('lookup: ')) lookups++
+        },
+      },
+      { createStore: () => new MemoryDedupStore() },
+    )
+    expect(lookups).toBeGreaterThanOrEqual(6)
+    const file = join(here, 'conformance-node-test.mjs')
+    const { stdout } = await promisify(execFile)(process.execPath, ['--test', '--test-reporter=tap', file], {
+      cwd: here,
+      timeout: 30_000,
+      env: { ...process.env, CONFORMANCE_STORE: 'no-lookup' },
+    })
+    expect(stdout).toMatch(/DedupStore conformance: NoLookupStore under node:test/)
+    expect(stdout).toContain(`# tests ${expected}\n`)
+    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${lookups}$`, 'm'))
+    expect(stdout).toContain(`# pass ${expected - lookups}\n`)
+    expect(stdout).toContain('# fail 0\n')
+    expect(stdout).toMatch(/^\s*ok \d+ - lookup: answers 'absent' for a key never claimed.* # SKIP not applicable/m)
+  })
+})
+
+describe('MemoryDedupStore beyond the contract', () => {
+  it("rejects a new key with DedupStoreError 'full' when every slot is a live claim, and names the fix", async () => {
+    const store = new MemoryDedupStore({ maxKeys: 3 })
+    for (let i = 0; i < 3; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
+    const error = await store.claim('one-more', LONG).then(
+      () => expect.unreachable('a fourth live claim should not fit'),
+      (error: unknown) => error,
+    )
+    expect(error).toBeInstanceOf(DedupStoreError)
+    expect((error as DedupStoreError).code).toBe('full')
+    expect((error as DedupStoreError).message).toMatch(/MemoryDedupStore is full: all 3 keys are live claims.*Raise maxKeys/)
+    // A completed key frees room: the oldest completed one is evicted for the new key.
+    const held = await store.claim('live-0', LONG)
+    expect(held.status).toBe('in_flight')
+  })
+
+  it('evicts a completed key to make room, so a full store of done keys keeps accepting new ones', async () => {
+    const store = new MemoryDedupStore({ maxKeys: 2 })
+    for (const key of ['a', 'b']) {
+      const result = await store.claim(key, LONG)
+      if (result.status === 'acquired') await store.complete(result.claim, LONG)
+    }
+    expect((await store.claim('c', LONG)).status).toBe('acquired')
+    expect(store.size).toBe(2)
   })
 })

@@ -1,7 +1,7 @@
 /**
  * What the PostgreSQL and Redis stores do beyond the conformance suite, against real servers:
- * typed errors that never show the password, the table SQL for hand-run migrations, batched
- * purges, the Redis durability check, and close() leaving a given pool or client open.
+ * typed errors that never show the password, the table SQL for hand-run migrations, the Redis
+ * durability check, and close() leaving a given pool or client open.
  */
 import { DedupStoreError } from '@email-webhooks/core'
 import { DEFAULT_POSTGRES_TABLE, PostgresDedupStore, postgresDedupTableSql } from '@email-webhooks/core/postgres'
@@ -114,28 +114,6 @@ describe('PostgresDedupStore', () => {
     }
     expect(postgresDedupTableSql()).toContain(`CREATE TABLE IF NOT EXISTS ${DEFAULT_POSTGRES_TABLE} (`)
     expect(() => postgresDedupTableSql('bad name; DROP TABLE x')).toThrow(TypeError)
-  })
-
-  it('purges expired rows in batches of at most 500 and keeps live ones', async () => {
-    const table = 'hooks_purge'
-    const store = new PostgresDedupStore({ connectionString: postgres.url, table })
-    const pool = new pg.Pool({ connectionString: postgres.url, max: 1 })
-    try {
-      for (let i = 0; i < 700; i++) {
-        const result = await store.claim(`old-${i}`, { leaseMs: 1, retentionMs: 1 })
-        if (result.status === 'acquired' && i % 2 === 0) await store.complete(result.claim, { retentionMs: 1 })
-      }
-      for (let i = 0; i < 10; i++) await store.claim(`live-${i}`, LONG)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-      expect(await store.purgeExpired()).toBe(500)
-      expect(await store.purgeExpired()).toBe(200)
-      expect(await store.purgeExpired()).toBe(0)
-      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${table}`)
-      expect(rows).toEqual([{ n: 10 }])
-    } finally {
-      await store.close()
-      await pool.end()
-    }
   })
 
   it('flushes the WAL for every complete() even on a session with synchronous_commit = off', async () => {

@@ -3,20 +3,28 @@
  * table, through `pg` (an optional peer dependency, loaded only by this module). `claim` is one
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
- * whatever the session says; expired rows are purged in batches.
+ * whatever the session says; expired rows are purged off the hot path, batch after batch until
+ * none is left, at least once a second while claims arrive.
  */
-import { DedupStoreError, type DedupStoreErrorCode } from '@email-webhooks/core'
+import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './store/driver.js'
+import { durationProblem } from './store/durations.js'
+import { classify } from './store/postgres-errors.js'
 import { passwordOf, redactUrl, scrub } from './store/redact.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
 
 const PACKAGE = '[@email-webhooks/core/postgres]'
 /** Table used when `table` is not given. */
 export const DEFAULT_POSTGRES_TABLE = 'email_webhook_dedup'
 const DEFAULT_MAX_CONNECTIONS = 10
 const CONNECT_TIMEOUT_MS = 5_000
+// A background purge starts on a claim once a second has passed or 1,000 claims came since the
+// last one, and deletes 1,000 expired rows at a time until a batch comes back short: expired rows
+// never pile up, whatever the arrival rate. The cap only bounds one run; the next run goes on.
+const PURGE_INTERVAL_MS = 1_000
 const PURGE_EVERY_CLAIMS = 1_000
-const PURGE_BATCH_ROWS = 500
+const PURGE_BATCH_ROWS = 1_000
+const PURGE_MAX_BATCHES = 100
 const CLAIM_ATTEMPTS = 3
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
 
@@ -34,7 +42,11 @@ export interface PostgresDedupStoreOptions {
   pool?: PostgresPool
   /** Table name; default `email_webhook_dedup`. */
   table?: string
-  /** Create the table and its index when missing (default true). Set false if you run {@link postgresDedupTableSql} yourself. */
+  /**
+   * Create the table and its index when the table is missing (default true). An existing table is
+   * used as it is, so a role with only SELECT, INSERT, UPDATE and DELETE on it works. Set false if
+   * you run {@link postgresDedupTableSql} yourself.
+   */
   createTable?: boolean
 }
 
@@ -101,10 +113,12 @@ export class PostgresDedupStore implements DedupStore {
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
-  readonly #sql: { claim: string; inspect: string; complete: string; release: string; purge: string; createTable: string }
+  readonly #table: string
+  readonly #sql: { claim: string; inspect: string; lookup: string; complete: string; release: string; purge: string; createTable: string }
   #ready: Promise<void> | undefined
   #purging: Promise<unknown> | undefined
   #claimsSincePurge = 0
+  #lastPurgeAt = Number.NEGATIVE_INFINITY
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
@@ -117,6 +131,7 @@ export class PostgresDedupStore implements DedupStore {
     }
     const table = options.table ?? DEFAULT_POSTGRES_TABLE
     assertTableName(table)
+    this.#table = table
     this.#createTable = options.createTable ?? true
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
@@ -148,6 +163,7 @@ ON CONFLICT (key) DO UPDATE SET
 WHERE d.expires_at <= clock_timestamp()
 RETURNING attempt`,
       inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table} WHERE key = $1`,
+      lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp()`,
       // set_config(…, true) lasts for this statement's transaction and is read at its commit:
       // the completion is flushed to the WAL before the answer, even if the role or session
       // has synchronous_commit = off.
@@ -163,16 +179,9 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    this.#checkDurations(opts, true)
     await this.#prepare()
-    if (++this.#claimsSincePurge >= PURGE_EVERY_CLAIMS) {
-      this.#claimsSincePurge = 0
-      // In the background: a failed purge is retried after the next 1,000 claims.
-      this.#purging ??= this.purgeExpired()
-        .catch(() => {})
-        .finally(() => {
-          this.#purging = undefined
-        })
-    }
+    this.#schedulePurge()
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
       const won = await this.#query<{ attempt: number }>(this.#sql.claim, [key, token, opts.leaseMs])
@@ -188,6 +197,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
 
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    this.#checkDurations(opts, false)
     await this.#prepare()
     return (await this.#query(this.#sql.complete, [claim.key, claim.token, opts.retentionMs])).rowCount === 1
   }
@@ -197,10 +207,27 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
   }
 
-  /** Deletes up to one batch (500) of expired rows; returns how many went. Runs by itself every 1,000 claims. */
+  /** What the table holds for `key` now, on the database's clock: one read, no writes. Expired rows are `'absent'`. */
+  async lookup(key: string): Promise<DedupKeyState> {
+    await this.#prepare()
+    const row = (await this.#query<{ done: boolean }>(this.#sql.lookup, [key])).rows[0]
+    if (!row) return 'absent'
+    return row.done ? 'done' : 'in_flight'
+  }
+
+  /**
+   * Deletes expired rows, 1,000 at a time, until a batch comes back short (at most 100 batches a
+   * call); returns how many went. The store runs it by itself in the background while claims arrive.
+   */
   async purgeExpired(): Promise<number> {
     await this.#prepare()
-    return (await this.#query(this.#sql.purge)).rowCount ?? 0
+    let total = 0
+    for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
+      const deleted = (await this.#query(this.#sql.purge)).rowCount ?? 0
+      total += deleted
+      if (deleted < PURGE_BATCH_ROWS || this.#closed) break
+    }
+    return total
   }
 
   /** Waits for a running purge, then ends the pool if the store created it (a given pool stays open). */
@@ -211,18 +238,40 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     if (this.#ownsPool) await this.#pool.end()
   }
 
+  /** Starts a background purge when none runs and a second or 1,000 claims passed since the last one; never awaited by a claim. */
+  #schedulePurge(): void {
+    this.#claimsSincePurge++
+    if (this.#purging || (this.#claimsSincePurge < PURGE_EVERY_CLAIMS && performance.now() - this.#lastPurgeAt < PURGE_INTERVAL_MS)) return
+    this.#claimsSincePurge = 0
+    this.#lastPurgeAt = performance.now()
+    // A failed purge is tried again by a later claim.
+    this.#purging = this.purgeExpired()
+      .catch(() => {})
+      .finally(() => {
+        this.#purging = undefined
+      })
+  }
+
+  #checkDurations(opts: Partial<ClaimOptions>, withLease: boolean): void {
+    const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+    if (problem) throw new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore: ${problem}`)
+  }
+
   #prepare(): Promise<void> {
     if (this.#closed) return Promise.reject(new DedupStoreError('closed', `${PACKAGE} this PostgresDedupStore was closed.`))
     if (!this.#createTable) return Promise.resolve()
-    this.#ready ??= this.#query(this.#sql.createTable).then(
-      () => undefined,
-      (error: unknown) => {
-        // Try again on the next call: the server may come up later.
-        this.#ready = undefined
-        throw error
-      },
-    )
+    this.#ready ??= this.#ensureTable().catch((error: unknown) => {
+      // Try again on the next call: the server may come up later.
+      this.#ready = undefined
+      throw error
+    })
     return this.#ready
+  }
+
+  /** Creates the table only when it is missing: CREATE … IF NOT EXISTS needs CREATE on the schema even when the table exists. */
+  async #ensureTable(): Promise<void> {
+    const found = await this.#query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [this.#table])
+    if (!found.rows[0]?.present) await this.#query(this.#sql.createTable)
   }
 
   async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
@@ -238,61 +287,4 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     const text = scrub(`${PACKAGE} ${message.replace('{target}', this.#target)}`, this.#secret)
     return new DedupStoreError(code, text, { cause: error })
   }
-}
-
-const NETWORK_ERRORS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-])
-
-function classify(error: unknown): { code: DedupStoreErrorCode; message: string } {
-  const e = (error ?? {}) as { code?: unknown; message?: unknown }
-  const sqlState = typeof e.code === 'string' ? e.code : ''
-  const detail = typeof e.message === 'string' ? e.message : String(error)
-  if (NETWORK_ERRORS.has(sqlState)) {
-    return {
-      code: 'connection_failed',
-      message: `cannot reach {target} (${sqlState}): check that the server runs and that the host and port are right.`,
-    }
-  }
-  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(detail) || sqlState.startsWith('08')) {
-    return {
-      code: 'connection_failed',
-      message: `lost or could not open the connection to {target} (${detail}): check the server, the network and its connection limits.`,
-    }
-  }
-  if (sqlState === '57P01' || sqlState === '57P02' || sqlState === '57P03') {
-    return { code: 'connection_failed', message: `{target} is shutting down or starting (${sqlState}); the sender retries later.` }
-  }
-  if (sqlState === '28P01' || sqlState === '28000') {
-    return {
-      code: 'auth_failed',
-      message: `{target} refused the credentials (${sqlState}): check the user name and password, and pg_hba.conf.`,
-    }
-  }
-  if (sqlState === '3D000') {
-    return {
-      code: 'misconfigured',
-      message: `the database does not exist on {target} (${detail}): create it or fix the connection string.`,
-    }
-  }
-  if (sqlState === '42P01') {
-    return {
-      code: 'misconfigured',
-      message: `the dedup table is missing on {target} (${detail}): run postgresDedupTableSql() in a migration, or leave createTable on.`,
-    }
-  }
-  if (sqlState === '42501') {
-    return {
-      code: 'misconfigured',
-      message: `permission denied on {target} (${detail}): grant the role SELECT, INSERT, UPDATE and DELETE on the dedup table (and CREATE if the store creates it).`,
-    }
-  }
-  return { code: 'command_failed', message: `a query failed on {target}${sqlState ? ` (${sqlState})` : ''}: ${detail}` }
 }

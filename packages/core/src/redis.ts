@@ -3,13 +3,19 @@
  * optional peer dependency, loaded only by this module). Each operation is one Lua script on one
  * key, so it runs atomically on the server's clock and works on a cluster. Durability comes from
  * the server: `appendonly yes` with `appendfsync always`, and `maxmemory-policy noeviction`; the
- * store checks these once and refuses a server that would lose completions.
+ * store checks these once and refuses a server that would lose completions (or warns once when
+ * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
  */
-import { createHash } from 'node:crypto'
-import { DedupStoreError, type DedupStoreErrorCode } from '@email-webhooks/core'
+import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './store/driver.js'
 import { passwordOf, redactUrl, scrub } from './store/redact.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from './store/types.js'
+import { classify, withoutCommand } from './store/redis-errors.js'
+import type { RedisWaitFor } from './store/redis-options.js'
+import { checkDurations, checkWaitFor, invalidOption } from './store/redis-options.js'
+import { SCRIPTS, type Script } from './store/redis-scripts.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
+
+export type { RedisWaitFor } from './store/redis-options.js'
 
 const PACKAGE = '[@email-webhooks/core/redis]'
 /** Key prefix used when `prefix` is not given. */
@@ -22,6 +28,8 @@ export interface RedisClient {
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
   config(subcommand: 'GET', parameter: string): Promise<unknown>
   quit(): Promise<unknown>
+  /** Any command by name; needed only with the `waitFor` option (ioredis has it). */
+  call?(command: string, ...args: (string | number)[]): Promise<unknown>
 }
 
 /** Options of {@link RedisDedupStore}: give `url` or `client`. */
@@ -35,59 +43,21 @@ export interface RedisDedupStoreOptions {
   /**
    * Check once, with `CONFIG GET`, that the server keeps completions: `appendonly yes`,
    * `appendfsync always` and `maxmemory-policy noeviction` (default true). A server that forbids
-   * `CONFIG` (many managed services) is not checked. Set false only if you accept losing up to a
-   * second of completions on a server crash, or eviction of in-flight and done keys.
+   * `CONFIG` (many managed services) cannot be checked: the store says so once through `warn`
+   * and goes on. Set false only if you accept losing up to a second of completions on a server
+   * crash, or eviction of in-flight and done keys.
    */
   checkDurability?: boolean
+  /**
+   * After each `complete()`, wait until this many replicas (and, with `aof`, the AOF files) hold
+   * the completion; fewer in time rejects with `durability_timeout`, so the event is not
+   * acknowledged. Guards against losing acknowledged completions when a replica is promoted.
+   * Not with a Cluster client. Default: no wait.
+   */
+  waitFor?: RedisWaitFor
+  /** Where the store's one-time warnings go (a server that forbids `CONFIG`); default `console.warn`. */
+  warn?: (message: string) => void
 }
-
-// Values: "<done 0|1>:<expires at, server ms>:<attempt>:<token>". The key itself outlives a
-// lease by the retention, so a re-claim after a lapsed lease or a release knows the attempt
-// number; a done key expires with its retention and is then forgotten (attempt 1 again).
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
-
-const CLAIM_SCRIPT = `${NOW}
-local lease = tonumber(ARGV[2])
-local attempt = 1
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local done, exp, att = string.match(cur, '^(%d):(%d+):(%d+):')
-  exp = tonumber(exp)
-  if exp > now then
-    if done == '1' then return {0, 0} end
-    return {1, exp - now}
-  end
-  if done == '0' then attempt = tonumber(att) + 1 end
-end
-redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
-return {2, attempt}`
-
-const COMPLETE_SCRIPT = `if ARGV[1] == '' then return 0 end
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
-if done ~= '0' or tok ~= ARGV[1] then return 0 end
-${NOW}
-local retention = tonumber(ARGV[2])
-redis.call('SET', KEYS[1], '1:' .. (now + retention) .. ':' .. att .. ':', 'PX', retention)
-return 1`
-
-const RELEASE_SCRIPT = `if ARGV[1] == '' then return 0 end
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
-if done ~= '0' or tok ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], '0:0:' .. att .. ':', 'KEEPTTL')
-return 1`
-
-interface Script {
-  source: string
-  sha: string
-}
-
-const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
-const SCRIPTS = { claim: script(CLAIM_SCRIPT), complete: script(COMPLETE_SCRIPT), release: script(RELEASE_SCRIPT) }
 
 type RedisConstructor = new (
   url: string,
@@ -117,6 +87,8 @@ export class RedisDedupStore implements DedupStore {
   readonly #target: string
   readonly #secret: string | undefined
   readonly #checkDurability: boolean
+  readonly #waitFor: RedisWaitFor | undefined
+  readonly #warn: (message: string) => void
   #checked: Promise<void> | undefined
   #closed = false
 
@@ -130,6 +102,8 @@ export class RedisDedupStore implements DedupStore {
     if (typeof prefix !== 'string') throw new TypeError(`${PACKAGE} prefix must be a string.`)
     this.#prefix = prefix
     this.#checkDurability = options.checkDurability ?? true
+    this.#warn = options.warn ?? ((message) => console.warn(message))
+    if (typeof this.#warn !== 'function') throw invalidOption('warn must be a function such as console.warn.')
     if (client !== undefined) {
       if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
         throw new TypeError(`${PACKAGE} client must be an ioredis client (Redis or Cluster).`)
@@ -151,9 +125,11 @@ export class RedisDedupStore implements DedupStore {
       this.#target = `Redis at ${redactUrl(url)}`
       this.#secret = passwordOf(url)
     }
+    this.#waitFor = options.waitFor === undefined ? undefined : checkWaitFor(options.waitFor, this.#client)
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    checkDurations(opts, true)
     const token = crypto.randomUUID()
     const reply = (await this.#run(SCRIPTS.claim, key, token, opts.leaseMs, opts.retentionMs)) as [number, number]
     if (reply[0] === 2) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
@@ -162,11 +138,20 @@ export class RedisDedupStore implements DedupStore {
   }
 
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
-    return (await this.#run(SCRIPTS.complete, claim.key, claim.token, opts.retentionMs)) === 1
+    checkDurations(opts, false)
+    const done = (await this.#run(SCRIPTS.complete, claim.key, claim.token, opts.retentionMs)) === 1
+    if (done && this.#waitFor) await this.#awaitCopies(this.#waitFor)
+    return done
   }
 
   async release(claim: Claim): Promise<boolean> {
     return (await this.#run(SCRIPTS.release, claim.key, claim.token)) === 1
+  }
+
+  /** What Redis holds for `key` now, on the server's clock: one read-only script. Expired keys are `'absent'`. */
+  async lookup(key: string): Promise<DedupKeyState> {
+    const state = await this.#run(SCRIPTS.lookup, key)
+    return state === 2 ? 'done' : state === 1 ? 'in_flight' : 'absent'
   }
 
   /** Closes the client if the store created it (a given client stays open). */
@@ -213,8 +198,17 @@ export class RedisDedupStore implements DedupStore {
       settings = new Map()
       for (let i = 0; i + 1 < pairs.length; i += 2) settings.set(pairs[i] as string, pairs[i + 1] as string)
     } catch (error) {
-      // Managed services often rename or forbid CONFIG: nothing to check then.
-      if (error instanceof Error && /unknown command|NOPERM|not allowed|ERR unknown/i.test(error.message)) return
+      // Managed services often rename or forbid CONFIG: say once that nothing was checked.
+      if (error instanceof Error && /unknown command|NOPERM|not allowed|ERR unknown/i.test(error.message)) {
+        const reply = error.message.split(' ')[0] ?? 'an error'
+        this.#warn(
+          scrub(
+            `${PACKAGE} ${this.#target} does not allow CONFIG GET (${reply}), so the store cannot check that it keeps completed events. Make sure the server runs with appendonly yes, appendfsync always and maxmemory-policy noeviction (on a managed service: its persistence and eviction settings), or pass checkDurability: false to skip the check and this warning.`,
+            this.#secret,
+          ),
+        )
+        return
+      }
       throw this.#wrap(error)
     }
     const problems: string[] = []
@@ -231,40 +225,45 @@ export class RedisDedupStore implements DedupStore {
     }
   }
 
-  #wrap(error: unknown): DedupStoreError {
-    const detail = error instanceof Error ? error.message : String(error)
-    const errno = (error as { code?: unknown } | null)?.code
-    let code: DedupStoreErrorCode
-    let message: string
-    if (/^(NOAUTH|WRONGPASS)/.test(detail) || /invalid password|invalid username-password/i.test(detail)) {
-      code = 'auth_failed'
-      message = `${this.#target} refused the credentials: check the password (and user) in the URL or the client.`
-    } else if (
-      (typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) ||
-      /Connection is closed|MaxRetriesPerRequest|connect ETIMEDOUT|Stream isn't writeable|enableOfflineQueue/i.test(detail)
-    ) {
-      code = 'connection_failed'
-      message = `cannot reach ${this.#target}${typeof errno === 'string' ? ` (${errno})` : ''}: check that the server runs and that the host and port are right.`
-    } else if (/^(OOM|READONLY|MISCONF|NOPERM)/.test(detail)) {
-      code = 'misconfigured'
-      message = `${this.#target} refused the write (${detail.split(' ')[0]}): ${detail}. Check maxmemory, that the client talks to the primary, and the user's ACL.`
-    } else {
-      code = 'command_failed'
-      message = `a command failed on ${this.#target}: ${detail}`
+  /** WAIT or WAITAOF on the connection that wrote the completion; too few copies in time is a `durability_timeout`. */
+  async #awaitCopies({ replicas, timeoutMs, aof }: RedisWaitFor): Promise<void> {
+    const call = (this.#client.call as NonNullable<RedisClient['call']>).bind(this.#client)
+    let local = 1
+    let copies: number
+    try {
+      if (aof) {
+        const reply = (await call('WAITAOF', 1, replicas, timeoutMs)) as unknown[]
+        local = Number(reply[0])
+        copies = Number(reply[1])
+      } else {
+        copies = Number(await call('WAIT', replicas, timeoutMs))
+      }
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error)
+      if (aof && /unknown command/i.test(detail)) {
+        throw new DedupStoreError(
+          'misconfigured',
+          `${PACKAGE} ${this.#target} does not know WAITAOF (Redis 7.2 or later has it): upgrade the server, or use waitFor without aof.`,
+          { cause: withoutCommand(error) },
+        )
+      }
+      if (aof && /appendonly is disabled|numlocal/i.test(detail)) {
+        throw new DedupStoreError('misconfigured', `${PACKAGE} ${this.#target} refused WAITAOF: ${detail}. Set appendonly yes.`, {
+          cause: withoutCommand(error),
+        })
+      }
+      throw this.#wrap(error)
     }
+    if (local >= 1 && copies >= replicas) return
+    const seen = aof ? `${local} of 1 local AOF fsync and ${copies} of ${replicas} replicas` : `${copies} of ${replicas} replicas`
+    throw new DedupStoreError(
+      'durability_timeout',
+      `${PACKAGE} a completion was written on ${this.#target} but only ${seen} confirmed it within ${timeoutMs} ms, so it is not acknowledged (the sender retries). Check the replicas (INFO replication) or raise waitFor.timeoutMs.`,
+    )
+  }
+
+  #wrap(error: unknown): DedupStoreError {
+    const { code, message } = classify(error, this.#target)
     return new DedupStoreError(code, scrub(`${PACKAGE} ${message}`, this.#secret), { cause: withoutCommand(error) })
   }
-}
-
-/**
- * ioredis attaches the failed command with its arguments to a reply error; for AUTH (sent on
- * connect) those are the password. The cause we keep has the message, name and code only.
- */
-function withoutCommand(error: unknown): unknown {
-  if (!(error instanceof Error) || !('command' in error)) return error
-  const copy = new Error(error.message)
-  copy.name = error.name
-  const code = (error as { code?: unknown }).code
-  if (code !== undefined) Object.assign(copy, { code })
-  return copy
 }

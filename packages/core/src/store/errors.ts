@@ -1,5 +1,5 @@
 /**
- * `DedupStoreError`: the typed failure of a built-in server-backed dedup store (PostgreSQL,
+ * `DedupStoreError`: the typed failure of a built-in dedup store (memory, SQLite, PostgreSQL,
  * Redis). The receiver turns any store failure into a 503 `store_unavailable` and keeps this
  * error as its `cause`. Messages say what to do and never contain a password.
  */
@@ -18,6 +18,22 @@ export type DedupStoreErrorCode =
   | 'command_failed'
   /** The store was closed. */
   | 'closed'
+  /**
+   * An option of the store, or the `leaseMs`/`retentionMs` of a call, is out of range: durations
+   * must be whole milliseconds ≥ 1 (`1500`, not `1500.5`). Fix the value; nothing was written.
+   */
+  | 'invalid_options'
+  /**
+   * The store holds as many keys as it may (`MemoryDedupStore`'s `maxKeys`) and all of them are
+   * live claims, so a new key cannot be taken: raise `maxKeys` or use a durable store.
+   */
+  | 'full'
+  /**
+   * `complete()` was written, but fewer replicas (or local AOF fsyncs) than the store's `waitFor`
+   * option asks for confirmed it in time (Redis `WAIT`/`WAITAOF`). The event is not acknowledged
+   * (503); the sender's retry finds it done if the write survived, or handles it again if not.
+   */
+  | 'durability_timeout'
 
 /**
  * A dedup store failed. `code` is stable; `cause` is the driver's error.

@@ -3,7 +3,11 @@
  * restart run handlers again. For tests and single short-lived processes; use the SQLite
  * store (or a shared one) in production.
  */
+import { durationProblem } from './durations.js'
+import { DedupStoreError } from './errors.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
+
+const PACKAGE = '[@email-webhooks/core]'
 
 /** Default number of keys kept before the oldest completed ones are evicted. */
 export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000
@@ -25,7 +29,10 @@ interface Entry {
 }
 
 /**
- * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time.
+ * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time. A claim rejects
+ * with a {@link DedupStoreError}: `invalid_options` when `leaseMs` or `retentionMs` is not a
+ * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room.
+ * @throws {TypeError} when `maxKeys` is not a whole number ≥ 1.
  * @example
  * const store = new MemoryDedupStore({ maxKeys: 10_000 })
  */
@@ -49,6 +56,8 @@ export class MemoryDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    const invalid = invalidDurations(opts, true)
+    if (invalid) return Promise.reject(invalid)
     const now = this.#now()
     const entry = this.#entries.get(key)
     if (entry && entry.expiresAt > now) {
@@ -58,8 +67,9 @@ export class MemoryDedupStore implements DedupStore {
     if (entry) this.#entries.delete(key)
     else if (this.#entries.size >= this.#maxKeys && !this.#evict(now)) {
       return Promise.reject(
-        new Error(
-          `[@email-webhooks/core] MemoryDedupStore is full (${this.#maxKeys} keys, none expired or completed). Raise maxKeys or use a durable store.`,
+        new DedupStoreError(
+          'full',
+          `${PACKAGE} MemoryDedupStore is full: all ${this.#maxKeys} keys are live claims, none expired or completed. Raise maxKeys (new MemoryDedupStore({ maxKeys })), shorten leaseMs, or use a durable store such as SqliteDedupStore.`,
         ),
       )
     }
@@ -69,6 +79,8 @@ export class MemoryDedupStore implements DedupStore {
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    const invalid = invalidDurations(opts, false)
+    if (invalid) return Promise.reject(invalid)
     const entry = this.#entries.get(claim.key)
     if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
     entry.done = true
@@ -116,4 +128,10 @@ export class MemoryDedupStore implements DedupStore {
     }
     return freed
   }
+}
+
+/** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds. */
+function invalidDurations(opts: Partial<ClaimOptions>, withLease: boolean): DedupStoreError | undefined {
+  const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+  return problem ? new DedupStoreError('invalid_options', `${PACKAGE} MemoryDedupStore: ${problem}`) : undefined
 }

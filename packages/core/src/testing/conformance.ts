@@ -2,13 +2,17 @@
  * The dedup-store conformance suite: the rules of DESIGN.md's `DedupStore` as tests that any
  * store can run under vitest, jest or node:test (pass the runner's `describe` and `it`).
  * It uses real time with short leases, because every store computes expiry on its own clock.
+ * The `lookup` tests are skipped (vitest, node:test) or pass empty (jest) for a store without `lookup`.
  */
-import type { Claim, ClaimResult, DedupStore } from '@email-webhooks/core'
+import type { Claim, ClaimResult, DedupKeyState, DedupStore } from '@email-webhooks/core'
 
-/** The test functions of your runner: vitest, jest and node:test all fit. */
+/**
+ * The test functions of your runner: vitest, jest and node:test all fit. `it` passes its test
+ * context to `fn`; a context with `skip()` (vitest, node:test) marks tests that do not apply as skipped.
+ */
 export interface ConformanceRunner {
   describe(name: string, fn: () => void): unknown
-  it(name: string, fn: () => Promise<void>): unknown
+  it(name: string, fn: (context?: unknown) => Promise<void>): unknown
 }
 
 /** Options of {@link dedupStoreConformance}. */
@@ -40,6 +44,28 @@ function acquired(result: ClaimResult, what: string): Claim {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Durations no store may accept: each must be a whole number of milliseconds ≥ 1. */
+const INVALID_DURATIONS = [1500.5, 0.5, -1, Number.NaN]
+
+/** Runs `call` (which may throw or reject) and checks that it fails with `code: 'invalid_options'`. */
+async function rejectsAsInvalid(call: () => Promise<unknown>, what: string): Promise<void> {
+  let outcome: unknown
+  try {
+    outcome = await call()
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code
+    check(code === 'invalid_options', `${what}: expected an error with code 'invalid_options', got ${String(error)} (code ${String(code)})`)
+    return
+  }
+  check(false, `${what}: expected an error with code 'invalid_options', got ${JSON.stringify(outcome)}`)
+}
+
+/** Marks the running test skipped through its context (vitest, node:test); under jest it just passes. */
+function skipTest(context: unknown, reason: string): void {
+  const skip = (context as { skip?: unknown } | null | undefined)?.skip
+  if (typeof skip === 'function') skip.call(context, reason)
+}
+
 /**
  * Registers the conformance tests for a store.
  * @example
@@ -57,6 +83,27 @@ export function dedupStoreConformance(name: string, runner: ConformanceRunner, o
       const store = await options.createStore()
       try {
         await body(store)
+      } finally {
+        if (closeAfterEach) await store.close?.()
+      }
+    })
+  }
+
+  /** A test of the optional `lookup`: skipped, as not applicable, on a store without it. */
+  function lookupTest(title: string, body: (store: DedupStore, lookup: (key: string) => Promise<DedupKeyState>) => Promise<void>): void {
+    runner.it(`lookup: ${title}`, async (context) => {
+      const store = await options.createStore()
+      try {
+        const lookup = store.lookup?.bind(store)
+        if (!lookup) return skipTest(context, 'not applicable: the store has no lookup()')
+        await body(store, async (key) => {
+          const state = await lookup(key)
+          check(
+            state === 'done' || state === 'in_flight' || state === 'absent',
+            `lookup answers 'done', 'in_flight' or 'absent', got ${JSON.stringify(state)}`,
+          )
+          return state
+        })
       } finally {
         if (closeAfterEach) await store.close?.()
       }
@@ -163,6 +210,76 @@ export function dedupStoreConformance(name: string, runner: ConformanceRunner, o
       const tokens = new Set<string>()
       for (let i = 0; i < 20; i++) tokens.add(acquired(await store.claim(newKey(), LONG), 'claim').token)
       check(tokens.size === 20, `20 claims give 20 tokens, got ${tokens.size}`)
+    })
+
+    test("refuses leaseMs and retentionMs that are not whole milliseconds ≥ 1 with code 'invalid_options', and takes nothing", async (store) => {
+      const key = newKey()
+      for (const bad of INVALID_DURATIONS) {
+        await rejectsAsInvalid(() => store.claim(key, { leaseMs: bad, retentionMs: LONG.retentionMs }), `claim with leaseMs ${bad}`)
+        await rejectsAsInvalid(() => store.claim(key, { leaseMs: LONG.leaseMs, retentionMs: bad }), `claim with retentionMs ${bad}`)
+      }
+      const claim = acquired(await store.claim(key, LONG), 'a valid claim after the refused ones')
+      check(claim.attempt === 1, `the refused claims took nothing: attempt is 1, got ${claim.attempt}`)
+      for (const bad of INVALID_DURATIONS) {
+        await rejectsAsInvalid(() => store.complete(claim, { retentionMs: bad }), `complete with retentionMs ${bad}`)
+      }
+      check((await store.claim(key, LONG)).status === 'in_flight', 'a refused complete leaves the key in flight')
+      check((await store.complete(claim, LONG)) === true, 'the owner still completes with a valid retention')
+    })
+
+    lookupTest("answers 'absent' for a key never claimed, and the read takes nothing", async (store, lookup) => {
+      const key = newKey()
+      check((await lookup(key)) === 'absent', 'an unknown key is absent')
+      check((await lookup(key)) === 'absent', 'and stays absent when read again')
+      check(
+        acquired(await store.claim(key, LONG), 'claim after lookup').attempt === 1,
+        'lookup did not claim: the first claim has attempt 1',
+      )
+    })
+
+    lookupTest("answers 'in_flight' while a claim holds the key, without changing it", async (store, lookup) => {
+      const key = newKey()
+      const claim = acquired(await store.claim(key, LONG), 'first claim')
+      check((await lookup(key)) === 'in_flight', 'a claimed key is in_flight')
+      check((await store.claim(key, LONG)).status === 'in_flight', 'the key is still held after lookup')
+      check((await store.complete(claim, LONG)) === true, 'the owner still completes after lookup')
+    })
+
+    lookupTest("answers 'done' after complete", async (store, lookup) => {
+      const key = newKey()
+      const claim = acquired(await store.claim(key, LONG), 'first claim')
+      check((await store.complete(claim, LONG)) === true, 'complete returns true')
+      check((await lookup(key)) === 'done', 'a completed key is done')
+      check((await store.claim(key, LONG)).status === 'duplicate', 'and still a duplicate after lookup')
+    })
+
+    lookupTest("answers 'absent' after release", async (store, lookup) => {
+      const key = newKey()
+      const claim = acquired(await store.claim(key, LONG), 'first claim')
+      check((await store.release(claim)) === true, 'release returns true')
+      check((await lookup(key)) === 'absent', 'a released key is absent')
+      check(
+        acquired(await store.claim(key, LONG), 'claim after release').attempt === 2,
+        'lookup kept the attempt count: the next claim is attempt 2',
+      )
+    })
+
+    lookupTest("answers 'absent' once the lease expires", async (store, lookup) => {
+      const key = newKey()
+      acquired(await store.claim(key, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'first claim')
+      check((await lookup(key)) === 'in_flight', 'in_flight while the lease is live')
+      await sleep(shortMs + 150)
+      check((await lookup(key)) === 'absent', 'absent once the lease has expired')
+      check(acquired(await store.claim(key, LONG), 'claim after the lease').attempt === 2, 'the next claim is attempt 2')
+    })
+
+    lookupTest("answers 'absent' once the retention of a completed key expires", async (store, lookup) => {
+      const key = newKey()
+      const claim = acquired(await store.claim(key, LONG), 'first claim')
+      check((await store.complete(claim, { retentionMs: shortMs })) === true, 'complete returns true')
+      check((await lookup(key)) === 'done', 'done while retained')
+      await sleep(shortMs + 150)
+      check((await lookup(key)) === 'absent', 'absent once the retention has expired')
     })
   })
 }

@@ -1,0 +1,12 @@
+/** Checks of the durations a store is given. Pure, so it is bundled into each store subpath. */
+
+/**
+ * Why `value` is not a usable duration, or undefined when it is one: a whole number of
+ * milliseconds from 1 to 2^53 − 1. Redis refuses anything else (`ERR value is not an integer`),
+ * and a fraction means a caller computed the value in seconds or with a float by mistake.
+ */
+export function durationProblem(name: string, value: unknown): string | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1) return undefined
+  const shown = typeof value === 'number' ? String(value) : typeof value
+  return `${name} must be a whole number of milliseconds ≥ 1, got ${shown}. Round it (Math.round) or fix its unit.`
+}

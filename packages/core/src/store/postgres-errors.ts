@@ -1,0 +1,60 @@
+/** How a `pg` error becomes a {@link DedupStoreError} code and an actionable message. Bundled into the PostgreSQL subpath. */
+import type { DedupStoreErrorCode } from '@email-webhooks/core'
+
+const NETWORK_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+])
+
+/** The code and message (with `{target}` where the redacted server goes) for an error `pg` threw. */
+export function classify(error: unknown): { code: DedupStoreErrorCode; message: string } {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown }
+  const sqlState = typeof e.code === 'string' ? e.code : ''
+  const detail = typeof e.message === 'string' ? e.message : String(error)
+  if (NETWORK_ERRORS.has(sqlState)) {
+    return {
+      code: 'connection_failed',
+      message: `cannot reach {target} (${sqlState}): check that the server runs and that the host and port are right.`,
+    }
+  }
+  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(detail) || sqlState.startsWith('08')) {
+    return {
+      code: 'connection_failed',
+      message: `lost or could not open the connection to {target} (${detail}): check the server, the network and its connection limits.`,
+    }
+  }
+  if (sqlState === '57P01' || sqlState === '57P02' || sqlState === '57P03') {
+    return { code: 'connection_failed', message: `{target} is shutting down or starting (${sqlState}); the sender retries later.` }
+  }
+  if (sqlState === '28P01' || sqlState === '28000') {
+    return {
+      code: 'auth_failed',
+      message: `{target} refused the credentials (${sqlState}): check the user name and password, and pg_hba.conf.`,
+    }
+  }
+  if (sqlState === '3D000') {
+    return {
+      code: 'misconfigured',
+      message: `the database does not exist on {target} (${detail}): create it or fix the connection string.`,
+    }
+  }
+  if (sqlState === '42P01') {
+    return {
+      code: 'misconfigured',
+      message: `the dedup table is missing on {target} (${detail}): run postgresDedupTableSql() in a migration, or leave createTable on.`,
+    }
+  }
+  if (sqlState === '42501') {
+    return {
+      code: 'misconfigured',
+      message: `permission denied on {target} (${detail}): grant the role SELECT, INSERT, UPDATE and DELETE on the dedup table (and CREATE if the store creates it).`,
+    }
+  }
+  return { code: 'command_failed', message: `a query failed on {target}${sqlState ? ` (${sqlState})` : ''}: ${detail}` }
+}

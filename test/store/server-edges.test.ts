@@ -1,0 +1,349 @@
+/**
+ * The edges of the PostgreSQL and Redis stores, against real servers: storage that stays bounded
+ * over a long run (purge keeps up; every Redis key carries a TTL), a least-privilege PostgreSQL
+ * role, a Redis that forbids CONFIG (one warning), and Redis `waitFor` (WAIT / WAITAOF).
+ */
+import { DedupStoreError } from '@email-webhooks/core'
+import { PostgresDedupStore, postgresDedupTableSql } from '@email-webhooks/core/postgres'
+import { RedisDedupStore } from '@email-webhooks/core/redis'
+import { Cluster, Redis } from 'ioredis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+let postgres: RunningServer
+let redis: RunningServer
+
+beforeAll(async () => {
+  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+})
+afterAll(async () => {
+  await Promise.all([postgres?.stop(), redis?.stop()])
+})
+
+async function rejection(promise: Promise<unknown>): Promise<DedupStoreError> {
+  const error = await promise.then(
+    () => expect.unreachable('the call should have failed'),
+    (error: unknown) => error,
+  )
+  expect(error).toBeInstanceOf(DedupStoreError)
+  return error as DedupStoreError
+}
+
+describe('PostgresDedupStore: bounded storage', () => {
+  it('keeps the table bounded over a long run: expired rows are purged as fast as they arrive', async () => {
+    // 6,000 events (or 6 s, whichever comes first) with a 200 ms retention, 8 at a time. Before
+    // the fix (500 rows purged per 1,000 claims) half of them, ~3,000 expired rows, stayed.
+    const table = 'hooks_bounded'
+    const retentionMs = 200
+    const events = 6_000
+    const runMs = 6_000
+    const store = new PostgresDedupStore({ connectionString: postgres.url, table })
+    const pool = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    const rows = async (): Promise<number> => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
+    try {
+      const completedAt: number[] = []
+      const started = performance.now()
+      let next = 0
+      const worker = async () => {
+        while (next < events && performance.now() - started < runMs) {
+          const result = await store.claim(`bounded-${next++}`, { leaseMs: retentionMs, retentionMs })
+          if (result.status !== 'acquired') throw new Error(`a new key was not acquired: ${JSON.stringify(result)}`)
+          expect(await store.complete(result.claim, { retentionMs })).toBe(true)
+          completedAt.push(performance.now())
+        }
+      }
+      // Every 500 ms: the rows present may only be those completed within the retention plus the
+      // purge interval (1 s) and one purge run, plus one batch of slack: the count does not grow with the run.
+      const samples: { at: number; rows: number; allowed: number }[] = []
+      let running = true
+      const sampler = (async () => {
+        while (running) {
+          await sleep(500)
+          const at = performance.now()
+          const recent = completedAt.filter((time) => time > at - retentionMs - 1_500).length
+          samples.push({ at: Math.round(at - started), rows: await rows(), allowed: recent + 1_000 })
+        }
+      })()
+      await Promise.all(Array.from({ length: 8 }, worker))
+      running = false
+      await sampler
+      const elapsed = performance.now() - started
+      const sent = completedAt.length
+      // Everything has expired after the retention; the next claim past the purge interval starts a
+      // purge, and close() waits for it.
+      await sleep(retentionMs + 1_100)
+      expect((await store.claim('after-the-run', LONG)).status).toBe('acquired')
+      await store.close()
+      const left = await rows()
+      console.log(
+        `bounded run: ${sent} events in ${Math.round(elapsed)} ms, rows sampled ${samples.map((s) => s.rows).join(', ')}; ${left} left after the purge`,
+      )
+      expect(sent).toBeGreaterThan(1_000)
+      expect(samples.length).toBeGreaterThanOrEqual(2)
+      for (const sample of samples) expect(sample.rows, `rows at ${sample.at} ms`).toBeLessThanOrEqual(sample.allowed)
+      expect(left).toBe(1)
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  }, 30_000)
+
+  it('purgeExpired() deletes every expired row, batch after batch, and keeps live ones', async () => {
+    const table = 'hooks_purge_all'
+    const store = new PostgresDedupStore({ connectionString: postgres.url, table })
+    const pool = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    try {
+      for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
+      // 2,500 expired rows written directly, so no claim starts a background purge meanwhile.
+      await pool.query(
+        `INSERT INTO ${table} (key, done, token, attempt, expires_at)
+         SELECT 'old-' || i, i % 2 = 0, NULL, 1, clock_timestamp() - interval '1 second' FROM generate_series(1, 2500) AS i`,
+      )
+      expect(await store.purgeExpired()).toBe(2_500)
+      expect(await store.purgeExpired()).toBe(0)
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 10 }])
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+})
+
+describe('PostgresDedupStore: a least-privilege role', () => {
+  it('works with createTable on (the default) for a role with only SELECT, INSERT, UPDATE and DELETE on an existing table', async () => {
+    const table = 'hooks_least_privilege'
+    const role = 'hooks_rw'
+    const password = `pw-${crypto.randomUUID()}`
+    const admin = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    await admin.query(postgresDedupTableSql(table))
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+    await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO ${role}`)
+    const url = new URL(postgres.url)
+    url.username = role
+    url.password = password
+    const store = new PostgresDedupStore({ connectionString: url.toString(), table })
+    try {
+      const { rows } = await admin.query(`SELECT has_schema_privilege($1, 'public', 'CREATE') AS can_create`, [role])
+      expect(rows).toEqual([{ can_create: false }])
+      const result = await store.claim('least-privilege', LONG)
+      if (result.status !== 'acquired') throw new Error(`expected acquired, got ${JSON.stringify(result)}`)
+      expect(await store.complete(result.claim, LONG)).toBe(true)
+      expect(await store.lookup('least-privilege')).toBe('done')
+      expect((await store.claim('least-privilege', LONG)).status).toBe('duplicate')
+      expect(await store.purgeExpired()).toBe(0)
+    } finally {
+      await store.close()
+      await admin.end()
+    }
+  })
+
+  it("still names the missing grant ('misconfigured') when that role meets a missing table", async () => {
+    const role = 'hooks_rw_no_table'
+    const password = `pw-${crypto.randomUUID()}`
+    const admin = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+    const url = new URL(postgres.url)
+    url.username = role
+    url.password = password
+    const store = new PostgresDedupStore({ connectionString: url.toString(), table: 'hooks_nobody_created' })
+    try {
+      const error = await rejection(store.claim('k', LONG))
+      expect(error.code).toBe('misconfigured')
+      expect(error.message).toMatch(
+        /permission denied.*grant the role SELECT, INSERT, UPDATE and DELETE.*and CREATE if the store creates it/,
+      )
+      expect(error.message).not.toContain(password)
+    } finally {
+      await store.close()
+      await admin.end()
+    }
+  })
+})
+
+describe('RedisDedupStore: bounded storage', () => {
+  it('gives every key it writes a TTL: live leases, done records, released and re-claimed keys; lookup writes none', async () => {
+    const client = new Redis(redis.url)
+    const prefix = `ttl-all-${crypto.randomUUID()}:`
+    const store = new RedisDedupStore({ client, prefix })
+    try {
+      const take = async (key: string, opts = LONG) => {
+        const result = await store.claim(key, opts)
+        if (result.status !== 'acquired') throw new Error(`expected acquired for ${key}, got ${JSON.stringify(result)}`)
+        return result.claim
+      }
+      await take('in-flight')
+      expect(await store.complete(await take('done'), LONG)).toBe(true)
+      expect(await store.release(await take('released'))).toBe(true)
+      await take('lapsed', { leaseMs: 50, retentionMs: LONG.retentionMs })
+      await sleep(100)
+      expect((await take('lapsed')).attempt).toBe(2)
+      expect(await store.complete(await take('short-retention'), { retentionMs: 5_000 })).toBe(true)
+      expect(await store.lookup('never-claimed')).toBe('absent')
+      expect((await store.claim('done', LONG)).status).toBe('duplicate')
+      expect((await store.claim('in-flight', LONG)).status).toBe('in_flight')
+
+      const keys: string[] = []
+      let cursor = '0'
+      do {
+        const [nextCursor, batch] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 100)
+        cursor = nextCursor
+        keys.push(...batch)
+      } while (cursor !== '0')
+      expect(keys.map((key) => key.slice(prefix.length)).sort()).toEqual(['done', 'in-flight', 'lapsed', 'released', 'short-retention'])
+      for (const key of keys) {
+        const ttl = await client.pttl(key)
+        expect(ttl, `PTTL of ${key}`).toBeGreaterThan(0)
+        expect(ttl, `PTTL of ${key}`).toBeLessThanOrEqual(LONG.leaseMs + LONG.retentionMs)
+      }
+    } finally {
+      await store.close()
+      await client.quit()
+    }
+  })
+})
+
+describe('RedisDedupStore: a server that forbids CONFIG', () => {
+  it('warns once, without the password, when CONFIG is renamed away (as managed services do), and goes on', async () => {
+    const hidden = await startRedis({ args: ['--rename-command', 'CONFIG', `config-${crypto.randomUUID()}`] })
+    const warnings: string[] = []
+    const store = new RedisDedupStore({ url: hidden.url, warn: (message) => warnings.push(message) })
+    try {
+      const first = await Promise.all(Array.from({ length: 5 }, (_, i) => store.claim(`k-${i}`, LONG)))
+      expect(first.map((result) => result.status)).toEqual(Array(5).fill('acquired'))
+      expect((await store.claim('k-0', LONG)).status).toBe('in_flight')
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/^\[@email-webhooks\/core\/redis\] Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ does not allow CONFIG GET/)
+      expect(warnings[0]).toMatch(/appendonly yes, appendfsync always and maxmemory-policy noeviction.*checkDurability: false/)
+      expect(warnings[0]).not.toContain(hidden.password)
+    } finally {
+      await store.close()
+      await hidden.stop()
+    }
+  })
+
+  it('warns once for an ACL user without the CONFIG command (NOPERM), naming no secret', async () => {
+    const admin = new Redis(redis.url)
+    const user = `no-config-${crypto.randomUUID().slice(0, 8)}`
+    const password = `pw-${crypto.randomUUID()}`
+    await admin.call('ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '+@all', '-config')
+    const url = new URL(redis.url)
+    url.username = user
+    url.password = password
+    const warnings: string[] = []
+    const store = new RedisDedupStore({ url: url.toString(), warn: (message) => warnings.push(message) })
+    try {
+      for (let i = 0; i < 3; i++) expect((await store.claim(`acl-${i}`, LONG)).status).toBe('acquired')
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/does not allow CONFIG GET \(NOPERM/)
+      expect(warnings[0]).not.toContain(password)
+    } finally {
+      await store.close()
+      await admin.call('ACL', 'DELUSER', user)
+      await admin.quit()
+    }
+  })
+
+  it('does not warn on a server that allows CONFIG and keeps completions', async () => {
+    const warnings: string[] = []
+    const store = new RedisDedupStore({ url: redis.url, warn: (message) => warnings.push(message) })
+    try {
+      expect((await store.claim(crypto.randomUUID(), LONG)).status).toBe('acquired')
+      expect(warnings).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+describe('RedisDedupStore: waitFor', () => {
+  const commandCalls = async (client: Redis, command: string): Promise<number> => {
+    const info = await client.info('commandstats')
+    return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0)
+  }
+
+  it('runs WAIT after each complete: with 0 replicas it resolves at once', async () => {
+    const admin = new Redis(redis.url)
+    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 0, timeoutMs: 1_000 } })
+    try {
+      const before = await commandCalls(admin, 'wait')
+      for (let i = 0; i < 3; i++) {
+        const result = await store.claim(`wait-zero-${i}-${crypto.randomUUID()}`, LONG)
+        if (result.status !== 'acquired') throw new Error('expected acquired')
+        expect(await store.complete(result.claim, LONG)).toBe(true)
+        expect(await store.lookup(result.claim.key)).toBe('done')
+      }
+      // A refused complete (wrong token) writes nothing, so it waits for nothing.
+      expect(await store.complete({ key: 'nobody', token: 'forged', attempt: 1 }, LONG)).toBe(false)
+      expect((await commandCalls(admin, 'wait')) - before).toBe(3)
+    } finally {
+      await store.close()
+      await admin.quit()
+    }
+  })
+
+  it("rejects complete with 'durability_timeout' when the replicas it waits for do not confirm in time; the record stays done", async () => {
+    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 1, timeoutMs: 150 } })
+    try {
+      const key = `wait-one-${crypto.randomUUID()}`
+      const result = await store.claim(key, LONG)
+      if (result.status !== 'acquired') throw new Error('expected acquired')
+      const error = await rejection(store.complete(result.claim, LONG))
+      expect(error.code).toBe('durability_timeout')
+      expect(error.message).toMatch(/only 0 of 1 replicas confirmed it within 150 ms, so it is not acknowledged/)
+      expect(error.message).not.toContain(redis.password)
+      // The sender's retry finds the event done on this server.
+      expect((await store.claim(key, LONG)).status).toBe('duplicate')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('with aof: true runs WAITAOF 1 0 after each complete on Redis 7.2+, and says the server is too old before that', async () => {
+    const admin = new Redis(redis.url)
+    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 0, timeoutMs: 1_000, aof: true } })
+    try {
+      const version = /^redis_version:(\d+)\.(\d+)/m.exec(await admin.info('server'))
+      const [major, minor] = [Number(version?.[1]), Number(version?.[2])]
+      const result = await store.claim(`waitaof-${crypto.randomUUID()}`, LONG)
+      if (result.status !== 'acquired') throw new Error('expected acquired')
+      if (major > 7 || (major === 7 && minor >= 2)) {
+        const before = await commandCalls(admin, 'waitaof')
+        expect(await store.complete(result.claim, LONG)).toBe(true)
+        expect((await commandCalls(admin, 'waitaof')) - before).toBe(1)
+      } else {
+        console.log(`Redis ${major}.${minor} has no WAITAOF: checking the store's message instead`)
+        const error = await rejection(store.complete(result.claim, LONG))
+        expect(error.code).toBe('misconfigured')
+        expect(error.message).toMatch(
+          /does not know WAITAOF \(Redis 7\.2 or later has it\): upgrade the server, or use waitFor without aof/,
+        )
+      }
+    } finally {
+      await store.close()
+      await admin.quit()
+    }
+  })
+
+  it("refuses a waitFor it cannot honour at construction ('invalid_options')", () => {
+    const invalid = (waitFor: unknown, client?: unknown) => {
+      try {
+        new RedisDedupStore(client ? { client: client as Redis, waitFor: waitFor as never } : { url: redis.url, waitFor: waitFor as never })
+      } catch (error) {
+        return error as DedupStoreError
+      }
+      return expect.unreachable('the options should have been refused')
+    }
+    expect(invalid({ replicas: 1, timeoutMs: 0 }).code).toBe('invalid_options')
+    expect(invalid({ replicas: 1, timeoutMs: 0 }).message).toMatch(/waitFor\.timeoutMs must be a whole number of milliseconds/)
+    expect(invalid({ replicas: 1.5, timeoutMs: 100 }).message).toMatch(/waitFor\.replicas must be a whole number ≥ 0/)
+    const cluster = new Cluster([{ host: '127.0.0.1', port: redis.port }], { lazyConnect: true })
+    try {
+      expect(invalid({ replicas: 1, timeoutMs: 100 }, cluster).message).toMatch(/does not work with a Cluster client/)
+    } finally {
+      cluster.disconnect()
+    }
+  })
+})
