@@ -18,6 +18,8 @@ export type DedupStoreErrorCode =
   | 'command_failed'
   /** The store was closed. */
   | 'closed'
+  /** A call passed options the store cannot use (e.g. `leaseMs` that is not a whole number of milliseconds). */
+  | 'invalid_options'
 
 /**
  * A dedup store failed. `code` is stable; `cause` is the driver's error.
