@@ -44,7 +44,10 @@ export class WalSync {
 
   /** Calls `done` after a sync that started after this call (at once with the error if one failed before). */
   after(done: Synced): void {
-    if (this.#failure) return done(this.#failure)
+    if (this.#failure) {
+      done(this.#failure)
+      return
+    }
     this.#next.push(done)
     if (!this.#running) this.#start()
   }
