@@ -3,7 +3,7 @@ import type { Options } from 'tsup'
 const config: Options = {
   entry: {
     index: 'src/index.ts',
-    sqlite: 'src/sqlite.ts',
+    sqlite: 'src/store/sqlite/index.ts',
     postgres: 'src/postgres.ts',
     redis: 'src/redis.ts',
     testing: 'src/testing/index.ts',
@@ -16,7 +16,7 @@ const config: Options = {
   dts: {
     entry: {
       index: 'src/index.ts',
-      sqlite: 'src/sqlite.ts',
+      sqlite: 'src/store/sqlite/index.ts',
       postgres: 'src/postgres.ts',
       redis: 'src/redis.ts',
       testing: 'src/testing/index.ts',

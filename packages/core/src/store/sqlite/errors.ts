@@ -1,0 +1,91 @@
+/**
+ * Every failure of the SQLite store as a `DedupStoreError` with a stable `code` and a message
+ * that says what to do. The receiver turns any of them into a 503 `store_unavailable`.
+ */
+// The class comes from the package face, not from '../errors.js': this file is bundled into the
+// separate `sqlite` entry, and a relative import would give that bundle its own copy of the
+// class, so `error instanceof DedupStoreError` (imported by users from '@email-webhooks/core')
+// would be false. postgres.ts and driver.ts do the same. It is only used inside functions, so the
+// import cycle index → default store → sqlite → index is harmless.
+import { accessSync, closeSync, constants, existsSync, openSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { DedupStoreError } from '@email-webhooks/core'
+
+export const PACKAGE: string = '[@email-webhooks/core/sqlite]'
+
+/** The store was closed; a new one must be opened. */
+export function closedError(): DedupStoreError {
+  return new DedupStoreError('closed', `${PACKAGE} this SqliteDedupStore was closed; open a new one to go on.`)
+}
+
+/** An option that is not a whole, positive number of milliseconds. */
+export function invalidMs(name: string, value: unknown): DedupStoreError {
+  return new DedupStoreError(
+    'invalid_options',
+    `${PACKAGE} ${name} must be a whole number of milliseconds ≥ 1 (got ${typeof value === 'number' ? value : typeof value}); round it before passing it.`,
+  )
+}
+
+/** Constructor options the store cannot use. */
+export function invalidOption(message: string): DedupStoreError {
+  return new DedupStoreError('invalid_options', `${PACKAGE} ${message}`)
+}
+
+/** The WAL could not be synced: nothing committed since the last good sync is known to be on disk. */
+export function syncError(path: string, cause: NodeJS.ErrnoException): DedupStoreError {
+  return new DedupStoreError(
+    'command_failed',
+    `${PACKAGE} the write-ahead log of ${path} could not be synced to disk (fdatasync: ${cause.code ?? cause.message}). The store refuses all further work until it is reopened, since what it wrote may not be on disk; the events are retried by the sender. Check the disk (space, I/O errors in the kernel log), then restart the process.`,
+    { cause },
+  )
+}
+
+/** A statement failed (lock held too long, disk full, I/O error, corruption). */
+export function commandError(path: string, cause: unknown): DedupStoreError {
+  if (cause instanceof DedupStoreError) return cause
+  const code = (cause as { code?: unknown } | null)?.code
+  const text = cause instanceof Error ? cause.message : String(cause)
+  const hint =
+    code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED'
+      ? 'another process held the database lock longer than busyTimeoutMs; raise busyTimeoutMs, or let fewer processes write to this file'
+      : code === 'SQLITE_FULL'
+        ? 'the disk is full; free space'
+        : code === 'SQLITE_READONLY' || code === 'SQLITE_READONLY_DBMOVED'
+          ? 'the file is read-only or was moved; make it writable by this process'
+          : code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB'
+            ? 'the file is corrupt; restore it from a backup or move it away (its events will be handled again)'
+            : 'see the cause; the event will be retried by the sender'
+  return new DedupStoreError('command_failed', `${PACKAGE} SQLite failed on ${path} (${String(code ?? 'error')}: ${text}): ${hint}.`, {
+    cause,
+  })
+}
+
+/** The file could not be opened or is not a usable database; the message names the path and the OS error. */
+export function openError(path: string, cause: unknown): DedupStoreError {
+  if (cause instanceof DedupStoreError) return cause
+  const code = (cause as { code?: unknown } | null)?.code
+  const text = cause instanceof Error ? cause.message : String(cause)
+  const full = path === ':memory:' ? path : resolve(path)
+  const os = osError(full)
+  const what =
+    code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT'
+      ? 'it is not a SQLite database or it is corrupt: move it away (or restore a backup) and let the store create a new one'
+      : 'check that its folder exists and that this process may create and write files there (a read-only filesystem, as in many containers, cannot hold it), or choose another path (EMAIL_WEBHOOKS_DB for the default store)'
+  return new DedupStoreError(
+    'misconfigured',
+    `${PACKAGE} the SQLite file ${full} could not be opened (${String(code ?? 'error')}: ${text}${os ? `; ${os}` : ''}): ${what}.`,
+    { cause },
+  )
+}
+
+/** The operating system's reason why `path` cannot be written, when one can be found without creating anything. */
+function osError(path: string): string | undefined {
+  if (path === ':memory:') return undefined
+  try {
+    if (existsSync(path)) closeSync(openSync(path, 'r+'))
+    else accessSync(dirname(path), constants.W_OK)
+    return undefined
+  } catch (error) {
+    return (error as Error).message
+  }
+}

@@ -1,0 +1,322 @@
+/**
+ * `SqliteDedupStore`: durable dedup in one SQLite file through better-sqlite3 (an optional peer
+ * dependency, loaded only by this module). Several processes may share one file.
+ *
+ * Group commit: the claims and completes asked for while the event loop runs one turn share one
+ * `BEGIN IMMEDIATE` transaction (flushed from `setImmediate`), committed without a blocking sync.
+ * A claim reads the done record and takes the lease in that transaction, so it is atomic across
+ * processes. Leases live in a small table of their own; a complete deletes its lease and writes
+ * the event's done record, once. With `durability: 'full'` every answer that a 2xx may rely on
+ * (a complete, and a `duplicate` read from the file) waits for an `fdatasync` of the WAL that
+ * started after its transaction (sync.ts, on libuv's thread pool, one at a time), so the event
+ * loop never waits for the disk. Claims that acquire need no sync: a claim lost to a power cut
+ * was never acknowledged. Keys this process completed and synced are remembered for a while, so
+ * their duplicates answer without touching the file. After a failed sync the store refuses all
+ * work until it is reopened.
+ */
+import { optionalDriver } from '../driver.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import { closedError, commandError, invalidMs, invalidOption, PACKAGE } from './errors.js'
+import { Purger } from './purge.js'
+import { type Database, type DatabaseConstructor, openDatabase, type Statements } from './schema.js'
+import { WalSync } from './sync.js'
+
+/** Table used when `table` is not given; leases go to `<table>_lease`. */
+export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+/** Keys completed by this process kept in memory to answer their duplicates without SQL. */
+const REMEMBERED_KEYS = 10_000
+const DUPLICATE: ClaimResult = Object.freeze({ status: 'duplicate' })
+
+/** Options of {@link SqliteDedupStore}. */
+export interface SqliteDedupStoreOptions {
+  /** Database file; created if missing (its folder must exist). `':memory:'` is not durable. */
+  path: string
+  /**
+   * `'full'` (default): a `complete`, and a `duplicate` answer, resolve only once the record is
+   * fsynced, so acknowledged events survive power loss. `'normal'`: no fsync; survives a process crash only.
+   */
+  durability?: 'full' | 'normal'
+  /** How long a write waits for another process's lock; default 5,000 ms. */
+  busyTimeoutMs?: number
+  /** Table of done records; default `email_webhook_dedup` (leases go to `<table>_lease`). */
+  table?: string
+  /** Clock in milliseconds; default `Date.now`. For tests. */
+  now?: () => number
+}
+
+interface Pending<T> {
+  resolve: (value: T) => void
+  reject: (error: unknown) => void
+}
+interface PendingClaim extends Pending<ClaimResult> {
+  key: string
+  leaseMs: number
+  result: ClaimResult | undefined
+}
+interface PendingComplete extends Pending<boolean> {
+  key: string
+  token: string
+  retentionMs: number
+  done: boolean
+}
+
+const loadDriver = optionalDriver<DatabaseConstructor>(
+  'better-sqlite3',
+  (module) => module as DatabaseConstructor,
+  `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
+)
+
+/**
+ * Dedup store in a SQLite file.
+ * @throws {DedupStoreError} `driver_missing` when better-sqlite3 cannot load, `misconfigured` when the file cannot be opened or is not a database, `invalid_options` for bad options.
+ * @example
+ * const store = new SqliteDedupStore({ path: './data/webhooks.db' })
+ */
+export class SqliteDedupStore implements DedupStore {
+  readonly #db: Database
+  readonly #sql: Statements
+  readonly #path: string
+  readonly #now: () => number
+  readonly #durable: boolean
+  /** Syncs the WAL after commits (durability 'full'); undefined → each batch commits with synchronous = FULL. */
+  readonly #sync: WalSync | undefined
+  readonly #purger: Purger
+  readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], now: number) => void
+  /** Reads a key's state from one snapshot. */
+  readonly #read: (key: string, now: number) => DedupKeyState
+  /** Keys completed (and synced) by this store → when their record expires. */
+  readonly #remembered = new Map<string, number>()
+  #claims: PendingClaim[] = []
+  #completes: PendingComplete[] = []
+  #flushScheduled = false
+  #purgeScheduled = false
+  #closed = false
+
+  constructor(options: SqliteDedupStoreOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path.length === 0) {
+      throw invalidOption('SqliteDedupStore needs { path }: the database file to use.')
+    }
+    const durability = options.durability ?? 'full'
+    if (durability !== 'full' && durability !== 'normal') throw invalidOption(`durability must be 'full' or 'normal'.`)
+    const table = options.table ?? DEFAULT_SQLITE_TABLE
+    if (!TABLE_NAME_PATTERN.test(table))
+      throw invalidOption('table must be a plain SQL identifier (a letter or _, then letters, digits, _).')
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+      throw invalidOption('busyTimeoutMs must be a whole number of milliseconds ≥ 0.')
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw invalidOption('now must be a function returning milliseconds.')
+    this.#now = options.now ?? Date.now
+    this.#path = options.path
+    const { db, statements } = openDatabase(loadDriver(), options.path, busyTimeoutMs, table)
+    this.#db = db
+    this.#sql = statements
+    this.#durable = durability === 'full'
+    this.#sync = this.#durable ? WalSync.open(options.path) : undefined
+    this.#purger = new Purger(statements)
+    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void => {
+      for (const item of claims) item.result = this.#claimSync(item.key, item.leaseMs, now)
+      const { endLease, markDone } = this.#sql
+      for (const item of completes) {
+        item.done = endLease.run(item.key, item.token).changes === 1
+        if (item.done) markDone.run(item.key, now + item.retentionMs)
+      }
+    }).immediate
+    this.#read = db.transaction((key: string, now: number): DedupKeyState => {
+      const done = this.#sql.findDone.get(key) as number | undefined
+      if (done !== undefined && done > now) return 'done'
+      const lease = this.#sql.findHeldLease.get(key) as number | undefined
+      return lease !== undefined && lease > now ? 'in_flight' : 'absent'
+    })
+  }
+
+  claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs)
+    if (refused) return Promise.reject(refused)
+    const remembered = this.#remembered.get(key)
+    if (remembered !== undefined) {
+      if (remembered > this.#now()) return Promise.resolve(DUPLICATE)
+      this.#remembered.delete(key)
+    }
+    return new Promise((resolve, reject) => {
+      this.#claims.push({ key, leaseMs: opts.leaseMs, result: undefined, resolve, reject })
+      this.#scheduleFlush()
+    })
+  }
+
+  complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    const refused = this.#refused() ?? checkMs('retentionMs', opts.retentionMs)
+    if (refused) return Promise.reject(refused)
+    return new Promise((resolve, reject) => {
+      this.#completes.push({ key: claim.key, token: claim.token, retentionMs: opts.retentionMs, done: false, resolve, reject })
+      this.#scheduleFlush()
+    })
+  }
+
+  release(claim: Claim): Promise<boolean> {
+    const refused = this.#refused()
+    if (refused) return Promise.reject(refused)
+    try {
+      return Promise.resolve(this.#sql.releaseLease.run(claim.key, claim.token).changes === 1)
+    } catch (error) {
+      return Promise.reject(commandError(this.#path, error))
+    }
+  }
+
+  /** What the file knows of `key` now; `'done'` resolves once that record is on disk (durability 'full'). */
+  lookup(key: string): Promise<DedupKeyState> {
+    const refused = this.#refused()
+    if (refused) return Promise.reject(refused)
+    let state: DedupKeyState
+    try {
+      state = this.#read(key, this.#now())
+    } catch (error) {
+      return Promise.reject(commandError(this.#path, error))
+    }
+    if (state !== 'done' || this.#remembered.has(key)) return Promise.resolve(state)
+    return new Promise((resolve, reject) => this.#afterDurable((error) => (error ? reject(error) : resolve(state))))
+  }
+
+  /**
+   * Deletes every expired done record (one walk over the table) and leases released or lapsed over an hour ago.
+   * The store also purges by itself as it writes; this is for scripts and tests.
+   * @returns How many rows were deleted.
+   * @throws {DedupStoreError} when the store is closed or failed.
+   */
+  purgeExpired(): number {
+    const refused = this.#refused()
+    if (refused) throw refused
+    try {
+      return this.#db.transaction(() => this.#purger.round(this.#now())).immediate()
+    } catch (error) {
+      throw commandError(this.#path, error)
+    }
+  }
+
+  /** Commits and syncs what was already asked for, checkpoints the WAL and closes the file. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#flush()
+    this.#closed = true
+    await this.#sync?.idle()
+    try {
+      if (!this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
+    } finally {
+      this.#db.close()
+      this.#sync?.close()
+      this.#remembered.clear()
+    }
+  }
+
+  #refused(): Error | undefined {
+    if (this.#closed) return closedError()
+    return this.#sync?.failure
+  }
+
+  #scheduleFlush(): void {
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      setImmediate(this.#flush)
+    }
+  }
+
+  /** One claim inside the batch's transaction: duplicate, a new lease, or the live lease that holds the key. */
+  #claimSync(key: string, leaseMs: number, now: number): ClaimResult {
+    const { findDone, takeLease, findLease } = this.#sql
+    const done = findDone.get(key) as number | undefined
+    if (done !== undefined && done > now) return DUPLICATE
+    const token = crypto.randomUUID()
+    const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
+    if (attempt !== undefined) return { status: 'acquired', claim: { key, token, attempt } }
+    // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
+    const expiresAt = findLease.get(key) as number
+    return { status: 'in_flight', retryAfterMs: Math.max(1, expiresAt - now) }
+  }
+
+  /** Commits every pending claim and complete in one transaction, then answers them (after a sync where a 2xx relies on them). */
+  readonly #flush = (): void => {
+    this.#flushScheduled = false
+    const claims = this.#claims
+    const completes = this.#completes
+    if (claims.length === 0 && completes.length === 0) return
+    this.#claims = []
+    this.#completes = []
+    const refused = this.#refused()
+    const now = this.#now()
+    const byPragma = this.#durable && this.#sync === undefined
+    try {
+      if (refused) throw refused
+      if (byPragma) this.#db.pragma('synchronous = FULL')
+      try {
+        this.#commit(claims, completes, now)
+      } finally {
+        if (byPragma) this.#db.pragma('synchronous = NORMAL')
+      }
+    } catch (error) {
+      const failure = commandError(this.#path, error)
+      for (const item of claims) item.reject(failure)
+      for (const item of completes) item.reject(failure)
+      return
+    }
+    this.#answer(claims, completes)
+    if (this.#purger.wrote(completes.length)) this.#schedulePurge()
+  }
+
+  #answer(claims: PendingClaim[], completes: PendingComplete[]): void {
+    let duplicates = 0
+    for (const item of claims) {
+      if (item.result === DUPLICATE && this.#sync) duplicates++
+      else item.resolve(item.result as ClaimResult)
+    }
+    if (duplicates === 0 && completes.length === 0) return
+    this.#afterDurable((error) => {
+      for (const item of claims) {
+        if (item.result !== DUPLICATE) continue
+        if (error) item.reject(error)
+        else item.resolve(DUPLICATE)
+      }
+      const now = this.#now()
+      for (const item of completes) {
+        if (error) item.reject(error)
+        else {
+          if (item.done) this.#remember(item.key, now + item.retentionMs)
+          item.resolve(item.done)
+        }
+      }
+    })
+  }
+
+  /** Runs `then` once what is committed now is on disk: after the next WAL sync, or at once without one. */
+  #afterDurable(then: (error?: Error) => void): void {
+    if (this.#sync) this.#sync.after(then)
+    else then()
+  }
+
+  #remember(key: string, expiresAt: number): void {
+    if (this.#remembered.size >= REMEMBERED_KEYS) {
+      const oldest = this.#remembered.keys().next()
+      if (!oldest.done) this.#remembered.delete(oldest.value)
+    }
+    this.#remembered.set(key, expiresAt)
+  }
+
+  #schedulePurge(): void {
+    if (this.#purgeScheduled) return
+    this.#purgeScheduled = true
+    setImmediate(() => {
+      this.#purgeScheduled = false
+      if (this.#refused()) return
+      try {
+        this.#db.transaction(() => this.#purger.step(this.#now())).immediate()
+      } catch {
+        // A purge that could not run (lock held by another process) is retried after the next writes.
+      }
+    })
+  }
+}
+
+function checkMs(name: string, value: number): Error | undefined {
+  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
+}

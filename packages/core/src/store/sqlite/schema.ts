@@ -1,0 +1,141 @@
+/**
+ * The SQLite store's file: pragmas, the two tables, the move from the one-table layout of 0.1,
+ * and the prepared statements. Done records live in `<table>` (key → expiry, written once per
+ * event); live leases in `<table>_lease` (small: a row per event in flight, deleted by its
+ * complete). Neither has a secondary index: purge walks `<table>` in key order (purge.ts).
+ */
+import { openError, PACKAGE } from './errors.js'
+
+/** The part of a better-sqlite3 statement the store uses. */
+export interface Statement {
+  run(...params: unknown[]): { changes: number }
+  all(...params: unknown[]): unknown[]
+  get(...params: unknown[]): unknown
+  pluck(toggle?: boolean): Statement
+}
+/** The part of a better-sqlite3 database the store uses. */
+export interface Database {
+  pragma(source: string, options?: { simple?: boolean }): unknown
+  exec(source: string): unknown
+  prepare(source: string): Statement
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R }
+  close(): unknown
+}
+export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
+
+/** The store's prepared statements; parameters are positional, in the order of the `?`s. */
+export interface Statements {
+  /** (key) → expires_at of the done record, if any. */
+  findDone: Statement
+  /** (key, token, expiresAt, now) → [attempt] when the lease was taken (new key, or expired/released lease). */
+  takeLease: Statement
+  /** (key) → expires_at of the lease row. */
+  findLease: Statement
+  /** (key, token): the lease, if this token still owns it; changes 1 when it did. */
+  endLease: Statement
+  /** (key, expiresAt): insert or refresh the done record. */
+  markDone: Statement
+  /** (key, token): give the lease up at once, keeping its attempt count. */
+  releaseLease: Statement
+  /** (key) → expires_at of a held (not released) lease. */
+  findHeldLease: Statement
+  /** (after, offset) → the key `offset + 1` rows after `after`, in key order. */
+  purgeWindowEnd: Statement
+  /** (after, upTo, now): expired done records in (after, upTo]. */
+  purgeRange: Statement
+  /** (after, now): expired done records after `after`. */
+  purgeTail: Statement
+  /** (cutoff): lease rows that ended before `cutoff`. */
+  purgeLeases: Statement
+}
+
+const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
+/** Page size of new files (SQLite's default is 4,096). */
+const PAGE_SIZE_BYTES = 1_024
+/** Pages of WAL (4 MiB) after which the writing connection checkpoints (SQLite's default is 1,000 pages). */
+const AUTOCHECKPOINT_PAGES = 4_000
+/** Page cache of the connection, in KiB (SQLite's default is 2,000). */
+const CACHE_KIB = 16_384
+
+/** Opens `path`, sets it up, creates or upgrades the tables and prepares the statements. */
+export function openDatabase(
+  Driver: DatabaseConstructor,
+  path: string,
+  busyTimeoutMs: number,
+  table: string,
+): { db: Database; statements: Statements } {
+  let db: Database
+  try {
+    db = new Driver(path, { timeout: busyTimeoutMs })
+  } catch (error) {
+    throw openError(path, error)
+  }
+  try {
+    // Takes effect only in a new file. Each done record dirties one page at a random place
+    // (event ids are random UUIDs), so smaller pages mean less WAL written and synced per event.
+    db.pragma(`page_size = ${PAGE_SIZE_BYTES}`)
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
+    db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
+    db.pragma(`cache_size = -${CACHE_KIB}`)
+    createTables(db, table)
+    return { db, statements: prepare(db, table) }
+  } catch (error) {
+    db.close()
+    throw openError(path, error)
+  }
+}
+
+function createTables(db: Database, table: string): void {
+  const create = `
+    CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS ${table}_lease (
+      key TEXT PRIMARY KEY NOT NULL, token TEXT, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;`
+  db.transaction(() => {
+    const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
+    if (!columns.includes('done')) {
+      db.exec(create)
+      return
+    }
+    // 0.1 kept leases and done records in one table with an index on expires_at: move both over.
+    db.exec(`
+      ALTER TABLE ${table} RENAME TO ${table}_v1;
+      DROP INDEX IF EXISTS ${table}_expires_at;
+      ${create}
+      INSERT INTO ${table} (key, expires_at) SELECT key, expires_at FROM ${table}_v1 WHERE done = 1;
+      INSERT INTO ${table}_lease (key, token, attempt, expires_at) SELECT key, token, attempt, expires_at FROM ${table}_v1 WHERE done = 0;
+      DROP TABLE ${table}_v1;`)
+  }).immediate()
+  const lease = db.prepare(`SELECT name FROM pragma_table_info('${table}_lease')`).pluck().all() as string[]
+  if (!lease.includes('token')) throw new Error(`${PACKAGE} table ${table}_lease exists but is not the store's; pick another table name.`)
+}
+
+function prepare(db: Database, table: string): Statements {
+  const lease = `${table}_lease`
+  return {
+    findDone: db.prepare(`SELECT expires_at FROM ${table} WHERE key = ?`).pluck(),
+    // One atomic statement decides ownership of a lease. RETURNING is read with .all(), so the
+    // statement never stays open (an open statement blocks WAL checkpoints).
+    takeLease: db
+      .prepare(
+        `INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?)
+         ON CONFLICT (key) DO UPDATE SET attempt = attempt + 1, token = excluded.token, expires_at = excluded.expires_at
+         WHERE expires_at <= ?
+         RETURNING attempt`,
+      )
+      .pluck(),
+    findLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ?`).pluck(),
+    endLease: db.prepare(`DELETE FROM ${lease} WHERE key = ? AND token = ?`),
+    markDone: db.prepare(
+      `INSERT INTO ${table} (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at`,
+    ),
+    releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = 0 WHERE key = ? AND token = ?`),
+    findHeldLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ? AND token IS NOT NULL`).pluck(),
+    purgeWindowEnd: db.prepare(`SELECT key FROM ${table} WHERE key > ? ORDER BY key LIMIT 1 OFFSET ?`).pluck(),
+    purgeRange: db.prepare(`DELETE FROM ${table} WHERE key > ? AND key <= ? AND expires_at <= ?`),
+    purgeTail: db.prepare(`DELETE FROM ${table} WHERE key > ? AND expires_at <= ?`),
+    purgeLeases: db.prepare(`DELETE FROM ${lease} WHERE expires_at <= ?`),
+  }
+}

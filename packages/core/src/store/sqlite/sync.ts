@@ -1,0 +1,83 @@
+/**
+ * Group commit's disk half: `fdatasync` of the WAL file on libuv's thread pool, one at a time.
+ * Whoever needs durability for what is already committed asks to be called after the next sync
+ * that starts after the ask; all asks that arrive while a sync runs share the following one, so
+ * a busy store pays one sync per round, not one per batch. After a failed sync every later ask
+ * fails too: what was written since the last good sync may not be on disk.
+ */
+import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
+import type { DedupStoreError } from '@email-webhooks/core'
+import { syncError } from './errors.js'
+
+/** Called once the data committed before the ask is on disk, or with the reason it may not be. */
+export type Synced = (error?: DedupStoreError) => void
+
+export class WalSync {
+  readonly #fd: number
+  readonly #path: string
+  #running = false
+  /** Asks for the next sync. */
+  #next: Synced[] = []
+  #failure: DedupStoreError | undefined
+  #idle: (() => void)[] = []
+
+  private constructor(fd: number, path: string) {
+    this.#fd = fd
+    this.#path = path
+  }
+
+  /** The WAL SQLite keeps next to the (symlink-resolved) database, or undefined when it has none there. */
+  static open(path: string): WalSync | undefined {
+    if (path === ':memory:' || path === '' || path.startsWith('file:')) return undefined
+    try {
+      const real = realpathSync(path)
+      return new WalSync(openSync(`${real}-wal`, 'r+'), real)
+    } catch {
+      return undefined
+    }
+  }
+
+  /** The error of the failed sync, once one failed. */
+  get failure(): DedupStoreError | undefined {
+    return this.#failure
+  }
+
+  /** Calls `done` after a sync that started after this call (at once with the error if one failed before). */
+  after(done: Synced): void {
+    if (this.#failure) {
+      done(this.#failure)
+      return
+    }
+    this.#next.push(done)
+    if (!this.#running) this.#start()
+  }
+
+  /** Resolves when no sync is running. */
+  idle(): Promise<void> {
+    return this.#running ? new Promise((resolve) => this.#idle.push(resolve)) : Promise.resolve()
+  }
+
+  close(): void {
+    closeSync(this.#fd)
+  }
+
+  #start(): void {
+    const round = this.#next
+    this.#next = []
+    this.#running = true
+    fdatasync(this.#fd, (error) => {
+      this.#running = false
+      if (error) this.#failure ??= syncError(this.#path, error)
+      const failure = this.#failure
+      for (const done of round) done(failure)
+      if (this.#next.length > 0) {
+        if (failure) {
+          const waiting = this.#next
+          this.#next = []
+          for (const done of waiting) done(failure)
+        } else this.#start()
+      }
+      if (!this.#running) for (const resolve of this.#idle.splice(0)) resolve()
+    })
+  }
+}
