@@ -330,22 +330,34 @@ describe('createReceiver refuses deliveries that are not authentic', () => {
     expect(handled()).toBe(1)
   })
 
-  it('answers 400 invalid_envelope to a correctly signed body that is not JSON', async () => {
-    const { receiver, store } = setup()
-    const signed = await signWebhook({
+  it('acknowledges a correctly signed body that is not JSON with 200, records it, runs no handler and reports it', async () => {
+    const reports: [string, ErrorInfo][] = []
+    let handled = 0
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({
       secret: TEST_SECRET,
-      body: 'not json',
-      id: crypto.randomUUID(),
-      timestamp: Math.floor(Date.now() / 1000),
+      store,
+      onError: (error, info) => void reports.push([error.code, info]),
+      handlers: { 'email.bounced': () => void handled++ },
     })
-    const answer = await receiver.receive(signed)
-    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope', outcome: 'rejected' })
-    expect(answer.body).not.toContain('not json')
-    expect(store.size).toBe(0)
+    const id = crypto.randomUUID()
+    const sign = () => signWebhook({ secret: TEST_SECRET, body: 'not json', id, timestamp: Math.floor(Date.now() / 1000) })
+    const answer = await receiver.receive(await sign())
+    expect(answer).toMatchObject({ status: 200, code: 'invalid_envelope', outcome: 'ignored' })
+    expect(answer.body).toBe('{"ok":true,"ignored":"invalid_envelope"}')
+    expect(reports).toEqual([['invalid_envelope', { status: 200, eventId: id }]])
+    // Recorded: the sender's resend of the same bytes is a quiet duplicate, not a second report.
+    expect(await receiver.receive(await sign())).toMatchObject({ status: 200, body: DUPLICATE })
+    expect([store.size, handled, reports.length]).toEqual([1, 0, 1])
+    expect(receiver.stats()).toMatchObject({ ignored: 1, duplicates: 1, handled: 0 })
   })
 
-  it('answers 400 invalid_envelope when the envelope id differs from webhook-id', async () => {
-    const { receiver, store, handled } = setup()
+  it('acknowledges (200, ignored) a signed envelope whose id differs from webhook-id, logging a warning by default', async () => {
+    const warnings: string[] = []
+    const logger = { warn: (line: string) => void warnings.push(line), error: (line: string) => void warnings.push(`error ${line}`) }
+    let handled = 0
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, logger, handlers: { 'email.bounced': () => void handled++ } })
     const event = createEvent('email.bounced')
     const signed = await signWebhook({
       secret: TEST_SECRET,
@@ -354,9 +366,12 @@ describe('createReceiver refuses deliveries that are not authentic', () => {
       timestamp: Math.floor(Date.now() / 1000),
     })
     const answer = await receiver.receive(signed)
-    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope' })
-    expect(errorOf(answer).message).toMatch(/webhook-id/)
-    expect([store.size, handled()]).toEqual([0, 0])
+    expect(answer).toMatchObject({ status: 200, code: 'invalid_envelope', outcome: 'ignored' })
+    expect([store.size, handled]).toEqual([1, 0])
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/^\[@email-webhooks\/core\] 200 invalid_envelope .*webhook-id/)
+    expect(warnings[0]).not.toContain(signed.headers['webhook-signature'])
+    expect(warnings[0]).not.toContain(event.data.id)
   })
 
   it('answers each fixture delivery of the testing kit as the fixture expects', async () => {

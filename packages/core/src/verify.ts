@@ -103,7 +103,9 @@ function decodeSignature(hex: string): Uint8Array | undefined {
 function toBytes(body: WebhookBody): Uint8Array | string {
   if (typeof body === 'string' || body instanceof Uint8Array) return body
   // Views and buffers from another realm (vm, jsdom, a worker's transfer) fail `instanceof`.
-  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  if (ArrayBuffer.isView(body) && Object.prototype.toString.call(body) === '[object Uint8Array]') {
+    return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  }
   if (body instanceof ArrayBuffer || Object.prototype.toString.call(body) === '[object ArrayBuffer]') {
     return new Uint8Array(body as ArrayBuffer)
   }
