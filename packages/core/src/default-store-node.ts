@@ -16,10 +16,12 @@ export const DEFAULT_DB_PATH = './.email-webhooks/dedup.db'
 
 const stores = new Map<string, DedupStore>()
 
+/** The error's message with its OS/SQLite code, and its cause's (the driver's) when it has one. */
 function causeText(error: unknown): string {
   if (!(error instanceof Error)) return String(error)
   const code = (error as { code?: unknown }).code
-  return typeof code === 'string' && !error.message.includes(code) ? `${code}: ${error.message}` : error.message
+  const text = typeof code === 'string' && !error.message.includes(code) ? `${code}: ${error.message}` : error.message
+  return error.cause instanceof Error ? `${text} (${error.cause.message.split('\n')[0]})` : text
 }
 
 function openError(path: string, error: unknown): DedupStoreError {

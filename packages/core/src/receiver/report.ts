@@ -59,5 +59,6 @@ function logLine(error: ReceiverError, info: ErrorInfo): string {
   const id = info.eventId !== undefined ? ` ${info.eventId}` : ''
   const cause = (error as { cause?: unknown }).cause
   const why = cause instanceof Error ? ` cause: ${cause.name}: ${cause.message}` : cause !== undefined ? ` cause: ${String(cause)}` : ''
-  return `${PACKAGE} ${info.status} ${error.code}${about}${id}: ${error.message}${why}`
+  const acknowledged = info.status < 300 ? ' Acknowledged and recorded as done; no handler ran.' : ''
+  return `${PACKAGE} ${info.status} ${error.code}${about}${id}: ${error.message}${acknowledged}${why}`
 }
