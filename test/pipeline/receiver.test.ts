@@ -718,7 +718,11 @@ describe('createReceiver options', () => {
     ['a NaN maxBodyBytes', { maxBodyBytes: Number.NaN }, /maxBodyBytes/],
     ['an onError that is not a function', { onError: 'console.error' }, /onError must be a function/],
     ['an empty namespace', { namespace: '' }, /namespace/],
-    ['a leaseMs that is not whole milliseconds', { leaseMs: 1500.5 }, /leaseMs must be a positive whole number of milliseconds, got 1500.5/],
+    [
+      'a leaseMs that is not whole milliseconds',
+      { leaseMs: 1500.5 },
+      /leaseMs must be a positive whole number of milliseconds, got 1500.5/,
+    ],
     ['a retentionMs that is not whole milliseconds', { retentionMs: 86_400_000.25 }, /retentionMs must be a positive whole number/],
     ['a handlerTimeoutMs that is not whole milliseconds', { handlerTimeoutMs: 99.9 }, /handlerTimeoutMs must be a positive whole number/],
     ['a storeTimeoutMs that is not whole milliseconds', { storeTimeoutMs: 0.5 }, /storeTimeoutMs must be a positive whole number/],
@@ -825,18 +829,21 @@ describe('createReceiver default store', () => {
   })
 
   const root = process.getuid?.() === 0
-  it.skipIf(root)('refuses at construction when the folder of the default file is not writable (skipped as root: chmod does not deny root)', async () => {
-    const folder = join(dir, 'read-only')
-    mkdirSync(folder)
-    chmodSync(folder, 0o500)
-    try {
-      const path = join(folder, 'dedup.db')
-      const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
-      expectRefusedAtConstruction(result, path, /unable to open|EACCES|readonly|permission/i)
-    } finally {
-      chmodSync(folder, 0o700)
-    }
-  })
+  it.skipIf(root)(
+    'refuses at construction when the folder of the default file is not writable (skipped as root: chmod does not deny root)',
+    async () => {
+      const folder = join(dir, 'read-only')
+      mkdirSync(folder)
+      chmodSync(folder, 0o500)
+      try {
+        const path = join(folder, 'dedup.db')
+        const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+        expectRefusedAtConstruction(result, path, /unable to open|EACCES|readonly|permission/i)
+      } finally {
+        chmodSync(folder, 0o700)
+      }
+    },
+  )
 
   it("uses memory without a warning when the user opts in with store: 'memory'", async () => {
     const file = join(dir, 'opt-in-file')

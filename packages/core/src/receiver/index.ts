@@ -77,6 +77,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   }
 }
 
+export { bodyTooLargeError } from './answers.js'
 export {
   DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,
@@ -85,5 +86,4 @@ export {
   DEFAULT_RETENTION_MS,
   DEFAULT_STORE_TIMEOUT_MS,
 } from './options.js'
-export { bodyTooLargeError } from './answers.js'
 export type * from './types.js'

@@ -48,7 +48,8 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
     if (!isEmailEventType(type)) {
       throw new TypeError(`${PACKAGE} "${type}" is not an email event type. Use one of EMAIL_EVENT_TYPES, or onUnknown for other types.`)
     }
-    if (handler !== undefined && typeof handler !== 'function') throw new TypeError(`${PACKAGE} the handler for "${type}" must be a function.`)
+    if (handler !== undefined && typeof handler !== 'function')
+      throw new TypeError(`${PACKAGE} the handler for "${type}" must be a function.`)
   }
   for (const name of ['onEvent', 'onUnknown', 'onError'] as const) {
     const fn = options[name]
@@ -69,7 +70,9 @@ function checkStore(store: unknown): DedupStore {
     typeof candidate.complete !== 'function' ||
     typeof candidate.release !== 'function'
   ) {
-    throw new TypeError(`${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.`)
+    throw new TypeError(
+      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.`,
+    )
   }
   return candidate as DedupStore
 }
@@ -78,7 +81,12 @@ function checkLogger(logger: unknown): WebhookLogger | undefined {
   if (logger === false) return undefined
   if (logger === undefined) return console
   const candidate = logger as Partial<WebhookLogger> | null
-  if (candidate === null || typeof candidate !== 'object' || typeof candidate.error !== 'function' || typeof candidate.warn !== 'function') {
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.error !== 'function' ||
+    typeof candidate.warn !== 'function'
+  ) {
     throw new TypeError(`${PACKAGE} logger must have error(message) and warn(message) methods (like console), or be false.`)
   }
   return candidate as WebhookLogger

@@ -29,7 +29,12 @@ async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookE
 }
 
 /** 200 once the handled event is recorded as done. */
-export async function settleHandled<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent, known: boolean): Promise<ReceiverResponse> {
+export async function settleHandled<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  event: WebhookEvent,
+  known: boolean,
+): Promise<ReceiverResponse> {
   const failed = await complete(p, claimed, event)
   if (failed) return failed
   p.reporter.handled++
@@ -40,7 +45,12 @@ export async function settleHandled<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, eve
  * 200 to a signed, in-window body that is not a valid envelope, once recorded: a 400 would make
  * the sender resend the same bytes until it disables the endpoint. Reported (onError or a log line).
  */
-export async function settleInvalid<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, id: string, error: WebhookVerificationError): Promise<ReceiverResponse> {
+export async function settleInvalid<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  id: string,
+  error: WebhookVerificationError,
+): Promise<ReceiverResponse> {
   const failed = await complete(p, claimed, undefined)
   if (failed) return failed
   p.reporter.report(error, { status: 200, eventId: id })

@@ -190,13 +190,8 @@ export async function createFixtureDeliveries(options: FixtureDeliveriesOptions 
     const upper = { ...headers, 'webhook-signature': (headers['webhook-signature'] as string).toUpperCase() }
     accept('valid_uppercase_signature', 'The signature in upper-case hex decodes to the same MAC.', upper, body, event.type)
   }
-  const reject = (
-    name: string,
-    description: string,
-    headers: Record<string, string>,
-    body: string,
-    code: WebhookVerificationErrorCode,
-  ) => out.push({ name, description, headers, body, expected: { status: 401, code } })
+  const reject = (name: string, description: string, headers: Record<string, string>, body: string, code: WebhookVerificationErrorCode) =>
+    out.push({ name, description, headers, body, expected: { status: 401, code } })
 
   reject(
     'tampered_body',
