@@ -2,8 +2,8 @@
  * The behaviour suite: every behaviour written once and run against every adapter
  * (see targets.ts). Deliveries are signed fixtures sent over real HTTP where the target listens.
  */
-import { EMAIL_EVENT_TYPES, type EmailEventType, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
-import { createFixtureDeliveries, createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
+import { EMAIL_EVENT_TYPES, type EmailEventType, MemoryDedupStore, signWebhook, type WebhookEvent } from '@email-webhooks/core'
+import { createEvent, createFixtureDeliveries, createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { emailWebhook as expressWebhook } from '@email-webhooks/express'
 import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
 import express from 'express'
@@ -83,7 +83,7 @@ for (const kind of ALL_TARGETS) {
       // The receiver's clock is pinned to the fixtures' "now", so a second ticking over cannot move a ±301 s case.
       const now = Math.floor(Date.now() / 1000)
       const send = await start(handlers, { now: () => now * 1000 })
-      const fixtures = (await createFixtureDeliveries({ now })).filter((f) => f.expected.status !== 200)
+      const fixtures = (await createFixtureDeliveries({ now })).filter((f) => f.expected.code !== undefined)
       expect(fixtures.map((f) => f.name)).toEqual(
         expect.arrayContaining([
           'tampered_body',
@@ -96,12 +96,81 @@ for (const kind of ALL_TARGETS) {
         ]),
       )
       for (const fixture of fixtures) {
-        const answer = await send(fixture)
         // With express.json() first, body-parser itself answers a non-JSON body with 400 before our route runs.
-        const code = kind.jsonParserFirst && fixture.name === 'signed_not_json' ? undefined : fixture.expected.code
-        expect([fixture.name, answer.status, code && answer.json.error?.code]).toEqual([fixture.name, fixture.expected.status, code])
+        if (kind.jsonParserFirst && fixture.name === 'signed_not_json') continue
+        const answer = await send(fixture)
+        const code = fixture.expected.status === 200 ? answer.json.ok && 'invalid_envelope' : answer.json.error?.code
+        expect([fixture.name, answer.status, code]).toEqual([fixture.name, fixture.expected.status, fixture.expected.code])
       }
       expect(runs).toBe(0)
+    })
+
+    it('acknowledges (200) a signed envelope that fails validation, once, so the sender stops resending it, and reports it', async () => {
+      const reports: string[] = []
+      let runs = 0
+      const send = await start(
+        { 'email.bounced': () => void runs++ },
+        { onError: (error: { code: string }) => void reports.push(error.code) },
+      )
+      const event = { ...createEvent('email.bounced'), data: { reason: 'no id' } }
+      const delivery = await createSignedDelivery({ event })
+      const first = await send(delivery)
+      expect([first.status, first.json]).toEqual([200, { ok: true, ignored: 'invalid_envelope' }])
+      const resent = await send(await createSignedDelivery({ event }))
+      expect([resent.status, resent.json]).toEqual([200, { ok: true, duplicate: true }])
+      expect([runs, reports]).toEqual([0, ['invalid_envelope']])
+    })
+
+    it('answers 503 at the handler deadline, 409 in_flight to a retry while the first run goes on, and a duplicate 200 once it finished', async () => {
+      let release = () => {}
+      const held = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let runs = 0
+      const send = await start(
+        {
+          'email.deferred': async () => {
+            runs++
+            await held // ignores ctx.signal, like a database write already in flight
+          },
+        },
+        { handlerTimeoutMs: 150, logger: false },
+      )
+      const delivery = await createSignedDelivery({ type: 'email.deferred' })
+      const first = await send(delivery)
+      expect([first.status, first.json.error?.code]).toEqual([503, 'handler_timeout'])
+      const retry = await send(await createSignedDelivery({ event: delivery.event }))
+      expect([retry.status, retry.json.error?.code]).toEqual([409, 'in_flight'])
+      expect(Number(retry.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+      expect(runs).toBe(1)
+      release()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const later = await send(await createSignedDelivery({ event: delivery.event }))
+      expect([later.status, later.json]).toEqual([200, { ok: true, duplicate: true }])
+      expect(runs).toBe(1)
+    })
+
+    it('accepts an upper-case hex signature (the same MAC; see the core README) and says when the signature header is empty', async () => {
+      const send = await start()
+      const good = await createSignedDelivery()
+      const upper = await send({
+        ...good,
+        headers: { ...good.headers, 'webhook-signature': good.headers['webhook-signature']!.toUpperCase() },
+      })
+      expect(upper.status).toBe(200)
+      const empty = await send({ ...(await createSignedDelivery()), headers: { ...good.headers, 'webhook-signature': '' } })
+      expect(empty.status).toBe(401)
+      expect(empty.json.error?.message).toMatch(/empty/)
+      expect(empty.json.error?.message).not.toMatch(/missing/)
+    })
+
+    it('says that a timestamp in milliseconds looks like milliseconds (not a clock problem)', async () => {
+      const send = await start()
+      const delivery = await createSignedDelivery({ timestamp: Date.now() })
+      const answer = await send(delivery)
+      expect([answer.status, answer.json.error?.code]).toEqual([401, 'timestamp_too_new'])
+      expect(answer.json.error?.message).toMatch(/looks like milliseconds/)
+      expect(answer.json.error?.message).not.toMatch(/NTP/)
     })
 
     it('answers 401 malformed_signature for 63 and 65 characters, non-hex and a v1, prefix', async () => {
@@ -234,5 +303,108 @@ describe('adapter handler context', () => {
     const res = await request(exp).post('/hooks').set(delivery.headers).send(delivery.body)
     expect(res.status).toBe(200)
     expect(seen).toEqual(['hono:email.queued', 'express:POST'])
+  })
+})
+
+describe('Hono with a middleware that read the body before the webhook route', () => {
+  /** A signed body with a stray invalid UTF-8 byte and a BOM: text decoding cannot give these bytes back. */
+  async function oddBytes() {
+    const event = createEvent('email.bounced')
+    const json = new TextEncoder().encode(JSON.stringify(event).replace('"data":{', '"data":{"note":"X",'))
+    const at = new TextDecoder().decode(json).indexOf('"X"') + 1
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...json])
+    bytes[at + 3] = 0xff
+    const { headers } = await signWebhook({ secret: TEST_SECRET, body: bytes, id: event.id, timestamp: Math.floor(Date.now() / 1000) })
+    return { headers, body: bytes }
+  }
+
+  async function appWith(read: 'text' | 'json' | 'arrayBuffer' | 'blob') {
+    const { Hono } = await import('hono')
+    const app = new Hono()
+    app.use('/hooks', async (c, next) => {
+      await c.req[read]().catch(() => undefined)
+      await next()
+    })
+    app.post('/hooks', honoWebhook(TEST_SECRET, {}, { store: new MemoryDedupStore(), logger: false }))
+    return app
+  }
+
+  for (const read of ['text', 'json'] as const) {
+    it(`answers 500 raw_body_unavailable naming the fix after c.req.${read}(), instead of verifying re-encoded text`, async () => {
+      const app = await appWith(read)
+      const { headers, body } = await oddBytes()
+      const res = await app.request('/hooks', { method: 'POST', headers, body })
+      const json = (await res.json()) as { error: { code: string; message: string } }
+      expect([res.status, json.error.code]).toEqual([500, 'raw_body_unavailable'])
+      expect(json.error.message).toContain(`c.req.${read}()`)
+      expect(json.error.message).toContain('c.req.arrayBuffer()')
+    })
+  }
+
+  for (const read of ['arrayBuffer', 'blob'] as const) {
+    it(`verifies the exact bytes (invalid UTF-8, BOM) when an earlier middleware called c.req.${read}()`, async () => {
+      const app = await appWith(read)
+      const { headers, body } = await oddBytes()
+      const res = await app.request('/hooks', { method: 'POST', headers, body })
+      expect(res.status).toBe(200)
+    })
+  }
+
+  it('answers through @hono/node-server with the same status, headers and body as app.request()', async () => {
+    const { Hono } = await import('hono')
+    const { serve } = await import('@hono/node-server')
+    const app = new Hono()
+    app.post('/hooks', honoWebhook(TEST_SECRET, {}, { store: new MemoryDedupStore() }))
+    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+    })
+    try {
+      const { port } = server.address() as import('node:net').AddressInfo
+      const delivery = await createSignedDelivery({ type: 'email.bounced' })
+      const res = await fetch(`http://127.0.0.1:${port}/hooks`, { method: 'POST', headers: delivery.headers, body: delivery.body })
+      expect([res.status, res.headers.get('content-type'), await res.text()]).toEqual([200, 'application/json', '{"ok":true}'])
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
+
+describe('Express handlers cannot send the answer themselves', () => {
+  it('turns ctx.res.status(200).send() in a handler into 500 handler_failed (no early 2xx, no ERR_HTTP_HEADERS_SENT), and the retry runs', async () => {
+    const causes: string[] = []
+    const attempts: number[] = []
+    const app = express()
+    app.post(
+      '/hooks',
+      expressWebhook(
+        TEST_SECRET,
+        {
+          'email.queued': (_event, ctx) => {
+            attempts.push(ctx.attempt)
+            ctx.res.locals.seen = true
+            ctx.res.setHeader('x-handled-by', 'test')
+            if (ctx.attempt === 1) ctx.res.status(200).send('handled it myself')
+          },
+        },
+        { store: new MemoryDedupStore(), onError: (error) => void causes.push(String((error.cause as Error)?.message)) },
+      ),
+    )
+    const server = app.listen(0, '127.0.0.1')
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()))
+    try {
+      const { port } = server.address() as import('node:net').AddressInfo
+      const delivery = await createSignedDelivery()
+      const post = (d: typeof delivery) => fetch(`http://127.0.0.1:${port}/hooks`, { method: 'POST', headers: d.headers, body: d.body })
+      const first = await post(delivery)
+      const json = (await first.json()) as { error: { code: string } }
+      expect([first.status, json.error.code]).toEqual([500, 'handler_failed'])
+      expect(causes[0]).toMatch(/ctx\.res\.send\(\) was called in a webhook handler/)
+      const retried = await post(await createSignedDelivery({ event: delivery.event }))
+      expect([retried.status, await retried.text(), retried.headers.get('x-handled-by')]).toEqual([200, '{"ok":true}', 'test'])
+      expect(attempts).toEqual([1, 2])
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
   })
 })

@@ -3,6 +3,7 @@
  * window, signature shape, rotation, secret validation, and errors that never leak secrets.
  */
 import { createHmac } from 'node:crypto'
+import { runInNewContext } from 'node:vm'
 import {
   DEFAULT_TOLERANCE_SECONDS,
   signWebhook,
@@ -150,6 +151,24 @@ describe('verifyWebhook: the raw body', () => {
     const { headers } = await signed(text)
     const pooled = Buffer.from(text)
     await expect(verify({ headers, body: pooled })).resolves.toEqual({ id: ID, timestamp: NOW_S })
+  })
+
+  it('verifies a Uint8Array and an ArrayBuffer made in another realm (vm, as in jsdom tests), view offsets included', async () => {
+    const text = '{"id":"other-realm"}'
+    const { headers } = await signed(text)
+    const realm = runInNewContext('({ Uint8Array, ArrayBuffer })') as {
+      Uint8Array: Uint8ArrayConstructor
+      ArrayBuffer: ArrayBufferConstructor
+    }
+    const padded = new realm.Uint8Array(text.length + 4)
+    padded.set(encoder.encode(text), 2)
+    const view = padded.subarray(2, 2 + text.length)
+    expect(view instanceof Uint8Array).toBe(false)
+    await expect(verify({ headers, body: view })).resolves.toEqual({ id: ID, timestamp: NOW_S })
+    const buffer = new realm.ArrayBuffer(text.length)
+    new realm.Uint8Array(buffer).set(encoder.encode(text))
+    expect(buffer instanceof ArrayBuffer).toBe(false)
+    await expect(verify({ headers, body: buffer })).resolves.toEqual({ id: ID, timestamp: NOW_S })
   })
 
   it('answers invalid_body for a parsed object, null, a number and a DataView instead of raw bytes', async () => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,7 +31,7 @@ import {
   TEST_SECRET,
   UNKNOWN_EVENT_TYPE,
 } from '@email-webhooks/core/testing'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-receiver-'))
@@ -330,22 +330,34 @@ describe('createReceiver refuses deliveries that are not authentic', () => {
     expect(handled()).toBe(1)
   })
 
-  it('answers 400 invalid_envelope to a correctly signed body that is not JSON', async () => {
-    const { receiver, store } = setup()
-    const signed = await signWebhook({
+  it('acknowledges a correctly signed body that is not JSON with 200, records it, runs no handler and reports it', async () => {
+    const reports: [string, ErrorInfo][] = []
+    let handled = 0
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({
       secret: TEST_SECRET,
-      body: 'not json',
-      id: crypto.randomUUID(),
-      timestamp: Math.floor(Date.now() / 1000),
+      store,
+      onError: (error, info) => void reports.push([error.code, info]),
+      handlers: { 'email.bounced': () => void handled++ },
     })
-    const answer = await receiver.receive(signed)
-    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope', outcome: 'rejected' })
-    expect(answer.body).not.toContain('not json')
-    expect(store.size).toBe(0)
+    const id = crypto.randomUUID()
+    const sign = () => signWebhook({ secret: TEST_SECRET, body: 'not json', id, timestamp: Math.floor(Date.now() / 1000) })
+    const answer = await receiver.receive(await sign())
+    expect(answer).toMatchObject({ status: 200, code: 'invalid_envelope', outcome: 'ignored' })
+    expect(answer.body).toBe('{"ok":true,"ignored":"invalid_envelope"}')
+    expect(reports).toEqual([['invalid_envelope', { status: 200, eventId: id }]])
+    // Recorded: the sender's resend of the same bytes is a quiet duplicate, not a second report.
+    expect(await receiver.receive(await sign())).toMatchObject({ status: 200, body: DUPLICATE })
+    expect([store.size, handled, reports.length]).toEqual([1, 0, 1])
+    expect(receiver.stats()).toMatchObject({ ignored: 1, duplicates: 1, handled: 0 })
   })
 
-  it('answers 400 invalid_envelope when the envelope id differs from webhook-id', async () => {
-    const { receiver, store, handled } = setup()
+  it('acknowledges (200, ignored) a signed envelope whose id differs from webhook-id, logging a warning by default', async () => {
+    const warnings: string[] = []
+    const logger = { warn: (line: string) => void warnings.push(line), error: (line: string) => void warnings.push(`error ${line}`) }
+    let handled = 0
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, logger, handlers: { 'email.bounced': () => void handled++ } })
     const event = createEvent('email.bounced')
     const signed = await signWebhook({
       secret: TEST_SECRET,
@@ -354,9 +366,12 @@ describe('createReceiver refuses deliveries that are not authentic', () => {
       timestamp: Math.floor(Date.now() / 1000),
     })
     const answer = await receiver.receive(signed)
-    expect(answer).toMatchObject({ status: 400, code: 'invalid_envelope' })
-    expect(errorOf(answer).message).toMatch(/webhook-id/)
-    expect([store.size, handled()]).toEqual([0, 0])
+    expect(answer).toMatchObject({ status: 200, code: 'invalid_envelope', outcome: 'ignored' })
+    expect([store.size, handled]).toEqual([1, 0])
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/^\[@email-webhooks\/core\] 200 invalid_envelope .*webhook-id/)
+    expect(warnings[0]).not.toContain(signed.headers['webhook-signature'])
+    expect(warnings[0]).not.toContain(event.data.id)
   })
 
   it('answers each fixture delivery of the testing kit as the fixture expects', async () => {
@@ -703,12 +718,27 @@ describe('createReceiver options', () => {
     ['a NaN maxBodyBytes', { maxBodyBytes: Number.NaN }, /maxBodyBytes/],
     ['an onError that is not a function', { onError: 'console.error' }, /onError must be a function/],
     ['an empty namespace', { namespace: '' }, /namespace/],
+    [
+      'a leaseMs that is not whole milliseconds',
+      { leaseMs: 1500.5 },
+      /leaseMs must be a positive whole number of milliseconds, got 1500.5/,
+    ],
+    ['a retentionMs that is not whole milliseconds', { retentionMs: 86_400_000.25 }, /retentionMs must be a positive whole number/],
+    ['a handlerTimeoutMs that is not whole milliseconds', { handlerTimeoutMs: 99.9 }, /handlerTimeoutMs must be a positive whole number/],
+    ['a storeTimeoutMs that is not whole milliseconds', { storeTimeoutMs: 0.5 }, /storeTimeoutMs must be a positive whole number/],
+    ['a maxBodyBytes that is not whole bytes', { maxBodyBytes: 1024.5 }, /maxBodyBytes must be a positive whole number of bytes/],
+    ['a store named other than memory', { store: 'redis' }, /store must implement .* or be 'memory'/],
+    ['a logger without warn', { logger: { error: () => {} } }, /logger must have error\(message\) and warn\(message\)/],
   ]
 
   it.each(bad)('throws a TypeError at createReceiver time for %s', (_name, options, message) => {
     const build = () => createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), ...options } as ReceiverOptions)
     expect(build).toThrow(TypeError)
     expect(build).toThrow(message)
+  })
+
+  it("accepts store: 'memory' and logger: false", () => {
+    expect(() => createReceiver({ secret: TEST_SECRET, store: 'memory', logger: false })).not.toThrow()
   })
 
   it('accepts the same options when they are valid', () => {
@@ -728,18 +758,21 @@ describe('createReceiver default store', () => {
   const run = promisify(execFile)
   const child = join(here, 'default-store-child.mjs')
 
-  async function runChild(deliveries: SignedDelivery[], env: Record<string, string>, nodeArgs: string[] = []) {
+  interface ChildResult {
+    answers: { status: number; body: string }[]
+    handled: number
+    backend: string
+    error?: { name: string; code: string; message: string }
+    stderr: string
+  }
+
+  async function runChild(deliveries: SignedDelivery[], env: Record<string, string>, nodeArgs: string[] = []): Promise<ChildResult> {
     const { stdout, stderr } = await run(process.execPath, [...nodeArgs, child], {
       cwd: here,
       timeout: 20_000,
       env: { ...process.env, ...env, DELIVERIES: JSON.stringify(deliveries) },
     })
-    const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
-      answers: { status: number; body: string }[]
-      handled: number
-      backend: string
-    }
-    return { ...result, stderr }
+    return { ...(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Omit<ChildResult, 'stderr'>), stderr }
   }
 
   it('uses a SQLite file at EMAIL_WEBHOOKS_DB on Node, creating its folder, so a restarted process detects the duplicate', async () => {
@@ -756,8 +789,84 @@ describe('createReceiver default store', () => {
     expect(restarted.handled).toBe(0)
   })
 
-  it('falls back to memory where SQLite is not the default (workerd condition) and warns exactly once that dedup is not durable', async () => {
+  function expectRefusedAtConstruction(result: ChildResult, path: string, osError: RegExp): void {
+    // Thrown when the receiver is built: no delivery was answered, none with a non-durable 200.
+    expect(result.answers).toBeUndefined()
+    expect(result.stderr).not.toContain('built')
+    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'misconfigured' })
+    const message = result.error?.message ?? ''
+    expect(message).toContain(path)
+    expect(message).toMatch(osError)
+    expect(message).toMatch(/EMAIL_WEBHOOKS_DB/)
+    expect(message).toMatch(/store: 'memory'/)
+  }
+
+  it('refuses at construction, naming the path and the OS error, when a parent of the default path is a regular file', async () => {
+    const file = join(dir, 'a-file-not-a-folder')
+    writeFileSync(file, 'x')
+    const path = join(file, 'dedup.db')
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+    expectRefusedAtConstruction(result, path, /ENOTDIR|EEXIST|not a directory/)
+  })
+
+  it('refuses at construction when the default SQLite file is corrupt (not a database)', async () => {
+    const path = join(dir, 'corrupt', 'dedup.db')
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, Buffer.alloc(8192, 'this is not a SQLite database file. '))
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+    expectRefusedAtConstruction(result, path, /not a database|SQLITE_NOTADB|file is (encrypted|not a database)/i)
+  })
+
+  it('refuses at construction with driver_missing and the install command when better-sqlite3 cannot load', async () => {
+    const path = join(dir, 'no-driver', 'dedup.db')
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const result = await runChild([delivery], { EMAIL_WEBHOOKS_DB: path }, ['--require', join(here, 'no-sqlite-driver.cjs')])
+    expect(result.answers).toBeUndefined()
+    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'driver_missing' })
+    expect(result.error?.message).toContain(path)
+    expect(result.error?.message).toContain('npm install better-sqlite3')
+    expect(result.error?.message).toMatch(/Cannot find module 'better-sqlite3'/)
+  })
+
+  const root = process.getuid?.() === 0
+  it.skipIf(root)(
+    'refuses at construction when the folder of the default file is not writable (skipped as root: chmod does not deny root)',
+    async () => {
+      const folder = join(dir, 'read-only')
+      mkdirSync(folder)
+      chmodSync(folder, 0o500)
+      try {
+        const path = join(folder, 'dedup.db')
+        const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+        expectRefusedAtConstruction(result, path, /unable to open|EACCES|readonly|permission/i)
+      } finally {
+        chmodSync(folder, 0o700)
+      }
+    },
+  )
+
+  it("uses memory without a warning when the user opts in with store: 'memory'", async () => {
+    const file = join(dir, 'opt-in-file')
+    writeFileSync(file, 'x')
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    // The default path is broken, but it is not used.
+    const result = await runChild([delivery, await redeliver(delivery)], { EMAIL_WEBHOOKS_DB: join(file, 'dedup.db'), STORE: 'memory' })
+    expect(result.answers).toEqual([
+      { status: 200, body: OK },
+      { status: 200, body: DUPLICATE },
+    ])
+    expect(result.stderr).not.toMatch(/durable/i)
+  })
+
+  it('falls back to memory where SQLite is not the default (workerd condition) and warns exactly once, at construction, that dedup is not durable', async () => {
     const path = join(dir, 'workerd', 'dedup.db')
+    const built = await runChild([], { EMAIL_WEBHOOKS_DB: path }, ['--conditions=workerd'])
+    // No delivery at all: the warning comes from building the receiver, before it is used.
+    const early = built.stderr.split('\n')
+    const warning = early.findIndex((line) => /NOT durable/.test(line))
+    expect(warning).toBeGreaterThan(-1)
+    expect(warning).toBeLessThan(early.indexOf('built'))
+
     const a = await createSignedDelivery({ type: 'email.bounced' })
     const b = await createSignedDelivery({ type: 'email.bounced' })
     const result = await runChild([a, b, a], { EMAIL_WEBHOOKS_DB: path }, ['--conditions=workerd'])
@@ -771,6 +880,177 @@ describe('createReceiver default store', () => {
     const warnings = result.stderr.split('\n').filter((line) => line.includes('[@email-webhooks/core]'))
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toMatch(/NOT durable/)
+    expect(warnings[0]).toMatch(/options\.store/)
     expect(existsSync(path)).toBe(false)
+  })
+})
+
+describe("createReceiver defaults answer inside the sender's 10 s", () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  /** Receives on fake timers; resolves with the answer and the fake milliseconds it took. */
+  async function timed(receiver: ReturnType<typeof createReceiver>, delivery: SignedDelivery, stepMs = 100) {
+    let answer: ReceiverResponse | undefined
+    const started = performance.now()
+    void receiver.receive(delivery).then((a) => {
+      answer = a
+    })
+    while (!answer && performance.now() - started < 30_000) await vi.advanceTimersByTimeAsync(stepMs)
+    return { answer: answer as ReceiverResponse, ms: performance.now() - started }
+  }
+
+  it('answers 503 handler_timeout after about 7 s to a handler that never returns, with the lease still held', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, handlers: { 'email.bounced': () => new Promise(() => {}) } })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const { answer, ms } = await timed(receiver, delivery)
+    expect(answer.code).toBe('handler_timeout')
+    expect(ms).toBeGreaterThanOrEqual(6_900)
+    expect(ms).toBeLessThan(9_000)
+    expect((await store.claim(`default:${delivery.event.id}`, LONG)).status).toBe('in_flight')
+  })
+
+  it('answers 503 store_unavailable before 9 s when the handler takes 6.9 s and the store then hangs on complete', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    const inner = new MemoryDedupStore()
+    const store: DedupStore = {
+      claim: (key, opts) => inner.claim(key, opts),
+      complete: () => new Promise(() => {}),
+      release: (claim) => inner.release(claim),
+    }
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      handlers: { 'email.bounced': () => new Promise((resolve) => setTimeout(resolve, 6_900)) },
+    })
+    const { answer, ms } = await timed(receiver, await createSignedDelivery({ type: 'email.bounced' }))
+    expect(answer.code).toBe('store_unavailable')
+    expect(ms).toBeGreaterThan(6_900)
+    expect(ms).toBeLessThan(9_000)
+  })
+})
+
+describe('createReceiver with a handler past its deadline that ignores ctx.signal', () => {
+  it('answers 503 at the deadline, answers 409 in_flight to a retry while the first run goes on, and records the late success', async () => {
+    const hold = gate()
+    let runs = 0
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      logger: false,
+      handlerTimeoutMs: 100,
+      handlers: {
+        'email.bounced': async () => {
+          runs++
+          await hold.promise
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect(await receiver.receive(delivery)).toMatchObject({ status: 503, code: 'handler_timeout' })
+    const retry = await receiver.receive(await redeliver(delivery))
+    expect(retry).toMatchObject({ status: 409, code: 'in_flight' })
+    expect(runs).toBe(1)
+    hold.open()
+    await sleep(20)
+    expect(await receiver.receive(await redeliver(delivery, 2))).toMatchObject({ status: 200, body: DUPLICATE })
+    expect(runs).toBe(1)
+  })
+
+  it('releases the key when the late run finally throws, so the next retry runs it again', async () => {
+    const hold = gate()
+    const attempts: number[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      logger: false,
+      handlerTimeoutMs: 100,
+      handlers: {
+        'email.bounced': async (_event, ctx) => {
+          attempts.push(ctx.attempt)
+          if (ctx.attempt > 1) return
+          await hold.promise
+          throw new Error('gave up late')
+        },
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect(await receiver.receive(delivery)).toMatchObject({ status: 503, code: 'handler_timeout' })
+    expect(await receiver.receive(await redeliver(delivery))).toMatchObject({ status: 409 })
+    hold.open()
+    await sleep(20)
+    expect(await receiver.receive(await redeliver(delivery, 2))).toMatchObject({ status: 200, body: OK })
+    expect(attempts).toEqual([1, 2])
+  })
+})
+
+describe('createReceiver logs 5xx-class failures by default and counts refusals quietly', () => {
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
+  it('writes one console.error line with the code, event type and id and the handler error, and nothing secret', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const warns = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      handlers: {
+        'email.bounced': () => {
+          throw new Error('connection to billing-db refused')
+        },
+      },
+    })
+    const good = await createSignedDelivery({ type: 'email.bounced' })
+    expect(await receiver.receive(good)).toMatchObject({ status: 500 })
+    expect(errors).toHaveBeenCalledTimes(1)
+    const line = String(errors.mock.calls[0]?.[0])
+    expect(line).toContain('500 handler_failed')
+    expect(line).toContain('email.bounced')
+    expect(line).toContain(good.event.id)
+    expect(line).toContain('connection to billing-db refused')
+    for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.data.id]) expect(line).not.toContain(secret)
+
+    // Bad signatures: no log line, but counted by code.
+    await receiver.receive({ ...good, body: `${good.body} ` })
+    await receiver.receive({ ...good, headers: { ...good.headers, 'webhook-signature': '' } })
+    expect(errors).toHaveBeenCalledTimes(1)
+    expect(warns).not.toHaveBeenCalled()
+    expect(receiver.stats()).toEqual({
+      handled: 0,
+      duplicates: 0,
+      ignored: 0,
+      rejected: { signature_mismatch: 1, malformed_signature: 1 },
+      failed: { handler_failed: 1 },
+    })
+  })
+
+  it('logs through the logger option instead, and not at all when onError is given', async () => {
+    const lines: string[] = []
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const failing = { 'email.bounced': () => Promise.reject(new Error('boom')) }
+    const logged = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      logger: { error: (line) => void lines.push(line), warn: (line) => void lines.push(line) },
+      handlers: failing,
+    })
+    await logged.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/500 handler_failed email\.bounced .* boom/)
+
+    const seen: string[] = []
+    const observed = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      onError: (error) => void seen.push(error.code),
+      handlers: failing,
+    })
+    await observed.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(seen).toEqual(['handler_failed'])
+    expect(errors).not.toHaveBeenCalled()
   })
 })

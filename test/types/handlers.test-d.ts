@@ -126,3 +126,17 @@ if (isEmailEventType(someType)) expectTypeOf(someType).toEqualTypeOf<EmailEventT
 expectTypeOf(eventFixtures['email.bounced']).toEqualTypeOf<EmailEventOf<'email.bounced'>>()
 expectTypeOf(createEvent('email.submitted')).toEqualTypeOf<EmailEventOf<'email.submitted'>>()
 expectTypeOf(createEvent('organization.updated')).toEqualTypeOf<WebhookEvent>()
+
+// createSignedDelivery: a delivery for an email type carries that type's envelope, so data.id is a string.
+{
+  const { createSignedDelivery } = await import('@email-webhooks/core/testing')
+  const bounced = await createSignedDelivery({ type: 'email.bounced' })
+  expectTypeOf(bounced.event.type).toEqualTypeOf<'email.bounced'>()
+  expectTypeOf(bounced.event.data.id).toEqualTypeOf<string>()
+  const queued = await createSignedDelivery()
+  expectTypeOf(queued.event.data.id).toEqualTypeOf<string>()
+  const again = await createSignedDelivery({ event: bounced.event, timestamp: 1 })
+  expectTypeOf(again.event).toEqualTypeOf<EmailEventOf<'email.bounced'>>()
+  const other = await createSignedDelivery({ type: 'organization.updated' })
+  expectTypeOf(other.event).toEqualTypeOf<WebhookEvent>()
+}

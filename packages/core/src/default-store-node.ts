@@ -1,33 +1,59 @@
 /**
  * Default dedup store on Node: a SQLite file at `EMAIL_WEBHOOKS_DB`, else
- * `./.email-webhooks/dedup.db` (folder created). One store per path is shared by every
- * receiver in the process. If better-sqlite3 cannot load, the memory store with a warning.
+ * `./.email-webhooks/dedup.db` (folder created), opened synchronously when a receiver is built.
+ * One store per path is shared by every receiver in the process. If the file cannot be opened,
+ * or better-sqlite3 cannot load, that is a `DedupStoreError` thrown at construction, naming the
+ * path, the OS error and the fix: never a silent fall back to a memory store.
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { memoryFallback } from './default-store-web.js'
+import { DedupStoreError } from './store/errors.js'
 import type { DedupStore } from './store/types.js'
 
 /** Where the default SQLite file lives when `EMAIL_WEBHOOKS_DB` is not set. */
 export const DEFAULT_DB_PATH = './.email-webhooks/dedup.db'
 
-const stores = new Map<string, Promise<DedupStore>>()
+const stores = new Map<string, DedupStore>()
 
-/** Resolves the default store for this runtime. */
-export function getDefaultStore(createMemoryStore: () => DedupStore): Promise<DedupStore> {
+/** The error's message with its OS/SQLite code, and its cause's (the driver's) when it has one. */
+function causeText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const code = (error as { code?: unknown }).code
+  const text = typeof code === 'string' && !error.message.includes(code) ? `${code}: ${error.message}` : error.message
+  return error.cause instanceof Error ? `${text} (${error.cause.message.split('\n')[0]})` : text
+}
+
+function openError(path: string, error: unknown): DedupStoreError {
+  const why = causeText(error)
+  if (/better-sqlite3 could not be loaded/.test(why)) {
+    return new DedupStoreError(
+      'driver_missing',
+      `[@email-webhooks/core] No store was given, and the default durable store (SQLite at ${path}) needs better-sqlite3, which could not be loaded. Install it: \`npm install better-sqlite3\` (then \`npm rebuild better-sqlite3\` if its native build failed). Or pass a store (options.store), or store: 'memory' to accept non-durable dedup. Cause: ${why}`,
+      { cause: error },
+    )
+  }
+  return new DedupStoreError(
+    'misconfigured',
+    `[@email-webhooks/core] No store was given, and the default durable store could not open its SQLite file at ${path}: ${why}. Fix: make that folder writable by this process (and the file, if it exists, a valid SQLite database), or set EMAIL_WEBHOOKS_DB to a writable path, or pass a store (options.store), or store: 'memory' to accept non-durable dedup.`,
+    { cause: error },
+  )
+}
+
+/**
+ * Opens (or reuses) the default store for this runtime.
+ * @throws {DedupStoreError} `misconfigured` when the file cannot be opened, `driver_missing` when better-sqlite3 cannot load.
+ */
+export function getDefaultStore(): DedupStore {
   const path = resolve(process.env.EMAIL_WEBHOOKS_DB || DEFAULT_DB_PATH)
   let store = stores.get(path)
   if (!store) {
-    store = (async (): Promise<DedupStore> => {
-      try {
-        mkdirSync(dirname(path), { recursive: true })
-        return new SqliteDedupStore({ path })
-      } catch (error) {
-        const why = error instanceof Error ? error.message : String(error)
-        return memoryFallback(`The default SQLite dedup store could not be opened at ${path} (${why}).`, createMemoryStore)
-      }
-    })()
+    try {
+      mkdirSync(dirname(path), { recursive: true })
+      store = new SqliteDedupStore({ path })
+    } catch (error) {
+      throw openError(path, error)
+    }
     stores.set(path, store)
   }
   return store

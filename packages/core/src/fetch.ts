@@ -11,6 +11,7 @@ import {
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
+  type ReceiverStats,
   type WebhookOptions,
 } from './receiver.js'
 import type { WebhookSecret } from './secret.js'
@@ -56,26 +57,33 @@ export function toResponse(answer: ReceiverResponse): Response {
 
 const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } })
 
+/** The fetch handler, with the receiver's counters. */
+export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & {
+  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
+  stats(): ReceiverStats
+}
+
 /**
  * Answers web-standard requests with the full pipeline.
  *
  * @param secret The endpoint secret, or several during rotation.
  * @param handlers Handlers keyed by email event type.
  * @param options See {@link WebhookOptions}; `store` defaults to SQLite on Node, memory elsewhere.
- * @returns `(request: Request) => Promise<Response>`.
+ * @returns `(request: Request) => Promise<Response>`, with `stats()`.
  * @throws {TypeError} when the secret or an option is invalid.
+ * @throws {DedupStoreError} when no store is given and Node's default SQLite store cannot be opened.
  * @example
- * const handle = emailWebhook(process.env.EMAIL_WEBHOOK_SECRET!, { 'email.bounced': (e) => markBounced(e.data.id) })
+ * const handle = emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (e) => markBounced(e.data.id) })
  * Bun.serve({ fetch: handle })
  */
 export function emailWebhook(
   secret: WebhookSecret,
   handlers: EmailEventHandlers<HandlerContext & FetchHandlerContext> = {},
   options: WebhookOptions<HandlerContext & FetchHandlerContext> = {},
-): (request: Request) => Promise<Response> {
+): FetchWebhookHandler {
   const receiver: Receiver<FetchHandlerContext> = createReceiver<FetchHandlerContext>({ ...options, secret, handlers })
   const { maxBodyBytes } = receiver
-  return async function emailWebhookFetchHandler(request: Request): Promise<Response> {
+  async function emailWebhookFetchHandler(request: Request): Promise<Response> {
     if (request.method !== 'POST') {
       return new Response(METHOD_NOT_ALLOWED, { status: 405, headers: { 'content-type': 'application/json', allow: 'POST' } })
     }
@@ -93,4 +101,5 @@ export function emailWebhook(
     }
     return toResponse(await receiver.receive({ headers: request.headers, body, context: { request } }))
   }
+  return Object.assign(emailWebhookFetchHandler, { stats: receiver.stats })
 }

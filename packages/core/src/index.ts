@@ -22,11 +22,12 @@ export {
   parseEnvelope,
   type WebhookEvent,
 } from './events.js'
-export { emailWebhook, type FetchHandlerContext, readBodyWithLimit, toResponse } from './fetch.js'
+export { emailWebhook, type FetchHandlerContext, type FetchWebhookHandler, readBodyWithLimit, toResponse } from './fetch.js'
 export { HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP, type WebhookHeaders } from './headers.js'
 export {
   bodyTooLargeError,
   createReceiver,
+  DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_NAMESPACE,
@@ -41,7 +42,9 @@ export {
   type Receiver,
   type ReceiverOptions,
   type ReceiverResponse,
+  type ReceiverStats,
   type WebhookEventHandler,
+  type WebhookLogger,
   type WebhookOptions,
 } from './receiver.js'
 export { assertValidSecrets, type WebhookSecret } from './secret.js'

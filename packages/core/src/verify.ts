@@ -102,7 +102,13 @@ function decodeSignature(hex: string): Uint8Array | undefined {
 
 function toBytes(body: WebhookBody): Uint8Array | string {
   if (typeof body === 'string' || body instanceof Uint8Array) return body
-  if (body instanceof ArrayBuffer) return new Uint8Array(body)
+  // Views and buffers from another realm (vm, jsdom, a worker's transfer) fail `instanceof`.
+  if (ArrayBuffer.isView(body) && Object.prototype.toString.call(body) === '[object Uint8Array]') {
+    return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  }
+  if (body instanceof ArrayBuffer || Object.prototype.toString.call(body) === '[object ArrayBuffer]') {
+    return new Uint8Array(body as ArrayBuffer)
+  }
   const kind = body === null ? 'null' : typeof body === 'object' ? 'an object (already parsed?)' : typeof body
   throw new WebhookVerificationError(
     'invalid_body',
@@ -212,7 +218,9 @@ function checkShape(headers: WebhookHeaders, body: WebhookBody, tolerance: numbe
   if (mac === undefined) {
     throw new WebhookVerificationError(
       'malformed_signature',
-      'The webhook-signature header must be exactly 64 hexadecimal characters (HMAC-SHA256). Check that no prefix such as "v1," or "sha256=" was added.',
+      signature.length === 0
+        ? 'The webhook-signature header is present but empty; it must be exactly 64 hexadecimal characters (HMAC-SHA256). Check that a proxy or a test client does not blank it.'
+        : 'The webhook-signature header must be exactly 64 hexadecimal characters (HMAC-SHA256). Check that no prefix such as "v1," or "sha256=" was added.',
     )
   }
 
@@ -231,9 +239,13 @@ function checkShape(headers: WebhookHeaders, body: WebhookBody, tolerance: numbe
     )
   }
   if (-age > tolerance) {
+    // 13 digits near now/1000: the sender (or a test) put milliseconds where seconds belong.
+    const milliseconds = Math.abs(Math.floor(timestamp / 1000) - Math.floor(nowMs / 1000)) <= tolerance
     throw new WebhookVerificationError(
       'timestamp_too_new',
-      `The webhook-timestamp is more than ${tolerance} s in the future. Check this server's clock (NTP).`,
+      milliseconds
+        ? 'The webhook-timestamp looks like milliseconds since the epoch; it must be Unix time in whole seconds. If you sign test deliveries yourself, divide Date.now() by 1000 and round down.'
+        : `The webhook-timestamp is more than ${tolerance} s in the future. Check this server's clock (NTP).`,
     )
   }
 

@@ -11,16 +11,24 @@ import {
   type EmailEventHandlers,
   type HandlerContext,
   type ReceiverResponse,
+  type ReceiverStats,
   WebhookHandlingError,
   type WebhookOptions,
   type WebhookSecret,
   WebhookVerificationError,
 } from '@email-webhooks/core'
+// Types only (from @types/express, for Express 4 and 5): the runtime never imports express.
+import type { Request, Response } from 'express'
 
 /** The Express request and response, added to every handler's context. */
 export interface ExpressHandlerContext {
-  req: IncomingMessage & { body?: unknown }
-  res: ServerResponse
+  /** The Express request (`ctx.req.ip`, `ctx.req.params`, …). */
+  req: Request
+  /**
+   * The Express response, for `res.locals` and headers. It cannot send: the middleware answers
+   * after the event is recorded, so `send`, `json`, `end`, `status(…).send(…)` and the like throw.
+   */
+  res: Response
 }
 
 /** Handler context inside Express: core's context plus `req` and `res`. */
@@ -32,8 +40,11 @@ export type ExpressWebhookOptions = WebhookOptions<ExpressContext>
 /** Handlers keyed by email event type, with the Express context. */
 export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
 
-/** The middleware: `(req, res, next) => Promise<void>`, usable with Express 4 and 5. */
-export type EmailWebhookMiddleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>
+/** The middleware: `(req, res, next) => Promise<void>`, usable with Express 4 and 5, with the receiver's counters. */
+export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) & {
+  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
+  stats(): ReceiverStats
+}
 
 type RawBodyRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; _body?: unknown }
 
@@ -102,6 +113,45 @@ function rawBody(req: RawBodyRequest, maxBytes: number): Promise<Uint8Array | st
   return readStream(req, maxBytes)
 }
 
+/** Methods that would send an answer; a handler calling them would acknowledge before the event is recorded. */
+const SENDING = new Set<PropertyKey>([
+  'writeHead',
+  'write',
+  'end',
+  'send',
+  'json',
+  'jsonp',
+  'sendStatus',
+  'sendFile',
+  'download',
+  'redirect',
+  'render',
+  'flushHeaders',
+])
+
+function refuseToSend(name: string): never {
+  throw new TypeError(
+    `[@email-webhooks/express] ctx.res.${name}() was called in a webhook handler. The middleware answers after the event is recorded as done (a 2xx sent earlier would be lost on a crash), so handlers cannot send. Return to acknowledge, throw to get a retry; use ctx.res.locals or headers only.`,
+  )
+}
+
+/** `res` for handlers: reads and header changes pass through; sending throws. */
+function guardedResponse(res: ServerResponse): Response {
+  const guarded: ServerResponse = new Proxy(res, {
+    get(target, property) {
+      if (SENDING.has(property)) return () => refuseToSend(String(property))
+      const value = Reflect.get(target, property, target)
+      if (typeof value !== 'function') return value
+      // Chained calls (`res.status(200).send()`) must stay on the guarded object.
+      return (...args: unknown[]) => {
+        const result = value.apply(target, args)
+        return result === target ? guarded : result
+      }
+    },
+  })
+  return guarded as unknown as Response
+}
+
 function send(res: ServerResponse, answer: ReceiverResponse, close = false): void {
   res.statusCode = answer.status
   for (const name in answer.headers) res.setHeader(name, answer.headers[name] as string)
@@ -128,7 +178,7 @@ export function emailWebhook(
   options: ExpressWebhookOptions = {},
 ): EmailWebhookMiddleware {
   const receiver = createReceiver<ExpressHandlerContext>({ ...options, secret, handlers })
-  return async function emailWebhookMiddleware(req, res, next) {
+  async function emailWebhookMiddleware(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> {
     try {
       const pending = rawBody(req, receiver.maxBodyBytes)
       if (!pending) {
@@ -146,9 +196,13 @@ export function emailWebhook(
         }
         throw error
       }
-      send(res, await receiver.receive({ headers: req.headers, body, context: { req, res } }))
+      const context = { req: req as Request, res: guardedResponse(res) }
+      const answer = await receiver.receive({ headers: req.headers, body, context })
+      // Only something outside the handlers (another middleware, a timer) can have answered by now.
+      if (!res.headersSent) send(res, answer)
     } catch (error) {
       next(error)
     }
   }
+  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats })
 }

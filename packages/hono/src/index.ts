@@ -2,8 +2,9 @@
  * @email-webhooks/hono: `emailWebhook(secret, handlers, options?)` as a Hono handler, on any
  * runtime Hono runs on. A body whose content-length passes `maxBodyBytes` is refused before it
  * is read; a chunked body is streamed with core's bounded reader and refused as soon as it passes
- * the limit. The bytes stay in Hono's body cache (so `c.req.json()` still works afterwards) and go
- * to core's receiver, whose answer is returned.
+ * the limit. The exact bytes go to core's receiver (never text re-encoded from Hono's body cache),
+ * stay in the cache (so `c.req.json()` still works afterwards), and the answer goes out through
+ * `c.body`, which @hono/node-server sends on its fast path.
  */
 import {
   bodyTooLargeError,
@@ -11,8 +12,10 @@ import {
   declaredLength,
   type EmailEventHandlers,
   type HandlerContext,
+  type ReceiverResponse,
+  type ReceiverStats,
   readBodyWithLimit,
-  toResponse,
+  WebhookHandlingError,
   type WebhookOptions,
   type WebhookSecret,
   WebhookVerificationError,
@@ -33,23 +36,45 @@ export type HonoWebhookOptions<E extends Env = Env> = WebhookOptions<HonoContext
 /** Handlers keyed by email event type, with the Hono context. */
 export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoContext<E>>
 
+/** The Hono handler, with the receiver's counters. */
+export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & {
+  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
+  stats(): ReceiverStats
+}
+
+const RAW_BODY_GONE =
+  '[@email-webhooks/hono] an earlier middleware read the body as text or JSON (c.req.json(), c.req.text(), c.req.parseBody()); Hono then keeps only decoded text, so the exact signed bytes are gone and re-encoding them would not verify. Fix: mount emailWebhook before that middleware for this route, or have it read c.req.arrayBuffer() (Hono derives json() and text() from it).'
+
+type BodyCache = Record<string, Promise<unknown> | undefined>
+
 /**
- * The raw body, read at most `maxBytes` into it, and cached for `c.req.json()` / `c.req.text()`.
- * With a `content-length` (already checked against the limit) the HTTP layer frames the body to
- * that length, so `c.req.arrayBuffer()` reads it: on @hono/node-server that skips building a
- * full `Request` with a web stream, a large part of a small request's cost. Without one (a
- * chunked body) the stream is read under the limit and refused as soon as it passes it. An
- * earlier middleware's `c.req.arrayBuffer()` is reused as is; the receiver checks every size.
+ * The raw body, read at most `maxBytes` into it, and cached for `c.req.json()` / `c.req.text()`;
+ * undefined when an earlier middleware kept only decoded text. With a `content-length` (already
+ * checked against the limit) the HTTP layer frames the body, so `c.req.arrayBuffer()` reads it (on
+ * @hono/node-server without building a web stream). Without one (chunked) the stream is read under
+ * the limit. Bytes an earlier middleware cached (`arrayBuffer`, `blob`) are reused as they are.
  */
-async function readBody<E extends Env>(c: Context<E>, maxBytes: number, framed: boolean): Promise<ArrayBuffer> {
-  const cache = c.req.bodyCache
-  if (framed || cache.arrayBuffer || c.req.raw.bodyUsed) return c.req.arrayBuffer()
+async function readBody<E extends Env>(c: Context<E>, maxBytes: number, framed: boolean): Promise<ArrayBuffer | undefined> {
+  const cache = c.req.bodyCache as BodyCache
+  for (const key in cache) {
+    if (key === 'arrayBuffer') return (await cache.arrayBuffer) as ArrayBuffer
+    if (key === 'blob') return (await (cache.blob as Promise<Blob>)).arrayBuffer()
+  }
+  // Anything else cached (text, json, formData) is decoded: the bytes are gone.
+  for (const _ in cache) return undefined
+  if (c.req.raw.bodyUsed) return undefined
+  if (framed) return c.req.arrayBuffer()
   const bytes = await readBodyWithLimit(c.req.raw.body, maxBytes)
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
   const buffer = (whole ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer
   // Hono keeps promises in its body cache (its type says ArrayBuffer); json() and text() derive from this one.
-  ;(cache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(buffer)
+  cache.arrayBuffer = Promise.resolve(buffer)
   return buffer
+}
+
+function answer<E extends Env>(c: Context<E>, response: ReceiverResponse): Response {
+  // c.body, not new Response(): @hono/node-server writes it without building a web Response.
+  return c.body(response.body, response.status as 200, response.headers)
 }
 
 /**
@@ -57,33 +82,38 @@ async function readBody<E extends Env>(c: Context<E>, maxBytes: number, framed: 
  *
  * @param secret The endpoint secret, or several during rotation.
  * @param handlers Handlers keyed by email event type; each gets `(event, ctx)` with `ctx.c`, `ctx.signal`.
- * @param options See core's `WebhookOptions` (store, onUnknown, onError, leaseMs, …).
- * @returns A Hono handler, generic over the app's `Env`.
+ * @param options See core's `WebhookOptions` (store, onUnknown, onError, logger, leaseMs, …).
+ * @returns A Hono handler, generic over the app's `Env`, with `stats()`.
  * @throws {TypeError} when the secret or an option is invalid (at startup, not per request).
+ * @throws {DedupStoreError} when no store is given and Node's default SQLite store cannot be opened.
  * @example
- * app.post('/hooks', emailWebhook(c.env.EMAIL_WEBHOOK_SECRET, { 'email.bounced': (event) => markBounced(event.data.id) }))
+ * app.post('/hooks', emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (event) => markBounced(event.data.id) }))
  */
 export function emailWebhook<E extends Env = Env>(
   secret: WebhookSecret,
   handlers: HonoEventHandlers<E> = {},
   options: HonoWebhookOptions<E> = {},
-): Handler<E> {
+): EmailWebhookHandler<E> {
   const receiver = createReceiver<HonoHandlerContext<E>>({ ...options, secret, handlers })
-  return async function emailWebhookHandler(c: Context<E>): Promise<Response> {
+  async function emailWebhookHandler(c: Context<E>): Promise<Response> {
     const declared = declaredLength(c.req.header('content-length'))
     if (declared !== undefined && declared > receiver.maxBodyBytes) {
-      return toResponse(receiver.refuse(bodyTooLargeError(receiver.maxBodyBytes)))
+      return answer(c, receiver.refuse(bodyTooLargeError(receiver.maxBodyBytes)))
     }
-    let body: ArrayBuffer
+    let body: ArrayBuffer | undefined
     try {
       body = await readBody(c, receiver.maxBodyBytes, declared !== undefined)
     } catch (error) {
-      if (error instanceof WebhookVerificationError) return toResponse(receiver.refuse(error))
+      if (error instanceof WebhookVerificationError) return answer(c, receiver.refuse(error))
       // The client hung up mid-body: nothing was claimed and nobody reads the answer; do not
       // let Hono's error handler log a stack for it.
-      if (c.req.raw.signal.aborted || (error as { code?: unknown }).code === 'ECONNRESET') return new Response(null, { status: 400 })
+      if (c.req.raw.signal.aborted || (error as { code?: unknown }).code === 'ECONNRESET') return c.body(null, 400)
       throw error
     }
-    return toResponse(await receiver.receive({ headers: c.req.raw.headers, body, context: { c } }))
+    if (body === undefined) return answer(c, receiver.refuse(new WebhookHandlingError('raw_body_unavailable', RAW_BODY_GONE)))
+    // c.req.header() reads node-server's incoming headers directly, without building a Request.
+    const headers = { get: (name: string): string | null => c.req.header(name) ?? null }
+    return answer(c, await receiver.receive({ headers, body, context: { c } }))
   }
+  return Object.assign(emailWebhookHandler, { stats: receiver.stats })
 }

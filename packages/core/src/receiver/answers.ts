@@ -1,0 +1,66 @@
+/** The answers the receiver sends: statuses, headers and the small JSON bodies (never the secret, signature or body). */
+import { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
+import type { WebhookEvent } from '../events.js'
+import type { ReceiveOutcome, ReceiverResponse } from './types.js'
+
+const OK_BODY = '{"ok":true}'
+const DUPLICATE_BODY = '{"ok":true,"duplicate":true}'
+const IGNORED_BODY = '{"ok":true,"ignored":"invalid_envelope"}'
+
+function jsonHeaders(): Record<string, string> {
+  return { 'content-type': 'application/json' }
+}
+
+/** 200 after the handler ran and the event was recorded. */
+export function okAnswer(event: WebhookEvent, outcome: ReceiveOutcome): ReceiverResponse {
+  return { status: 200, headers: jsonHeaders(), body: OK_BODY, outcome, event }
+}
+
+/** 200 to a redelivery of an event already handled. */
+export function duplicateAnswer(event: WebhookEvent | undefined): ReceiverResponse {
+  const answer: ReceiverResponse = { status: 200, headers: jsonHeaders(), body: DUPLICATE_BODY, outcome: 'duplicate' }
+  if (event) answer.event = event
+  return answer
+}
+
+/** 200 to a signed, in-window body that is not a valid envelope: recorded so its resends stay quiet. */
+export function ignoredAnswer(): ReceiverResponse {
+  return { status: 200, headers: jsonHeaders(), body: IGNORED_BODY, outcome: 'ignored', code: 'invalid_envelope' }
+}
+
+/** The non-2xx answer for a refusal or a failure; `Retry-After` in whole seconds (at least 1) when given. */
+export function errorAnswer(
+  error: WebhookVerificationError | WebhookHandlingError,
+  event?: WebhookEvent,
+  retryAfterMs?: number,
+): ReceiverResponse {
+  const headers = jsonHeaders()
+  if (retryAfterMs !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)))
+  const answer: ReceiverResponse = {
+    status: error.status,
+    headers,
+    body: JSON.stringify({ error: { code: error.code, message: error.message } }),
+    outcome: error instanceof WebhookVerificationError ? 'rejected' : 'retry',
+    code: error.code,
+  }
+  if (event) answer.event = event
+  return answer
+}
+
+/** The refusal of a body over `maxBodyBytes` (413), for adapters that refuse it while reading. */
+export function bodyTooLargeError(maxBodyBytes: number): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'body_too_large',
+    `The body is larger than maxBodyBytes (${maxBodyBytes} bytes). Raise maxBodyBytes if the events are legitimately this large.`,
+  )
+}
+
+/** A 503 `store_unavailable` keeping the store's failure as cause. */
+export function storeUnavailable(cause: unknown, timedOutAfterMs?: number): WebhookHandlingError {
+  const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
+  return new WebhookHandlingError(
+    'store_unavailable',
+    `The dedup store ${reason}; nothing was marked done and the sender will retry. See the error's cause.`,
+    { cause },
+  )
+}

@@ -1,0 +1,42 @@
+/** Claim step: ask the store for the event's key and map duplicate, in-flight and store failure to answers. */
+import { WebhookHandlingError } from '../errors.js'
+import type { WebhookEvent } from '../events.js'
+import type { Claim } from '../store/types.js'
+import { duplicateAnswer, storeUnavailable } from './answers.js'
+import { attempt } from './deadline.js'
+import type { Pipeline } from './pipeline.js'
+import type { ReceiverResponse } from './types.js'
+
+/** A claim this request holds, and when it was asked for (the handler deadline counts from then, as the lease may). */
+export interface Claimed {
+  claim: Claim
+  startedAt: number
+}
+
+/** Claims `key`; returns the claim, or the answer when there is nothing to run (duplicate, in flight, store down). */
+export async function claimKey<Ctx>(p: Pipeline<Ctx>, key: string, event: WebhookEvent | undefined): Promise<Claimed | ReceiverResponse> {
+  const startedAt = performance.now()
+  const pending = attempt(() => p.store.claim(key, p.claimOptions))
+  let timedOut = false
+  let result: Awaited<typeof pending>
+  try {
+    result = await p.deadlines.within(pending, startedAt + p.storeTimeoutMs, () => {
+      timedOut = true
+      // A claim that lands after we gave up would block retries until its lease ends: give it back.
+      pending.then((late) => (late.status === 'acquired' ? p.store.release(late.claim) : false)).catch(() => {})
+      return new Error(`store claim took longer than ${p.storeTimeoutMs} ms`)
+    })
+  } catch (cause) {
+    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
+  }
+  if (result.status === 'acquired') return { claim: result.claim, startedAt }
+  if (result.status === 'duplicate') {
+    p.reporter.duplicates++
+    return duplicateAnswer(event)
+  }
+  const error = new WebhookHandlingError(
+    'in_flight',
+    'This event is being handled by another request right now; retry after the Retry-After delay.',
+  )
+  return p.fail(error, event, result.retryAfterMs)
+}

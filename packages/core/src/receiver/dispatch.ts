@@ -1,0 +1,98 @@
+/**
+ * Dispatch step: the typed handler (or onUnknown) under the handler deadline, with `ctx.signal`.
+ * At the deadline the answer is 503 at once, but the key stays claimed until the handler's own
+ * promise settles: then it is completed (it finished late; the retry gets a duplicate 2xx) or
+ * released (it failed; the retry runs it again). So no second run overlaps a first one.
+ */
+import { WebhookHandlingError } from '../errors.js'
+import { isEmailEventType, type WebhookEvent } from '../events.js'
+import type { Claimed } from './claim.js'
+import { attempt } from './deadline.js'
+import type { Pipeline } from './pipeline.js'
+import type { HandlerContext, ReceiverResponse } from './types.js'
+
+/**
+ * An AbortController made only when a handler reads `ctx.signal` (most never do, and one costs
+ * more than the rest of a small event's dispatch). Aborting before it exists is kept.
+ */
+class LazyAbort {
+  #controller: AbortController | undefined
+  #aborted = false
+  #reason: unknown
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#aborted) this.#controller.abort(this.#reason)
+    }
+    return this.#controller.signal
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return
+    this.#aborted = true
+    this.#reason = reason
+    this.#controller?.abort(reason)
+  }
+}
+
+async function runHandlers<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent, ctx: Ctx): Promise<boolean> {
+  if (p.onEvent) await p.onEvent(event, ctx)
+  if (isEmailEventType(event.type)) {
+    const handler = p.handlers[event.type]
+    if (handler) await handler(event, ctx)
+    return true
+  }
+  if (p.onUnknown) await p.onUnknown(event, ctx)
+  return false
+}
+
+/** Runs the handlers; resolves `true` (known type) / `false` (unknown type), or the failure answer. */
+export async function dispatchEvent<Extra>(
+  p: Pipeline<HandlerContext & Extra>,
+  event: WebhookEvent,
+  claimed: Claimed,
+  timestamp: number,
+  extra: Extra | undefined,
+): Promise<boolean | ReceiverResponse> {
+  const controller = new LazyAbort()
+  const ctx = {
+    ...(extra as Extra),
+    get signal() {
+      return controller.signal
+    },
+    attempt: claimed.claim.attempt,
+    timestamp,
+  } as HandlerContext & Extra
+  const running = runHandlers(p, event, ctx)
+  let timeout: WebhookHandlingError | undefined
+  try {
+    return await p.deadlines.within(running, claimed.startedAt + p.handlerTimeoutMs, () => {
+      timeout = new WebhookHandlingError(
+        'handler_timeout',
+        `The handler for ${event.type} did not finish within handlerTimeoutMs (${p.handlerTimeoutMs} ms); ctx.signal was aborted and the answer is 503. The event stays claimed until the handler returns: recorded as done if it then succeeds, released for the retry if it fails. Make the handler faster or move slow work to a queue.`,
+      )
+      controller.abort(timeout)
+      return timeout
+    })
+  } catch (cause) {
+    if (timeout !== undefined && cause === timeout) {
+      const { store, completeOptions } = p
+      running.then(
+        () => attempt(() => store.complete(claimed.claim, completeOptions)).catch(() => false),
+        () => attempt(() => store.release(claimed.claim)).catch(() => false),
+      )
+      return p.fail(timeout, event)
+    }
+    controller.abort(cause)
+    // A release that throws or hangs (a custom store) must not change the 500.
+    const released = attempt(() => p.store.release(claimed.claim))
+    await p.deadlines.within(released, performance.now() + p.storeTimeoutMs, () => undefined).catch(() => false)
+    const error = new WebhookHandlingError(
+      'handler_failed',
+      `The handler for ${event.type} threw; the event was released and the sender will retry it. See the error's cause.`,
+      { cause },
+    )
+    return p.fail(error, event)
+  }
+}

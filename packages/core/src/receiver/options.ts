@@ -1,0 +1,135 @@
+/**
+ * The receiver's options: defaults as constants, and every check done once, when the receiver
+ * is built. The defaults answer inside the sender's 10 s: a claim (≤ storeTimeoutMs) and the
+ * handler share handlerTimeoutMs (7 s), the complete gets storeTimeoutMs (1.5 s) more, so the
+ * slowest answer leaves after 8.5 s; the 30 s lease outlives all of it.
+ */
+import { getDefaultStore } from '#default-store'
+import { isEmailEventType } from '../events.js'
+import { MemoryDedupStore } from '../store/memory.js'
+import type { DedupStore } from '../store/types.js'
+import type { ReceiverOptions, WebhookEventHandler, WebhookLogger } from './types.js'
+
+export const PACKAGE = '[@email-webhooks/core]'
+export const DEFAULT_MAX_BODY_BYTES: number = 1024 * 1024
+export const DEFAULT_LEASE_MS: number = 30_000
+export const DEFAULT_RETENTION_MS: number = 7 * 24 * 60 * 60 * 1000
+export const DEFAULT_NAMESPACE = 'default'
+export const DEFAULT_HANDLER_TIMEOUT_MS: number = 7_000
+export const DEFAULT_STORE_TIMEOUT_MS: number = 1_500
+
+/** Options after the checks, with defaults filled in. */
+export interface ResolvedOptions<Ctx> {
+  handlers: Record<string, WebhookEventHandler<Ctx> | undefined>
+  onEvent: WebhookEventHandler<Ctx> | undefined
+  onUnknown: WebhookEventHandler<Ctx> | undefined
+  namespace: string
+  maxBodyBytes: number
+  leaseMs: number
+  retentionMs: number
+  handlerTimeoutMs: number
+  storeTimeoutMs: number
+  store: DedupStore
+  logger: WebhookLogger | undefined
+}
+
+function wholePositive(name: string, value: unknown, fallback: number, unit: 'milliseconds' | 'bytes'): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`${PACKAGE} ${name} must be a positive whole number of ${unit}, got ${String(value)}.`)
+  }
+  return value
+}
+
+function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, WebhookEventHandler<Ctx> | undefined> {
+  const handlers = (options.handlers ?? {}) as Record<string, WebhookEventHandler<Ctx> | undefined>
+  if (typeof handlers !== 'object') throw new TypeError(`${PACKAGE} handlers must be an object keyed by event type.`)
+  for (const [type, handler] of Object.entries(handlers)) {
+    if (!isEmailEventType(type)) {
+      throw new TypeError(`${PACKAGE} "${type}" is not an email event type. Use one of EMAIL_EVENT_TYPES, or onUnknown for other types.`)
+    }
+    if (handler !== undefined && typeof handler !== 'function')
+      throw new TypeError(`${PACKAGE} the handler for "${type}" must be a function.`)
+  }
+  for (const name of ['onEvent', 'onUnknown', 'onError'] as const) {
+    const fn = options[name]
+    if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`${PACKAGE} ${name} must be a function.`)
+  }
+  return handlers
+}
+
+function checkStore(store: unknown): DedupStore {
+  // No store given: the runtime's default, opened now so that a broken default fails here, loudly.
+  if (store === undefined) return getDefaultStore()
+  if (store === 'memory') return new MemoryDedupStore()
+  const candidate = store as Partial<DedupStore> | null
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.claim !== 'function' ||
+    typeof candidate.complete !== 'function' ||
+    typeof candidate.release !== 'function'
+  ) {
+    throw new TypeError(
+      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.`,
+    )
+  }
+  return candidate as DedupStore
+}
+
+function checkLogger(logger: unknown): WebhookLogger | undefined {
+  if (logger === false) return undefined
+  if (logger === undefined) return console
+  const candidate = logger as Partial<WebhookLogger> | null
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.error !== 'function' ||
+    typeof candidate.warn !== 'function'
+  ) {
+    throw new TypeError(`${PACKAGE} logger must have error(message) and warn(message) methods (like console), or be false.`)
+  }
+  return candidate as WebhookLogger
+}
+
+/**
+ * Checks every option and fills in the defaults; opens the default store when none is given.
+ * @throws {TypeError} naming the first invalid option.
+ * @throws {DedupStoreError} when the default SQLite store cannot be opened on Node.
+ */
+export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOptions<Ctx> {
+  const handlers = checkHandlers(options)
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE
+  if (typeof namespace !== 'string' || namespace.length === 0) throw new TypeError(`${PACKAGE} namespace must be a non-empty string.`)
+  const maxBodyBytes = wholePositive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 'bytes')
+  const leaseMs = wholePositive('leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 'milliseconds')
+  const retentionMs = wholePositive('retentionMs', options.retentionMs, DEFAULT_RETENTION_MS, 'milliseconds')
+  const storeTimeoutMs = wholePositive('storeTimeoutMs', options.storeTimeoutMs, DEFAULT_STORE_TIMEOUT_MS, 'milliseconds')
+  const handlerTimeoutMs = wholePositive(
+    'handlerTimeoutMs',
+    options.handlerTimeoutMs,
+    // A short lease (tests, fast failover) keeps the handler well inside it.
+    Math.min(DEFAULT_HANDLER_TIMEOUT_MS, Math.floor(leaseMs * 0.8)) || 1,
+    'milliseconds',
+  )
+  if (handlerTimeoutMs >= leaseMs) {
+    throw new TypeError(
+      `${PACKAGE} handlerTimeoutMs (${handlerTimeoutMs}) must be below leaseMs (${leaseMs}), so a handler stops before another worker may take the event over.`,
+    )
+  }
+  const logger = checkLogger(options.logger)
+  const store = checkStore(options.store)
+  return {
+    handlers,
+    onEvent: options.onEvent,
+    onUnknown: options.onUnknown,
+    namespace,
+    maxBodyBytes,
+    leaseMs,
+    retentionMs,
+    handlerTimeoutMs,
+    storeTimeoutMs,
+    store,
+    logger,
+  }
+}

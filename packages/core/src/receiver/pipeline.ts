@@ -1,0 +1,43 @@
+/** What every step of one receiver shares: its checked options, its store, its one timer and its reporting. */
+import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
+import type { WebhookEvent } from '../events.js'
+import type { ClaimOptions, CompleteOptions } from '../store/types.js'
+import { errorAnswer } from './answers.js'
+import { Deadlines } from './deadline.js'
+import type { ResolvedOptions } from './options.js'
+import { Reporter } from './report.js'
+import type { ErrorInfo, ReceiverResponse } from './types.js'
+
+/** One receiver's shared state, built once by `createReceiver`. */
+export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
+  claimOptions: ClaimOptions
+  completeOptions: CompleteOptions
+  deadlines: Deadlines
+  reporter: Reporter
+  /** Reports a refusal or failure and returns its answer. */
+  fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse
+}
+
+/** Builds the shared state of one receiver. */
+export function createPipeline<Ctx>(
+  resolved: ResolvedOptions<Ctx>,
+  onError: ((error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void) | undefined,
+): Pipeline<Ctx> {
+  const reporter = new Reporter(onError, resolved.logger)
+  return {
+    ...resolved,
+    claimOptions: { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs },
+    completeOptions: { retentionMs: resolved.retentionMs },
+    deadlines: new Deadlines(),
+    reporter,
+    fail(error, event, retryAfterMs) {
+      const info: ErrorInfo = { status: error.status }
+      if (event) {
+        info.eventId = event.id
+        info.type = event.type
+      }
+      reporter.report(error, info)
+      return errorAnswer(error, event, retryAfterMs)
+    },
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Where failures are seen: `onError` when given, else one log line per 5xx-class failure
+ * (code, event type and id, the cause's message; never the secret, the signature or the body),
+ * and counters for everything, readable with `stats()`. Bad signatures are only counted.
+ */
+import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
+import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
+
+type ReceiverError = WebhookVerificationError | WebhookHandlingError
+const PACKAGE = '[@email-webhooks/core]'
+
+/** The counters and the reporting of one receiver. */
+export class Reporter {
+  handled = 0
+  duplicates = 0
+  ignored = 0
+  readonly #rejected: Record<string, number> = {}
+  readonly #failed: Record<string, number> = {}
+  readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
+  readonly #logger: WebhookLogger | undefined
+
+  constructor(onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined, logger: WebhookLogger | undefined) {
+    this.#onError = onError
+    this.#logger = logger
+  }
+
+  /** Counts and reports a refusal, a failure, or an acknowledged invalid envelope (`info.status` 200). */
+  report(error: ReceiverError, info: ErrorInfo): void {
+    if (info.status < 300) this.ignored++
+    else if (info.status < 409 || info.status === 413) this.#rejected[error.code] = (this.#rejected[error.code] ?? 0) + 1
+    else this.#failed[error.code] = (this.#failed[error.code] ?? 0) + 1
+    if (this.#onError) {
+      try {
+        this.#onError(error, info)
+      } catch {
+        // onError only observes; a failure inside it must not change the answer.
+      }
+      return
+    }
+    if (!this.#logger) return
+    if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
+    else if (info.status < 300) this.#logger.warn(logLine(error, info))
+  }
+
+  stats(): ReceiverStats {
+    return {
+      handled: this.handled,
+      duplicates: this.duplicates,
+      ignored: this.ignored,
+      rejected: { ...this.#rejected },
+      failed: { ...this.#failed },
+    }
+  }
+}
+
+/** One line: status, code, event type and id, what happened, and the cause's message. */
+function logLine(error: ReceiverError, info: ErrorInfo): string {
+  const about = info.type !== undefined ? ` ${info.type}` : ''
+  const id = info.eventId !== undefined ? ` ${info.eventId}` : ''
+  const cause = (error as { cause?: unknown }).cause
+  const why = cause instanceof Error ? ` cause: ${cause.name}: ${cause.message}` : cause !== undefined ? ` cause: ${String(cause)}` : ''
+  const acknowledged = info.status < 300 ? ' Acknowledged and recorded as done; no handler ran.' : ''
+  return `${PACKAGE} ${info.status} ${error.code}${about}${id}: ${error.message}${acknowledged}${why}`
+}

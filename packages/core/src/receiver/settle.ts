@@ -1,0 +1,58 @@
+/** Settle step: record the event as done (durable before the store resolves), then the final answer. */
+import { WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
+import type { WebhookEvent } from '../events.js'
+import { ignoredAnswer, okAnswer, storeUnavailable } from './answers.js'
+import type { Claimed } from './claim.js'
+import { attempt } from './deadline.js'
+import type { Pipeline } from './pipeline.js'
+import type { ReceiverResponse } from './types.js'
+
+/** Completes the claim; the failure answer, or undefined once the record is durable. */
+async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<ReceiverResponse | undefined> {
+  let timedOut = false
+  let completed: boolean
+  try {
+    const pending = attempt(() => p.store.complete(claimed.claim, p.completeOptions))
+    completed = await p.deadlines.within(pending, performance.now() + p.storeTimeoutMs, () => {
+      timedOut = true
+      return new Error(`store complete took longer than ${p.storeTimeoutMs} ms`)
+    })
+  } catch (cause) {
+    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
+  }
+  if (completed) return undefined
+  const error = new WebhookHandlingError(
+    'lease_lost',
+    `The handler${event ? ` for ${event.type}` : ''} finished after its lease (${p.leaseMs} ms) ended and another request took the event over; keep handlers well under leaseMs.`,
+  )
+  return p.fail(error, event, 1000)
+}
+
+/** 200 once the handled event is recorded as done. */
+export async function settleHandled<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  event: WebhookEvent,
+  known: boolean,
+): Promise<ReceiverResponse> {
+  const failed = await complete(p, claimed, event)
+  if (failed) return failed
+  p.reporter.handled++
+  return okAnswer(event, known ? 'handled' : 'unknown_type')
+}
+
+/**
+ * 200 to a signed, in-window body that is not a valid envelope, once recorded: a 400 would make
+ * the sender resend the same bytes until it disables the endpoint. Reported (onError or a log line).
+ */
+export async function settleInvalid<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  id: string,
+  error: WebhookVerificationError,
+): Promise<ReceiverResponse> {
+  const failed = await complete(p, claimed, undefined)
+  if (failed) return failed
+  p.reporter.report(error, { status: 200, eventId: id })
+  return ignoredAnswer()
+}

@@ -1,0 +1,140 @@
+/** The receiver's public types: handler context, handler maps, options, inputs, answers and counters. */
+import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
+import type { EmailEventOf, EmailEventType, WebhookEvent } from '../events.js'
+import type { WebhookHeaders } from '../headers.js'
+import type { WebhookSecret } from '../secret.js'
+import type { DedupStore } from '../store/types.js'
+import type { WebhookBody } from '../verify.js'
+
+/** What every handler receives besides the event. Adapters add their own fields (Hono adds `c`). */
+export interface HandlerContext {
+  /** Aborts at the handler deadline (`handlerTimeoutMs`): stop work and throw, so the event is retried cleanly. */
+  signal: AbortSignal
+  /** 1 on the first claim of this event, more when an earlier attempt failed or timed out. */
+  attempt: number
+  /** The verified `webhook-timestamp`, seconds since the epoch. */
+  timestamp: number
+}
+
+/** A handler for one email event type. Resolve when the work is durably done; throw to get a retry. */
+export type EmailEventHandler<T extends EmailEventType, Ctx = HandlerContext> = (
+  event: EmailEventOf<T>,
+  ctx: Ctx,
+) => unknown | Promise<unknown>
+
+/** Handlers keyed by email event type; only the known types are accepted as keys. */
+export type EmailEventHandlers<Ctx = HandlerContext> = { [T in EmailEventType]?: EmailEventHandler<T, Ctx> }
+
+/** A handler for any event, including types this version does not know. */
+export type WebhookEventHandler<Ctx = HandlerContext> = (event: WebhookEvent, ctx: Ctx) => unknown | Promise<unknown>
+
+/** What `onError` learns about a refused or failed delivery; never the secret, the signature or the body. */
+export interface ErrorInfo {
+  /** The HTTP status answered (200 for a signed body that is not a valid envelope: it is acknowledged). */
+  status: number
+  /** The verified event id, when verification got that far. */
+  eventId?: string
+  /** The event type, when the envelope was parsed. */
+  type?: string
+}
+
+/** Where the receiver writes its default log lines (5xx-class failures, acknowledged invalid envelopes). */
+export interface WebhookLogger {
+  error(message: string): void
+  warn(message: string): void
+}
+
+/** Counts kept by each receiver since it was built; read them with `stats()`. */
+export interface ReceiverStats {
+  /** Deliveries answered 2xx after their handler (or onUnknown) ran and the event was recorded. */
+  handled: number
+  /** Redeliveries of an already handled event, answered 2xx without running a handler. */
+  duplicates: number
+  /** Signed, in-window deliveries whose body is not a valid envelope: acknowledged (2xx), recorded, reported. */
+  ignored: number
+  /** Refusals before any handler ran (401, 413), by error code: `signature_mismatch`, `timestamp_too_old`, … */
+  rejected: Record<string, number>
+  /** Authentic deliveries answered non-2xx so the sender retries (409, 5xx), by error code. */
+  failed: Record<string, number>
+}
+
+/** Options shared by `createReceiver` and every adapter's `emailWebhook`. */
+export interface WebhookOptions<Ctx = HandlerContext> {
+  /** Runs for every verified event (known or unknown) before its typed handler. */
+  onEvent?: WebhookEventHandler<Ctx>
+  /** Runs for event types that are not email events known to this version; the answer is 2xx after it resolves. */
+  onUnknown?: WebhookEventHandler<Ctx>
+  /**
+   * Observes every refused or failed delivery (401, 409, 413, 5xx) and every acknowledged invalid
+   * envelope. When given, it replaces the default log line. What it throws is ignored.
+   */
+  onError?: (error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void
+  /** Where the default log lines go when no `onError` is given; default `console`; `false` silences them. */
+  logger?: WebhookLogger | false
+  /**
+   * Dedup store. Default on Node: a SQLite file (`EMAIL_WEBHOOKS_DB` or `./.email-webhooks/dedup.db`),
+   * opened when the receiver is built (an error there is thrown, never a silent memory fallback).
+   * `'memory'` opts into the in-process store (not durable). On Bun, Deno and Workers the default
+   * is memory, with a warning at construction.
+   */
+  store?: DedupStore | 'memory'
+  /** Prefix of dedup keys (`namespace:webhook-id`); default `"default"`. */
+  namespace?: string
+  /** Allowed timestamp distance in seconds, inclusive; default 300. */
+  toleranceSeconds?: number
+  /** Largest body accepted, whole bytes; default 1 MiB, larger → 413. */
+  maxBodyBytes?: number
+  /** How long a claim holds before another worker may take over, whole ms; default 30,000. Must exceed handlerTimeoutMs + storeTimeoutMs. */
+  leaseMs?: number
+  /** How long handled events are remembered, whole ms; default 7 days. */
+  retentionMs?: number
+  /** Handler deadline, whole ms counted from the claim: `ctx.signal` aborts and the answer is 503; default 7,000. */
+  handlerTimeoutMs?: number
+  /** Longest wait for the store's claim and for its complete before answering 503, whole ms; default 1,500. */
+  storeTimeoutMs?: number
+  /** Clock in milliseconds since the epoch for the timestamp window; default `Date.now`. */
+  now?: () => number
+}
+
+/** Options of `createReceiver`. */
+export interface ReceiverOptions<Ctx = HandlerContext> extends WebhookOptions<Ctx> {
+  secret: WebhookSecret
+  handlers?: EmailEventHandlers<Ctx>
+}
+
+/** The outcome of one delivery, in words a log or a demo can show. */
+export type ReceiveOutcome = 'handled' | 'duplicate' | 'unknown_type' | 'ignored' | 'rejected' | 'retry'
+
+/** The answer to send: status, headers and a small JSON body. */
+export interface ReceiverResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+  outcome: ReceiveOutcome
+  /** The stable error code of a non-2xx answer (and `invalid_envelope` for an acknowledged bad envelope). */
+  code?: string
+  /** The verified event, when parsing got that far. */
+  event?: WebhookEvent
+}
+
+/** Input of `Receiver.receive`. */
+export interface ReceiveInput<Extra = object> {
+  headers: WebhookHeaders
+  /** The raw body, exactly as received. */
+  body: WebhookBody
+  /** Extra fields for the handler context (adapters pass their framework context here). */
+  context?: Extra
+}
+
+/** A configured pipeline; adapters call `receive` for each request. */
+export interface Receiver<Extra = object> {
+  receive(input: ReceiveInput<Extra>): Promise<ReceiverResponse>
+  /** The store in use. */
+  store(): Promise<DedupStore>
+  /** The answer to a request refused before `receive` (body too large while streaming, raw body gone); reports it. */
+  refuse(error: WebhookVerificationError | WebhookHandlingError): ReceiverResponse
+  /** A snapshot of this receiver's counters (handled, duplicates, rejections and failures by code). */
+  stats(): ReceiverStats
+  /** The body limit adapters must enforce while reading. */
+  readonly maxBodyBytes: number
+}
