@@ -102,6 +102,8 @@ ${postgresDedupTableSql(table)}COMMIT;`
 
 /**
  * Dedup store in a PostgreSQL table, shared by every instance that points at the same database.
+ * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
+ * that is not a whole number of milliseconds ≥ 1; the server's failures by their own codes).
  * @throws {TypeError} when neither `connectionString` nor `pool` is given, or `table` is not a plain identifier.
  * @throws {DedupStoreError} `driver_missing` when `connectionString` is given and `pg` is not installed.
  * @example

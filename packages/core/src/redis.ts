@@ -75,8 +75,12 @@ const loadDriver = optionalDriver(
 
 /**
  * Dedup store in Redis, shared by every instance that points at the same server (or cluster).
+ * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
+ * that is not a whole number of milliseconds ≥ 1, `durability_timeout` from `waitFor`, the
+ * server's failures by their own codes).
  * @throws {TypeError} when neither `url` nor `client` is given.
- * @throws {DedupStoreError} `driver_missing` when `url` is given and ioredis is not installed.
+ * @throws {DedupStoreError} `driver_missing` when `url` is given and ioredis is not installed;
+ * `invalid_options` for a `waitFor` it cannot honour or a `warn` that is not a function.
  * @example
  * const store = new RedisDedupStore({ url: process.env.REDIS_URL })
  */
