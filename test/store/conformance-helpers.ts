@@ -3,9 +3,9 @@ import type { Claim, ClaimOptions, CompleteOptions, DedupKeyState, DedupStore } 
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { describe, it } from 'vitest'
 
-/** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test. */
+/** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test (a built-in store: durations checked too). */
 export function conformance(name: string, createStore: () => DedupStore): void {
-  dedupStoreConformance(name, { describe, it }, { createStore })
+  dedupStoreConformance(name, { describe, it }, { createStore, checkDurations: true })
 }
 
 /**
