@@ -20,7 +20,7 @@ export async function claimKey<Ctx>(p: Pipeline<Ctx>, key: string, event: Webhoo
   let timedOut = false
   let result: Awaited<typeof pending>
   try {
-    result = await p.deadlines.within(pending, startedAt + p.storeTimeoutMs, () => {
+    result = await p.deadlines.within(pending, p.storeMayHang ? startedAt + p.storeTimeoutMs : undefined, () => {
       timedOut = true
       // A claim that lands after we gave up would block retries until its lease ends: give it back.
       pending.then((late) => (late.status === 'acquired' ? p.store.release(late.claim) : false)).catch(() => {})

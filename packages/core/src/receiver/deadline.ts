@@ -1,80 +1,62 @@
 /**
- * The one timer a receiver needs. Each request registers its current deadline (claim, handler
- * or complete) in a set; a single timer per receiver, armed for the earliest deadline while any
- * is pending, fires the expired ones. So a request costs no timer of its own and no `Promise.race`: the
- * step's promise is wrapped once, and the wrap settles with the step or at its deadline.
+ * The one timer a receiver needs. Each request registers the deadline of its current step
+ * (claim, handler or complete) in a set; one timer per receiver, ticking at a fixed period while
+ * any deadline is pending, fires the expired ones. A request costs no timer of its own and no
+ * `Promise.race`: the step's promise is wrapped once, and the wrap settles with the step or at its
+ * deadline (at most one tick late). A fixed period keeps Node's timer lists stable: re-arming a
+ * timer for each new deadline (a new duration each time) cost more than the rest of the pipeline.
  */
 
-/** A deadline that can be moved from step to step of one request. */
-export interface Watch {
+interface Watch {
   expiresAt: number
-  expire: (() => void) | undefined
+  expire: () => void
 }
 
 /** One receiver's deadlines, served by one timer. */
 export class Deadlines {
   readonly #watches = new Set<Watch>()
+  readonly #tickMs: number
   #timer: ReturnType<typeof setTimeout> | undefined
-  #armedFor = Number.POSITIVE_INFINITY
+
+  /** @param shortestMs The shortest deadline in use; the tick is a twentieth of it, between 5 and 100 ms. */
+  constructor(shortestMs: number) {
+    this.#tickMs = Math.min(100, Math.max(5, Math.floor(shortestMs / 20)))
+  }
 
   /**
-   * Settles with `promise`, or rejects with `onExpire()` if `expiresAt` (performance.now() ms)
-   * passes first. `onExpire` runs once; after it `promise` may still settle, unobserved.
+   * Settles with `promise`, or rejects with `onExpire()` once `expiresAt` (performance.now() ms)
+   * has passed. `onExpire` runs at most once; after it `promise` may still settle, unobserved.
+   * Without `expiresAt` (a step that cannot hang) it is `promise` itself: no wrap, no watch.
    */
-  within<T>(promise: Promise<T>, expiresAt: number, onExpire: () => unknown): Promise<T> {
+  within<T>(promise: Promise<T>, expiresAt: number | undefined, onExpire: () => unknown): Promise<T> {
+    if (expiresAt === undefined) return promise
     return new Promise<T>((resolve, reject) => {
-      const watch: Watch = {
-        expiresAt,
-        expire: () => reject(onExpire()),
-      }
-      this.#add(watch)
+      const watch: Watch = { expiresAt, expire: () => reject(onExpire()) }
+      this.#watches.add(watch)
+      this.#timer ??= setTimeout(this.#fire, this.#tickMs)
       promise.then(
         (value) => {
-          this.#remove(watch)
+          this.#watches.delete(watch)
           resolve(value)
         },
         (error: unknown) => {
-          this.#remove(watch)
+          this.#watches.delete(watch)
           reject(error)
         },
       )
     })
   }
 
-  #add(watch: Watch): void {
-    this.#watches.add(watch)
-    if (watch.expiresAt < this.#armedFor) this.#arm(watch.expiresAt)
-  }
-
-  #remove(watch: Watch): void {
-    this.#watches.delete(watch)
-    // Nothing pending: no timer left to keep the process awake.
-    if (this.#watches.size === 0 && this.#timer !== undefined) {
-      clearTimeout(this.#timer)
-      this.#timer = undefined
-      this.#armedFor = Number.POSITIVE_INFINITY
-    }
-  }
-
-  #arm(at: number): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
-    this.#armedFor = at
-    this.#timer = setTimeout(() => this.#fire(), Math.max(0, Math.ceil(at - performance.now())))
-  }
-
-  #fire(): void {
+  readonly #fire = (): void => {
     this.#timer = undefined
-    this.#armedFor = Number.POSITIVE_INFINITY
+    if (this.#watches.size === 0) return
     const now = performance.now()
-    let next = Number.POSITIVE_INFINITY
     for (const watch of this.#watches) {
-      if (watch.expiresAt <= now) {
-        this.#watches.delete(watch)
-        watch.expire?.()
-        watch.expire = undefined
-      } else if (watch.expiresAt < next) next = watch.expiresAt
+      if (watch.expiresAt > now) continue
+      this.#watches.delete(watch)
+      watch.expire()
     }
-    if (next !== Number.POSITIVE_INFINITY) this.#arm(next)
+    if (this.#watches.size > 0) this.#timer = setTimeout(this.#fire, this.#tickMs)
   }
 }
 

@@ -3,6 +3,7 @@ import type { WebhookHandlingError, WebhookVerificationError } from '../errors.j
 import type { WebhookEvent } from '../events.js'
 import type { ClaimOptions, CompleteOptions } from '../store/types.js'
 import { errorAnswer } from './answers.js'
+import { MemoryDedupStore } from '../store/memory.js'
 import { Deadlines } from './deadline.js'
 import type { ResolvedOptions } from './options.js'
 import { Reporter } from './report.js'
@@ -13,6 +14,8 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   claimOptions: ClaimOptions
   completeOptions: CompleteOptions
   deadlines: Deadlines
+  /** False for the in-process memory store, which answers before the next tick and cannot hang: no store deadline. */
+  storeMayHang: boolean
   reporter: Reporter
   /** Reports a refusal or failure and returns its answer. */
   fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse
@@ -28,7 +31,8 @@ export function createPipeline<Ctx>(
     ...resolved,
     claimOptions: { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs },
     completeOptions: { retentionMs: resolved.retentionMs },
-    deadlines: new Deadlines(),
+    deadlines: new Deadlines(Math.min(resolved.storeTimeoutMs, resolved.handlerTimeoutMs)),
+    storeMayHang: !(resolved.store instanceof MemoryDedupStore),
     reporter,
     fail(error, event, retryAfterMs) {
       const info: ErrorInfo = { status: error.status }
