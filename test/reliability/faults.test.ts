@@ -187,10 +187,11 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
     ['stops when ctx.signal aborts', true],
     ['ignores ctx.signal', false],
   ])(
-    'answers 503 handler_timeout at the deadline when the handler %s, releases the claim, and the retry runs it',
+    'answers 503 handler_timeout at the deadline when the handler %s, and keeps the key until that run settles: released after a failure, done after a late success',
     async (_name, cooperative) => {
       let abortedAt = -1
       let strayFinished = false
+      const STRAY_MS = 600
       const r = await start({ handlerTimeoutMs: 150 }, async (_event, ctx) => {
         if (ctx.attempt > 1) return
         const started = performance.now()
@@ -204,7 +205,7 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
             setTimeout(() => {
               strayFinished = true
               resolve()
-            }, 3_000)
+            }, STRAY_MS)
         })
       })
       const delivery = await createSignedDelivery({ type: 'email.bounced' })
@@ -213,7 +214,20 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
       // The answer did not wait for a handler that ignores the signal.
       expect(strayFinished).toBe(false)
       expect(abortedAt).toBeGreaterThanOrEqual(140)
-      // Released, not left to its lease: the immediate retry runs the handler (attempt 2), no 409.
+      if (!cooperative) {
+        // The first run is still going: the key is not handed to a second run at the same time.
+        const during = await r.send(raw(await redeliver(delivery)))
+        expect([during.status, codeOf(during)]).toEqual([409, 'in_flight'])
+        expect(attempts).toEqual([1])
+        await sleep(STRAY_MS)
+        expect(strayFinished).toBe(true)
+        // The late run succeeded, so the event is done: the retry is a duplicate, nothing runs twice.
+        const after = await r.send(raw(await redeliver(delivery)))
+        expect([after.status, after.text]).toEqual([200, '{"ok":true,"duplicate":true}'])
+        expect(attempts).toEqual([1])
+        return
+      }
+      // The cooperative run failed at the deadline and was released: the retry runs it (attempt 2).
       const retried = await r.send(raw(await redeliver(delivery)))
       expect([retried.status, retried.text]).toEqual([200, '{"ok":true}'])
       expect(attempts).toEqual([1, 2])

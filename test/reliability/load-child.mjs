@@ -53,7 +53,7 @@ function newEvent(tag, n, type) {
   return id
 }
 
-const stats = { requests: 0, status: {}, rejects: 0, duplicates: 0, fiveXX: 0, networkErrors: 0, unexpected: [] }
+const stats = { requests: 0, status: {}, rejects: 0, ignored: 0, duplicates: 0, fiveXX: 0, networkErrors: 0, unexpected: [] }
 function count(answer) {
   stats.requests++
   const key = answer.status === 0 ? 'network error' : String(answer.status)
@@ -89,7 +89,8 @@ const INVALID = [
   (id, body) => ({ headers: { ...signed(id, body), 'webhook-signature': 'zz' }, body }),
   (id, body) => ({ headers: signed(id, body), body: `${body} ` }),
   (_id, body) => ({ headers: { 'content-type': 'application/json' }, body }),
-  (id) => ({ headers: signed(id, 'not json'), body: 'not json' }),
+  // Signed and in the window but not an envelope: acknowledged as ignored (200), not refused.
+  (id) => ({ headers: signed(id, 'not json'), body: 'not json', ignored: true }),
 ]
 
 async function soak({ url, durationMs, maxRequests = Number.POSITIVE_INFINITY, concurrency, tag }) {
@@ -115,10 +116,13 @@ async function soak({ url, durationMs, maxRequests = Number.POSITIVE_INFINITY, c
       } else {
         const id = `${tag}-invalid-${n++}`
         const make = INVALID[n % INVALID.length]
-        const { headers, body } = make(id, JSON.stringify({ id, type: 'email.bounced', created_at: '', data: { id: 'x' } }))
+        const { headers, body, ignored } = make(id, JSON.stringify({ id, type: 'email.bounced', created_at: '', data: { id: 'x' } }))
         const answer = await post(url, headers, body)
         count(answer)
-        if (answer.status >= 400 && answer.status < 500) stats.rejects++
+        if (ignored) {
+          if (answer.status === 200 && answer.text.includes('"ignored":"invalid_envelope"')) stats.ignored++
+          else stats.unexpected.push(`signed non-envelope ${id}: ${answer.status} ${answer.text.slice(0, 100)}`)
+        } else if (answer.status >= 400 && answer.status < 500) stats.rejects++
         else stats.unexpected.push(`invalid ${id}: ${answer.status}`)
       }
     }

@@ -81,6 +81,7 @@ describe.concurrent.each(['express', 'hono'] as const)('soak against %s with the
         handled: [...runs.values()].filter((entry) => entry.ended.length > 0).length,
         duplicates: result.duplicates,
         rejects: result.rejects,
+        'ignored (signed non-envelope)': result.ignored,
         '409 retried': result.status['409'] ?? 0,
         lost,
         'handled twice': handledTwice.length,
@@ -100,6 +101,7 @@ describe.concurrent.each(['express', 'hono'] as const)('soak against %s with the
       expect(acked.length).toBe(result.created)
       expect(result.duplicates).toBeGreaterThan(0)
       expect(result.rejects).toBeGreaterThan(0)
+      expect(result.ignored).toBeGreaterThan(0)
       expect(rssEnd - rssStart).toBeLessThan(RSS_GROWTH_LIMIT)
     },
     DURATION_MS + 120_000,
