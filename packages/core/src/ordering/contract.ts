@@ -7,30 +7,27 @@
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from '../store/types.js'
 import type { OrderMark } from './position.js'
 
-/** The `order` option of a claim: which mark to read. */
-export interface OrderClaimInput {
-  /** The mark key: the receiver's `namespace` + `:` + the event's order key (at most `MAX_ORDER_KEY_LENGTH` characters). */
+/**
+ * The `order` option of `claim` and `complete`: which mark, and the event's own position. The
+ * receiver builds it once per event and passes the same object to both calls.
+ */
+export interface StoreOrderInput {
+  /** The mark key: the receiver's `namespace` + `:` + the event's order key (at most `MAX_ORDER_KEY_LENGTH` characters more than the namespace). */
   key: string
-}
-
-/** The `order` option of a complete: which mark to advance, and to what. */
-export interface OrderCompleteInput {
-  /** The same mark key as the claim's. */
-  key: string
-  /** The completed event's position and type. */
+  /** The event's position and type: what the mark becomes when this event completes and is the newest. */
   mark: OrderMark
 }
 
 /** Claim options of an ordering store. */
 export interface OrderingClaimOptions extends ClaimOptions {
-  /** When given, an `acquired` result carries `order.mark` for this key. */
-  order?: OrderClaimInput
+  /** When given, an `acquired` result carries `order.mark` for `order.key`. A claim never changes a mark. */
+  order?: StoreOrderInput
 }
 
 /** Complete options of an ordering store. */
 export interface OrderingCompleteOptions extends CompleteOptions {
   /** When given, the mark of `order.key` advances to `order.mark` if that is newer, atomically with the complete. */
-  order?: OrderCompleteInput
+  order?: StoreOrderInput
 }
 
 /** What an ordering store adds to an `acquired` claim made with an `order` option. */

@@ -1,12 +1,11 @@
 /** The ordering model (positions, order keys, `ctx.order`, the store capability) and the email state fold. */
 export {
   type ClaimOrder,
-  type OrderClaimInput,
-  type OrderCompleteInput,
   type OrderingClaimOptions,
   type OrderingClaimResult,
   type OrderingCompleteOptions,
   type OrderingDedupStore,
+  type StoreOrderInput,
   supportsOrdering,
 } from './contract.js'
 export {

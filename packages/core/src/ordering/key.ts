@@ -74,7 +74,7 @@ function keyOf(event: WebhookEvent, options: OrderInputOptions): { key: string }
  * @returns `{ ok: true, key, mark }` or `{ ok: false, reason, key }` (`key` when it was found).
  * @example
  * const input = orderInputOf(event)
- * if (input.ok) await store.claim(dedupKey, { leaseMs, retentionMs, order: { key: input.key } })
+ * if (input.ok) await store.claim(dedupKey, { leaseMs, retentionMs, order: { key: `${namespace}:${input.key}`, mark: input.mark } })
  */
 export function orderInputOf(event: WebhookEvent, options: OrderInputOptions = {}): OrderInput {
   const found = keyOf(event, options)

@@ -70,7 +70,7 @@ export function isOrderMark(value: unknown): value is OrderMark {
  * @param input The event's order input (`orderInputOf`).
  * @param claimOrder The `order` field of the acquired claim result (`undefined` when absent).
  * @example
- * const result = await store.claim(key, { leaseMs, retentionMs, order: { key: input.key } })
+ * const result = await store.claim(key, { leaseMs, retentionMs, order: { key: `${namespace}:${input.key}`, mark: input.mark } })
  * if (result.status === 'acquired') ctx.order = orderFromClaim(input, result.order)
  */
 export function orderFromClaim(input: OrderInput, claimOrder: unknown): EventOrder {

@@ -74,10 +74,10 @@ function emailOf(store: OrderingDedupStore): Email {
   const step = (type: string, offsetMs: number, id: string = crypto.randomUUID()): Step => {
     const input = orderInputOf({ id, type, created_at: new Date(BASE_MS + offsetMs).toISOString(), data: { id: emailId } })
     check(input.ok, `orderInputOf gives a position for a well-formed email event (${input.ok || input.reason})`)
-    return { dedupKey: `conformance:${id}`, markKey, mark: input.mark }
+    return { dedupKey: `conformance:${emailId}:${id}`, markKey, mark: input.mark }
   }
   const claim = async (s: Step, leaseMs = LONG.leaseMs): Promise<{ claim: Claim; order: EventOrder }> => {
-    const result = await store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey } })
+    const result = await store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey, mark: s.mark } })
     check(result.status === 'acquired', `claim of ${s.mark.type} is acquired, got ${JSON.stringify(result)}`)
     const order = orderFromClaim({ ok: true, key: s.markKey, mark: s.mark }, result.order)
     check(order.status !== 'unknown', `an acquired claim with an order option carries order.mark, got ${JSON.stringify(result.order)}`)
@@ -143,13 +143,12 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
         const event = { id, type: 'email.submitted', created_at: new Date(BASE_MS).toISOString(), data: { id: crypto.randomUUID() } }
         const input = orderInputOf(event)
         check(input.ok, 'the event has a position')
-        const opts = { ...LONG, order: { key: `conformance:${input.key}` } }
+        const opts = { ...LONG, order: { key: `conformance:${input.key}`, mark: input.mark } }
         const first = await store.claim(`conformance:${id}`, opts)
         check(first.status === 'acquired', `the claim is acquired, got ${first.status}`)
         const order = orderFromClaim(input, (first as { order?: unknown }).order)
         check(order.status === 'unknown' && order.reason === 'store_without_ordering', `ordering is unknown, got ${JSON.stringify(order)}`)
-        const completeOpts = { ...LONG, order: { key: opts.order.key, mark: input.mark } }
-        check((await store.complete(first.claim, completeOpts)) === true, 'complete with order options returns true')
+        check((await store.complete(first.claim, opts)) === true, 'complete with order options returns true')
         check((await store.claim(`conformance:${id}`, opts)).status === 'duplicate', 'the event is then a duplicate')
       })
       return
