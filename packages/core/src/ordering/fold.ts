@@ -116,16 +116,22 @@ function apply(state: EmailState, recipients: Map<string, RecipientState>, { ref
 }
 
 /**
- * Folds one email's events, in any arrival order, into its current state. Events are applied
- * oldest first by `created_at` (ms); in the same millisecond by type precedence (queued, submitting,
- * deferred, uncertain, submitted, submission_recovered, recipient_deferred, recipient_resubmitted,
- * recipient_accepted, bounced, complained, rejected, cancelled), then by event id. The newest event
- * decides, except that a terminal message state (rejected, bounced, cancelled) is left only for a
- * newer terminal one, a recipient `accepted` only for a newer `bounced`, and `bounced` never;
- * `submission_recovered` turns `uncertain` into `submitted` and does nothing otherwise; a complaint
- * sets a flag. Every permutation of the same events gives the same `state`. Input that cannot be
- * ordered (no or unparseable `created_at`, `data.id` or `id` not a string), other emails, repeated
- * event ids and types without an effect are listed in `ignored` with a reason; nothing throws.
+ * Folds one email's events, in any arrival order, into its current state; every permutation of
+ * the same events gives the same `state`. The rules (also in the core README, "Ordering"):
+ *
+ * | # | Rule |
+ * | - | ---- |
+ * | 1 | Events apply oldest first by `created_at` (whole ms; an offset is required, digits past the ms are dropped). |
+ * | 2 | In one millisecond: by type precedence — queued, submitting, deferred, uncertain, submitted, submission_recovered, recipient_deferred, recipient_resubmitted, recipient_accepted, bounced, complained, rejected, cancelled — then by event id (code-point order). |
+ * | 3 | Message status: the newest event that sets one decides (queued, submitting, submitted, deferred, uncertain, rejected, bounced, cancelled; `email.bounced` sets `bounced`). |
+ * | 4 | A terminal status (rejected, bounced, cancelled) is replaced only by a newer terminal status. |
+ * | 5 | `submission_recovered` turns `uncertain` into `submitted`, and does nothing otherwise. |
+ * | 6 | Recipient events (recipient_accepted/deferred/resubmitted, bounced, complained) apply per address (`data.recipient` or `recipientOf`); without one they go to `unattributed`. They never set the message status, except `bounced` (rule 3). |
+ * | 7 | Recipient status: `deferred`/`resubmitted` yield to any newer recipient event, `accepted` only to a newer `bounced`, `bounced` to nothing. |
+ * | 8 | A complaint sets `complained` on the message (and the recipient); it changes no status. |
+ * | 9 | Of events sharing an id, the one that sorts first counts; the others are `duplicate_event_id`. |
+ * | 10 | Only one email is folded: `emailId`, or the email of the oldest event with an effect; others are `other_email`. |
+ * | 11 | Unusable input (not an object; `id`, `type` or `data.id` not a string; `created_at` missing or unparseable) and types without an effect are listed in `ignored` with a reason; nothing throws. |
  *
  * @param events The events, in any order: parsed envelopes or rows `{ id, type, created_at, data }`.
  * @param options `emailId` (default: the email of the oldest event with an effect) and `recipientOf` (default `data.recipient`).
