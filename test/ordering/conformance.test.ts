@@ -79,6 +79,12 @@ class NoTieBreak extends OrderedMemoryStore {
     return next.createdAtMs > current.createdAtMs
   }
 }
+class LocaleCollation extends OrderedMemoryStore {
+  protected override isNewer(next: OrderMark, current: OrderMark): boolean {
+    if (next.createdAtMs !== current.createdAtMs) return next.createdAtMs > current.createdAtMs
+    return next.eventId.localeCompare(current.eventId, 'en') > 0
+  }
+}
 class UnfencedMark extends OrderedMemoryStore {
   override async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
     if (opts.order) this.advance(opts.order, opts.retentionMs)
@@ -183,6 +189,7 @@ describe('the ordering conformance suite tells a correct store from wrong ones',
       ['older event arriving after a newer one', 'equal created_at', 'two events of one email race', 'many concurrent events'],
     ],
     ['ignores the event-id tie-break', () => new NoTieBreak(), ['equal created_at']],
+    ['compares event ids in a locale collation instead of byte order', () => new LocaleCollation(), ['equal created_at']],
     ['moves the mark even when complete is refused', () => new UnfencedMark(), ['crash between claim and complete', 'forged token']],
     ['reads the mark and writes it back in two steps', () => new ReadThenWrite(), ['two events of one email race']],
     ['keeps marks among dedup keys', () => new SharesDedupKeys(), ['apart from dedup keys']],

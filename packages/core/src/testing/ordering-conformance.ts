@@ -184,19 +184,26 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
       await email.expectMark(submitted.mark, 'after the late older event completed')
     })
 
-    ordered('breaks a tie of equal created_at by event id, in both completion orders', async (newEmail) => {
-      const ids = [crypto.randomUUID(), crypto.randomUUID()].sort(compareEventIds)
-      const [low, high] = ids as [string, string]
-      const first = newEmail()
-      await first.handle(first.step('email.deferred', 0, high))
-      const late = await first.handle(first.step('email.submitted', 0, low))
-      check(late.status === 'stale', `same ms, smaller id after larger: stale, got ${late.status}`)
-      await first.expectMark(first.step('email.deferred', 0, high).mark, 'larger id completed first')
-      const second = newEmail()
-      await second.handle(second.step('email.submitted', 0, low))
-      const next = await second.handle(second.step('email.deferred', 0, high))
-      check(next.status === 'latest', `same ms, larger id after smaller: latest, got ${next.status}`)
-      await second.expectMark(second.step('email.deferred', 0, high).mark, 'smaller id completed first')
+    ordered('breaks a tie of equal created_at by event id in byte order, in both completion orders', async (newEmail) => {
+      const uuid = crypto.randomUUID()
+      const pairs: Array<[string, string]> = [
+        [crypto.randomUUID(), crypto.randomUUID()].sort(compareEventIds) as [string, string],
+        // Byte order puts 'Z' (0x5A) before 'a' (0x61); a locale collation would not (SQL columns need COLLATE "C", Lua a byte loop).
+        [`Z${uuid}`, `a${uuid}`],
+        [`${uuid}`, `${uuid}-1`],
+      ]
+      for (const [low, high] of pairs) {
+        const first = newEmail()
+        await first.handle(first.step('email.deferred', 0, high))
+        const late = await first.handle(first.step('email.submitted', 0, low))
+        check(late.status === 'stale', `same ms, id ${low} after ${high}: stale, got ${late.status}`)
+        await first.expectMark(first.step('email.deferred', 0, high).mark, `${high} completed first`)
+        const second = newEmail()
+        await second.handle(second.step('email.submitted', 0, low))
+        const next = await second.handle(second.step('email.deferred', 0, high))
+        check(next.status === 'latest', `same ms, id ${high} after ${low}: latest, got ${next.status}`)
+        await second.expectMark(second.step('email.deferred', 0, high).mark, `${low} completed first`)
+      }
     })
 
     ordered('never moves the mark at claim time', async (newEmail) => {
