@@ -5,16 +5,15 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { orderingConformance } from '@email-webhooks/core/testing'
-import type { Database } from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
-import { ProtoPostgresStore, ProtoRedisStore, ProtoSqliteStore } from './store-prototypes.js'
+import { ProtoPostgresStore, ProtoRedisStore, ProtoSqliteStore, type SqliteDatabase } from './store-prototypes.js'
 
-const openSqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => Database
+const OpenSqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => SqliteDatabase
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-ordering-'))
-const sqlite = openSqlite(join(dir, 'ordering.db'))
+const sqlite = new OpenSqlite(join(dir, 'ordering.db'))
 let postgres: RunningServer
 let redis: RunningServer
 let pool: pg.Pool

@@ -13,9 +13,21 @@ import type {
   OrderingDedupStore,
   OrderMark,
 } from '@email-webhooks/core'
-import type { Database as SqliteDatabase } from 'better-sqlite3'
 import type { Redis } from 'ioredis'
 import type pg from 'pg'
+
+/** The part of better-sqlite3 the prototype uses (the tests do not ship its types). */
+interface SqliteStatement {
+  run(...params: unknown[]): { changes: number }
+  all(...params: unknown[]): unknown[]
+}
+export interface SqliteDatabase {
+  pragma(source: string): unknown
+  exec(source: string): unknown
+  prepare(source: string): SqliteStatement
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R }
+  close(): void
+}
 
 const markOf = (ms: unknown, id: unknown, type: unknown): OrderMark | null =>
   ms === null || ms === undefined || ms === false ? null : { createdAtMs: Number(ms), eventId: String(id), type: String(type) }
