@@ -90,6 +90,55 @@ describe('parseCreatedAt', () => {
     )
   })
 
+  it('agrees with a regex reference parser on near-valid text (differential property)', () => {
+    const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
+    const reference = (text: string): number | undefined => {
+      const m = RFC3339.exec(text)
+      if (!m || text.length > 64) return undefined
+      const [y, mo, d, h, mi, sec] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as number[]
+      const date = new Date(0)
+      date.setUTCFullYear(y as number, (mo as number) - 1, d)
+      if (date.getUTCMonth() !== (mo as number) - 1 || (h as number) > 23 || (mi as number) > 59 || (sec as number) > 60) return undefined
+      const offset = m[9] ? (m[9] === '-' ? -1 : 1) * (Number(m[10]) * 60 + Number(m[11])) : 0
+      if (m[9] && (Number(m[10]) > 23 || Number(m[11]) > 59)) return undefined
+      const ms = Number((m[7] ?? '').slice(0, 3).padEnd(3, '0'))
+      return date.getTime() + (((h as number) * 60 + (mi as number) - offset) * 60 + (sec as number)) * 1000 + ms
+    }
+    const digits = (n: number) => fc.stringMatching(new RegExp(`^[0-9]{${n}}$`))
+    const near = fc
+      .tuple(
+        digits(4),
+        fc.constantFrom('-', '/'),
+        fc.constantFrom('01', '02', '12', '13', '00', '1'),
+        fc.constantFrom('-'),
+        fc.constantFrom('01', '28', '29', '30', '31', '32'),
+        fc.constantFrom('T', 't', ' ', '_'),
+        fc.constantFrom('00', '23', '24', '9'),
+        fc.constantFrom(':'),
+        fc.constantFrom('00', '59', '60'),
+        fc.constantFrom(':', ''),
+        fc.constantFrom('00', '59', '60', '61'),
+        fc.oneof(
+          fc.constant(''),
+          fc.constant('.'),
+          digits(1).map((d) => `.${d}`),
+          digits(3).map((d) => `.${d}`),
+          digits(7).map((d) => `.${d}`),
+        ),
+        fc.constantFrom('Z', 'z', '', '+00:00', '-05:30', '+24:00', '+05:60', '+0530', '+05:3', 'Zx'),
+      )
+      .map((parts) => parts.join(''))
+    fc.assert(
+      fc.property(near, (text) => {
+        const expected = reference(text)
+        expect(parseCreatedAt(text)).toEqual(
+          expected === undefined ? { ok: false, reason: 'created_at_unparseable' } : { ok: true, ms: expected },
+        )
+      }),
+      { numRuns: 3000 },
+    )
+  })
+
   it('never throws, whatever it is given', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.anything()), (value) => {

@@ -7,10 +7,6 @@
 /** Longest `created_at` text considered; longer text is reported unparseable. */
 const MAX_CREATED_AT_LENGTH = 64
 
-// date 'T' time, optional fraction, then 'Z' or ±hh:mm. A date alone or a time without offset is refused:
-// its instant would be a guess.
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
-
 /** Where an event sits in time: compare two with {@link compareOrderPositions}. */
 export interface OrderPosition {
   /** `created_at` in whole milliseconds since the epoch (digits past the millisecond are dropped). */
@@ -69,29 +65,57 @@ function daysFromCivil(year: number, month: number, day: number): number {
  */
 export function parseCreatedAt(value: unknown): ParsedCreatedAt {
   if (value === undefined || value === null || value === '') return { ok: false, reason: 'created_at_missing' }
-  if (typeof value !== 'string' || value.length > MAX_CREATED_AT_LENGTH) return { ok: false, reason: 'created_at_unparseable' }
-  const m = RFC3339.exec(value)
-  if (!m) return { ok: false, reason: 'created_at_unparseable' }
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ]
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { ok: false, reason: 'created_at_unparseable' }
-  if (hour > 23 || minute > 59 || second > 60) return { ok: false, reason: 'created_at_unparseable' }
-  let offsetMinutes = 0
-  if (m[9] !== undefined) {
-    const oh = Number(m[10])
-    const om = Number(m[11])
-    if (oh > 23 || om > 59) return { ok: false, reason: 'created_at_unparseable' }
-    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om)
+  if (typeof value !== 'string' || value.length > MAX_CREATED_AT_LENGTH) return UNPARSEABLE
+  const ms = parseRfc3339(value)
+  return ms === undefined ? UNPARSEABLE : { ok: true, ms }
+}
+
+const UNPARSEABLE: ParsedCreatedAt = Object.freeze({ ok: false, reason: 'created_at_unparseable' })
+
+/** The number written by `length` ASCII digits at `start`, or -1. A hand parser: a regex costs ~3x more per event. */
+function digitsAt(s: string, start: number, length: number): number {
+  let n = 0
+  for (let i = start; i < start + length; i++) {
+    const d = s.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
   }
-  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'))
-  const ms = ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millis
-  return { ok: true, ms }
+  return n
+}
+
+/** `YYYY-MM-DD(T|t| )hh:mm:ss[.fraction](Z|z|±hh:mm)` to ms since the epoch, or undefined. */
+function parseRfc3339(s: string): number | undefined {
+  if (s.length < 20 || s[4] !== '-' || s[7] !== '-' || s[13] !== ':' || s[16] !== ':') return undefined
+  const separator = s[10]
+  if (separator !== 'T' && separator !== 't' && separator !== ' ') return undefined
+  const year = digitsAt(s, 0, 4)
+  const month = digitsAt(s, 5, 2)
+  const day = digitsAt(s, 8, 2)
+  const hour = digitsAt(s, 11, 2)
+  const minute = digitsAt(s, 14, 2)
+  const second = digitsAt(s, 17, 2)
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) return undefined
+  let pos = 19
+  let millis = 0
+  if (s[pos] === '.') {
+    const first = ++pos
+    while (pos < s.length && s.charCodeAt(pos) >= 48 && s.charCodeAt(pos) <= 57) {
+      if (pos - first < 3) millis += (s.charCodeAt(pos) - 48) * 10 ** (2 - (pos - first))
+      pos++
+    }
+    if (pos === first) return undefined
+  }
+  let offsetMinutes = 0
+  const zone = s[pos]
+  if ((zone === 'Z' || zone === 'z') && pos === s.length - 1) offsetMinutes = 0
+  else if ((zone === '+' || zone === '-') && pos === s.length - 6 && s[pos + 3] === ':') {
+    const oh = digitsAt(s, pos + 1, 2)
+    const om = digitsAt(s, pos + 4, 2)
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return undefined
+    offsetMinutes = (zone === '-' ? -1 : 1) * (oh * 60 + om)
+  } else return undefined
+  return ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millis
 }
 
 /** Maps a UTF-16 code unit so that comparing mapped units gives code-point (= UTF-8 byte) order. */
