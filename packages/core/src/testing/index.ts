@@ -19,3 +19,15 @@ export {
   UNKNOWN_EVENT_TYPE,
   unknownEventFixture,
 } from './fixtures.js'
+export { type OrderingConformanceOptions, orderingConformance } from './ordering-conformance.js'
+export {
+  type CreateEmailSequenceInput,
+  createEmailSequence,
+  delayedOne,
+  type EmailSequence,
+  type EmailSequenceStep,
+  MAX_PERMUTATION_ITEMS,
+  permutations,
+  reversed,
+  shuffled,
+} from './sequences.js'

@@ -1,0 +1,77 @@
+/**
+ * The ordering capability of a dedup store: an optional extension of the `DedupStore` contract
+ * (to be merged into store/types.ts). A store that has it returns the current high-water mark of
+ * an order key with an `acquired` claim, and advances the mark atomically with `complete`, only
+ * when the completed event is newer. A store without it still works: ordering is then `unknown`.
+ */
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from '../store/types.js'
+import type { OrderMark } from './position.js'
+
+/**
+ * The `order` option of `claim` and `complete`: which mark, and the event's own position. The
+ * receiver builds it once per event and passes the same object to both calls.
+ */
+export interface StoreOrderInput {
+  /** The mark key: the receiver's `namespace` + `:` + the event's order key (at most `MAX_ORDER_KEY_LENGTH` characters more than the namespace). */
+  key: string
+  /** The event's position and type: what the mark becomes when this event completes and is the newest. */
+  mark: OrderMark
+}
+
+/** Claim options of an ordering store. */
+export interface OrderingClaimOptions extends ClaimOptions {
+  /** When given, an `acquired` result carries `order.mark` for `order.key`. A claim never changes a mark. */
+  order?: StoreOrderInput
+}
+
+/** Complete options of an ordering store. */
+export interface OrderingCompleteOptions extends CompleteOptions {
+  /** When given, the mark of `order.key` advances to `order.mark` if that is newer, atomically with the complete. */
+  order?: StoreOrderInput
+}
+
+/** What an ordering store adds to an `acquired` claim made with an `order` option. */
+export interface ClaimOrder {
+  /** The newest completed event for the key, or `null` when none is remembered (never completed, or expired). */
+  mark: OrderMark | null
+}
+
+/** Claim result of an ordering store: an `acquired` result made with `order` carries `order`. */
+export type OrderingClaimResult = { status: 'acquired'; claim: Claim; order?: ClaimOrder } | Exclude<ClaimResult, { status: 'acquired' }>
+
+/**
+ * A dedup store with the ordering capability. Rules (checked by `orderingConformance` from
+ * `@email-webhooks/core/testing`):
+ *
+ * 1. `ordering` is `true`.
+ * 2. `claim(key, { order })` that is `acquired` returns `order: { mark }`: the mark of `order.key`
+ *    as left by every `complete` that resolved before the claim started (`null` when none, or when
+ *    it expired). `duplicate` and `in_flight` results carry no `order`. A claim never changes a mark.
+ * 3. `complete(claim, { order })`, in ONE atomic step with marking the dedup key done: if the token
+ *    still owns the key, the mark of `order.key` becomes `order.mark` when there is no live mark or
+ *    `order.mark` is newer by `compareOrderPositions` (created_at ms, then event id in byte order);
+ *    otherwise the mark keeps its position and type. Either way its expiry becomes now + `retentionMs`.
+ *    If the token no longer owns the key, `complete` returns `false` and no mark changes.
+ * 4. `release`, a lapsed lease or a crash between claim and complete leave every mark unchanged.
+ * 5. Concurrent completes for one mark key leave the newest position as the mark, whatever their
+ *    interleaving (compare-and-set inside the store, never read in the client and write back).
+ * 6. Marks live apart from dedup keys (a mark key never answers `duplicate`), and expire on the
+ *    store's own clock like dedup records.
+ */
+export interface OrderingDedupStore extends DedupStore {
+  /** Declares the capability. */
+  readonly ordering: true
+  claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult>
+  complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean>
+}
+
+/**
+ * True when the store declares the ordering capability (`ordering === true`).
+ *
+ * @param store Any dedup store.
+ * @example
+ * const order = supportsOrdering(store) ? { key: `${namespace}:${input.key}` } : undefined
+ */
+export function supportsOrdering(store: DedupStore): store is OrderingDedupStore {
+  return (store as { ordering?: unknown }).ordering === true
+}

@@ -1,0 +1,317 @@
+/**
+ * The ordering conformance suite: the rules of the store's ordering capability (see
+ * `OrderingDedupStore`) as tests for vitest, jest or node:test. Races of events of one email,
+ * equal timestamps, a crash between claim and complete, late older events, and a store without
+ * the capability (ordering then `unknown`).
+ */
+import {
+  type Claim,
+  compareEventIds,
+  compareOrderPositions,
+  type DedupStore,
+  type EventOrder,
+  type OrderingDedupStore,
+  type OrderMark,
+  orderFromClaim,
+  orderInputOf,
+  supportsOrdering,
+} from '@email-webhooks/core'
+import type { ConformanceRunner } from './conformance.js'
+
+/** Options of {@link orderingConformance}. */
+export interface OrderingConformanceOptions {
+  /** Returns a ready store; called once per test. Keys are random, so a shared store also works. */
+  createStore(): DedupStore | Promise<DedupStore>
+  /** Closes the store after each test (default true). */
+  closeAfterEach?: boolean
+  /**
+   * `true` (default): the store must have the ordering capability and pass every case.
+   * `false`: the store has none; only check that it still deduplicates and ordering is `unknown`.
+   */
+  expectCapability?: boolean
+  /** Short lease and retention of the expiry cases; default 300 ms. */
+  shortMs?: number
+  /** Rounds of the race cases; default 20. */
+  rounds?: number
+}
+
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const BASE_MS = Date.UTC(2026, 0, 1, 12)
+
+class OrderingConformanceFailure extends Error {
+  override readonly name = 'OrderingConformanceFailure'
+}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new OrderingConformanceFailure(message)
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const show = (mark: OrderMark | null | undefined) => (mark ? `${mark.type}@${mark.createdAtMs}/${mark.eventId}` : String(mark))
+const sameMark = (a: OrderMark | null | undefined, b: OrderMark | null) =>
+  a === b || (!!a && !!b && a.createdAtMs === b.createdAtMs && a.eventId === b.eventId && a.type === b.type)
+
+/** One email's event as the receiver will hand it to the store: dedup key, mark key and mark. */
+interface Step {
+  dedupKey: string
+  markKey: string
+  mark: OrderMark
+}
+
+/** Test helpers bound to one store and one email. */
+interface Email {
+  step(type: string, offsetMs: number, id?: string): Step
+  claim(s: Step, leaseMs?: number): Promise<{ claim: Claim; order: EventOrder }>
+  complete(c: Claim, s: Step, retentionMs?: number): Promise<boolean>
+  handle(s: Step): Promise<EventOrder>
+  markNow(): Promise<OrderMark | null>
+  expectMark(expected: OrderMark | null, what: string): Promise<void>
+}
+
+function emailOf(store: OrderingDedupStore): Email {
+  const emailId = crypto.randomUUID()
+  const markKey = `conformance:email:${emailId}`
+  const step = (type: string, offsetMs: number, id: string = crypto.randomUUID()): Step => {
+    const input = orderInputOf({ id, type, created_at: new Date(BASE_MS + offsetMs).toISOString(), data: { id: emailId } })
+    check(input.ok, `orderInputOf gives a position for a well-formed email event (${input.ok || input.reason})`)
+    return { dedupKey: `conformance:${emailId}:${id}`, markKey, mark: input.mark }
+  }
+  const claim = async (s: Step, leaseMs = LONG.leaseMs): Promise<{ claim: Claim; order: EventOrder }> => {
+    const result = await store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey, mark: s.mark } })
+    check(result.status === 'acquired', `claim of ${s.mark.type} is acquired, got ${JSON.stringify(result)}`)
+    const order = orderFromClaim({ ok: true, key: s.markKey, mark: s.mark }, result.order)
+    check(order.status !== 'unknown', `an acquired claim with an order option carries order.mark, got ${JSON.stringify(result.order)}`)
+    return { claim: result.claim, order }
+  }
+  const complete = (c: Claim, s: Step, retentionMs = LONG.retentionMs) =>
+    store.complete(c, { retentionMs, order: { key: s.markKey, mark: s.mark } })
+  const handle = async (s: Step): Promise<EventOrder> => {
+    const { claim: c, order } = await claim(s)
+    check((await complete(c, s)) === true, `complete of ${s.mark.type} with its own token returns true`)
+    return order
+  }
+  /** Reads the mark through a probe claim (claims never change marks), then releases the probe. */
+  const markNow = async (): Promise<OrderMark | null> => {
+    const probe = step('email.probe', 0)
+    const { claim: c, order } = await claim(probe)
+    await store.release(c)
+    return order.newestHandled
+  }
+  const expectMark = async (expected: OrderMark | null, what: string) => {
+    const mark = await markNow()
+    check(sameMark(mark, expected), `${what}: the mark is ${show(expected)}, got ${show(mark)}`)
+  }
+  return { step, claim, complete, handle, markNow, expectMark }
+}
+
+/**
+ * Registers the ordering conformance tests for a store.
+ * @example
+ * import { describe, it } from 'vitest'
+ * orderingConformance('my store', { describe, it }, { createStore: () => new MyStore(db) })
+ */
+export function orderingConformance(name: string, runner: ConformanceRunner, options: OrderingConformanceOptions): void {
+  const shortMs = options.shortMs ?? 300
+  const rounds = options.rounds ?? 20
+  const closeAfterEach = options.closeAfterEach ?? true
+
+  function test(title: string, body: (store: DedupStore) => Promise<void>): void {
+    runner.it(title, async () => {
+      const store = await options.createStore()
+      try {
+        await body(store)
+      } finally {
+        if (closeAfterEach) await store.close?.()
+      }
+    })
+  }
+  function ordered(title: string, body: (newEmail: () => Email, store: OrderingDedupStore) => Promise<void>): void {
+    test(title, async (store) => {
+      check(
+        supportsOrdering(store),
+        'the store declares the ordering capability (ordering: true); pass expectCapability: false if it has none',
+      )
+      await body(() => emailOf(store), store)
+    })
+  }
+
+  runner.describe(`Ordering conformance: ${name}`, () => {
+    if (options.expectCapability === false) {
+      test('without the capability, still deduplicates with order options and ordering is unknown', async (store) => {
+        check(!supportsOrdering(store), 'the store does not declare ordering: true')
+        const id = crypto.randomUUID()
+        const event = { id, type: 'email.submitted', created_at: new Date(BASE_MS).toISOString(), data: { id: crypto.randomUUID() } }
+        const input = orderInputOf(event)
+        check(input.ok, 'the event has a position')
+        const opts = { ...LONG, order: { key: `conformance:${input.key}`, mark: input.mark } }
+        const first = await store.claim(`conformance:${id}`, opts)
+        check(first.status === 'acquired', `the claim is acquired, got ${first.status}`)
+        const order = orderFromClaim(input, (first as { order?: unknown }).order)
+        check(order.status === 'unknown' && order.reason === 'store_without_ordering', `ordering is unknown, got ${JSON.stringify(order)}`)
+        check((await store.complete(first.claim, opts)) === true, 'complete with order options returns true')
+        check((await store.claim(`conformance:${id}`, opts)).status === 'duplicate', 'the event is then a duplicate')
+      })
+      return
+    }
+
+    ordered('reports no mark (first) for an email never completed', async (newEmail) => {
+      const email = newEmail()
+      const { order } = await email.claim(email.step('email.queued', 0))
+      check(order.status === 'first' && order.newestHandled === null, `first event: status first, got ${JSON.stringify(order)}`)
+    })
+
+    ordered('keeps the newest completed event as the mark, with its exact time, id and type', async (newEmail) => {
+      const email = newEmail()
+      const queued = email.step('email.queued', 0)
+      const submitted = email.step('email.submitted', 1_001)
+      await email.handle(queued)
+      const order = await email.handle(submitted)
+      check(
+        order.status === 'latest' && sameMark(order.newestHandled, queued.mark),
+        `newer event: latest over queued, got ${JSON.stringify(order)}`,
+      )
+      await email.expectMark(submitted.mark, 'after queued then submitted')
+    })
+
+    ordered('reports an older event arriving after a newer one as stale and keeps the newer mark', async (newEmail) => {
+      const email = newEmail()
+      const deferred = email.step('email.deferred', 0)
+      const submitted = email.step('email.submitted', 5_000)
+      await email.handle(submitted)
+      const order = await email.handle(deferred)
+      check(order.status === 'stale', `late older event: stale, got ${order.status}`)
+      check(sameMark(order.newestHandled, submitted.mark), `stale names the newest handled, got ${show(order.newestHandled)}`)
+      await email.expectMark(submitted.mark, 'after the late older event completed')
+    })
+
+    ordered('breaks a tie of equal created_at by event id in byte order, in both completion orders', async (newEmail) => {
+      const uuid = crypto.randomUUID()
+      const pairs: Array<[string, string]> = [
+        [crypto.randomUUID(), crypto.randomUUID()].sort(compareEventIds) as [string, string],
+        // Byte order puts 'Z' (0x5A) before 'a' (0x61); a locale collation would not (SQL columns need COLLATE "C", Lua a byte loop).
+        [`Z${uuid}`, `a${uuid}`],
+        [`${uuid}`, `${uuid}-1`],
+      ]
+      for (const [low, high] of pairs) {
+        const first = newEmail()
+        await first.handle(first.step('email.deferred', 0, high))
+        const late = await first.handle(first.step('email.submitted', 0, low))
+        check(late.status === 'stale', `same ms, id ${low} after ${high}: stale, got ${late.status}`)
+        await first.expectMark(first.step('email.deferred', 0, high).mark, `${high} completed first`)
+        const second = newEmail()
+        await second.handle(second.step('email.submitted', 0, low))
+        const next = await second.handle(second.step('email.deferred', 0, high))
+        check(next.status === 'latest', `same ms, id ${high} after ${low}: latest, got ${next.status}`)
+        await second.expectMark(second.step('email.deferred', 0, high).mark, `${low} completed first`)
+      }
+    })
+
+    ordered('never moves the mark at claim time', async (newEmail) => {
+      const email = newEmail()
+      const queued = email.step('email.queued', 0)
+      await email.handle(queued)
+      const newer = email.step('email.submitted', 1_000)
+      const { claim } = await email.claim(newer)
+      await email.expectMark(queued.mark, 'while a newer event is claimed but not completed')
+      check((await email.complete(claim, newer)) === true, 'the newer event completes')
+      await email.expectMark(newer.mark, 'once it completed')
+    })
+
+    ordered('leaves the mark unchanged after a crash between claim and complete', async (newEmail) => {
+      const email = newEmail()
+      const queued = email.step('email.queued', 0)
+      await email.handle(queued)
+      const submitted = email.step('email.submitted', 1_000)
+      const crashed = await email.claim(submitted, shortMs)
+      await sleep(shortMs + 150)
+      await email.expectMark(queued.mark, 'after the lease of the crashed claim lapsed')
+      const retry = await email.claim(submitted)
+      check(
+        retry.order.status === 'latest' && sameMark(retry.order.newestHandled, queued.mark),
+        `the retry sees the old mark, got ${JSON.stringify(retry.order)}`,
+      )
+      check((await email.complete(crashed.claim, submitted)) === false, 'the crashed claim cannot complete after the takeover')
+      await email.expectMark(queued.mark, 'after the refused complete of the crashed claim')
+      check((await email.complete(retry.claim, submitted)) === true, 'the retry completes')
+      await email.expectMark(submitted.mark, 'after the retry completed')
+    })
+
+    ordered('leaves the mark unchanged after a release or a complete with a forged token', async (newEmail, store) => {
+      const email = newEmail()
+      const queued = email.step('email.queued', 0)
+      await email.handle(queued)
+      const released = email.step('email.submitted', 1_000)
+      const held = await email.claim(released)
+      check((await store.release(held.claim)) === true, 'release returns true')
+      await email.expectMark(queued.mark, 'after a release')
+      const forged = email.step('email.rejected', 2_000)
+      const owner = await email.claim(forged)
+      check((await email.complete({ ...owner.claim, token: crypto.randomUUID() }, forged)) === false, 'a forged token cannot complete')
+      await email.expectMark(queued.mark, 'after a refused complete')
+    })
+
+    ordered(`leaves the newer event as the mark when two events of one email race (${rounds} rounds)`, async (newEmail) => {
+      for (let round = 0; round < rounds; round++) {
+        const email = newEmail()
+        const older = email.step('email.deferred', 0)
+        const newer = email.step('email.submitted', round % 4 === 3 ? 0 : 1 + round)
+        const [winner, loser] = compareOrderPositions(newer.mark, older.mark) > 0 ? [newer, older] : [older, newer]
+        const [a, b] = await Promise.all([email.claim(older), email.claim(newer)])
+        check(a.order.status === 'first' && b.order.status === 'first', `round ${round}: both racing claims see no mark`)
+        const pairs: Array<[Claim, Step]> = [
+          [a.claim, older],
+          [b.claim, newer],
+        ]
+        if (round % 2 === 1) pairs.reverse()
+        const done = await Promise.all(pairs.map(([c, s]) => email.complete(c, s)))
+        check(done.every(Boolean), `round ${round}: both completes return true`)
+        await email.expectMark(winner.mark, `round ${round}: after the race (the older was ${show(loser.mark)})`)
+      }
+    })
+
+    ordered('keeps the newest of many concurrent events of one email as the mark', async (newEmail) => {
+      for (let round = 0; round < Math.max(1, Math.floor(rounds / 4)); round++) {
+        const email = newEmail()
+        const steps = Array.from({ length: 8 }, (_, i) =>
+          email.step(i % 2 ? 'email.deferred' : 'email.submitted', ((i * 7 + round * 3) % 4) * 1000),
+        )
+        await Promise.all(steps.map((s) => email.handle(s)))
+        const newest = steps.reduce((best, s) => (compareOrderPositions(s.mark, best.mark) > 0 ? s : best))
+        await email.expectMark(newest.mark, `round ${round}: after 8 concurrent events`)
+      }
+    })
+
+    ordered('keeps the marks of different emails apart, and apart from dedup keys', async (newEmail, store) => {
+      const one = newEmail()
+      const two = newEmail()
+      const a = one.step('email.submitted', 5_000)
+      await one.handle(a)
+      await two.expectMark(null, 'another email')
+      const b = two.step('email.queued', 0)
+      await two.handle(b)
+      await one.expectMark(a.mark, 'the first email after the second one completed')
+      await two.expectMark(b.mark, 'the second email')
+      const asDedupKey = (await store.claim(a.markKey, LONG)).status
+      check(asDedupKey === 'acquired', `a mark key is not a dedup key: claiming it is acquired, got ${asDedupKey}`)
+    })
+
+    ordered('forgets a mark after its retention, and every complete refreshes it', async (newEmail) => {
+      const email = newEmail()
+      const newer = email.step('email.submitted', 5_000)
+      const { claim } = await email.claim(newer)
+      check((await email.complete(claim, newer, shortMs)) === true, 'complete with a short retention')
+      await email.expectMark(newer.mark, 'while retained')
+      await sleep(shortMs + 150)
+      await email.expectMark(null, 'after the retention lapsed')
+      const kept = newEmail()
+      const last = kept.step('email.submitted', 5_000)
+      const { claim: c1 } = await kept.claim(last)
+      check((await kept.complete(c1, last, shortMs)) === true, 'the newer completes with a short retention')
+      const older = kept.step('email.deferred', 0)
+      const { claim: c2 } = await kept.claim(older)
+      check((await kept.complete(c2, older, LONG.retentionMs)) === true, 'the older completes with a long retention')
+      await sleep(shortMs + 150)
+      await kept.expectMark(last.mark, 'after the short retention, refreshed by the later complete of an older event')
+    })
+  })
+}

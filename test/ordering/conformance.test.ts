@@ -1,0 +1,220 @@
+// The ordering conformance suite, proven on a reference implementation of the capability (a
+// wrapper around MemoryDedupStore, written here) and shown to fail on deliberately wrong stores.
+import {
+  type Claim,
+  type ClaimOptions,
+  compareOrderPositions,
+  type DedupStore,
+  MemoryDedupStore,
+  type OrderingClaimOptions,
+  type OrderingClaimResult,
+  type OrderingCompleteOptions,
+  type OrderingDedupStore,
+  type OrderMark,
+  type StoreOrderInput,
+} from '@email-webhooks/core'
+import { type OrderingConformanceOptions, orderingConformance } from '@email-webhooks/core/testing'
+import { describe, expect, it } from 'vitest'
+
+const SHORT_MS = 150
+
+/** Reference ordering store: marks in a Map next to the memory dedup store, compare-and-set in one synchronous step. */
+class OrderedMemoryStore implements OrderingDedupStore {
+  readonly ordering = true as const
+  protected readonly inner = new MemoryDedupStore()
+  protected readonly marks = new Map<string, { mark: OrderMark; expiresAt: number }>()
+
+  async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    const result = await this.inner.claim(key, opts)
+    if (result.status !== 'acquired' || !opts.order) return result
+    return { ...result, order: { mark: this.read(opts.order.key) } }
+  }
+
+  async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
+    const done = await this.inner.complete(claim, opts)
+    if (done && opts.order) this.advance(opts.order, opts.retentionMs)
+    return done
+  }
+
+  release(claim: Claim): Promise<boolean> {
+    return this.inner.release(claim)
+  }
+
+  close(): Promise<void> {
+    this.marks.clear()
+    return this.inner.close()
+  }
+
+  protected read(key: string): OrderMark | null {
+    const entry = this.marks.get(key)
+    return entry && entry.expiresAt > Date.now() ? { ...entry.mark } : null
+  }
+
+  protected isNewer(next: OrderMark, current: OrderMark): boolean {
+    return compareOrderPositions(next, current) > 0
+  }
+
+  protected advance(order: StoreOrderInput, retentionMs: number): void {
+    const current = this.read(order.key)
+    const mark = current === null || this.isNewer(order.mark, current) ? { ...order.mark } : current
+    this.marks.set(order.key, { mark, expiresAt: Date.now() + retentionMs })
+  }
+}
+
+// Deliberately wrong stores, one fault each.
+class AdvancesAtClaim extends OrderedMemoryStore {
+  override async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    const result = await super.claim(key, opts)
+    if (result.status === 'acquired' && opts.order) this.advance(opts.order, opts.retentionMs)
+    return result
+  }
+}
+class LastWriterWins extends OrderedMemoryStore {
+  protected override isNewer(): boolean {
+    return true
+  }
+}
+class NoTieBreak extends OrderedMemoryStore {
+  protected override isNewer(next: OrderMark, current: OrderMark): boolean {
+    return next.createdAtMs > current.createdAtMs
+  }
+}
+class LocaleCollation extends OrderedMemoryStore {
+  protected override isNewer(next: OrderMark, current: OrderMark): boolean {
+    if (next.createdAtMs !== current.createdAtMs) return next.createdAtMs > current.createdAtMs
+    return next.eventId.localeCompare(current.eventId, 'en') > 0
+  }
+}
+class UnfencedMark extends OrderedMemoryStore {
+  override async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
+    if (opts.order) this.advance(opts.order, opts.retentionMs)
+    return this.inner.complete(claim, opts)
+  }
+}
+class ReadThenWrite extends OrderedMemoryStore {
+  override async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
+    const done = await this.inner.complete(claim, opts)
+    if (!done || !opts.order) return done
+    const { key, mark } = opts.order
+    const current = this.read(key)
+    await new Promise((resolve) => setImmediate(resolve)) // a network round trip between read and write
+    if (current === null || compareOrderPositions(mark, current) > 0)
+      this.marks.set(key, { mark, expiresAt: Date.now() + opts.retentionMs })
+    return done
+  }
+}
+class SharesDedupKeys extends OrderedMemoryStore {
+  override async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
+    const done = await super.complete(claim, opts)
+    if (done && opts.order) {
+      const marker = await this.inner.claim(opts.order.key, opts as ClaimOptions & OrderingCompleteOptions & { leaseMs: number })
+      if (marker.status === 'acquired') await this.inner.complete(marker.claim, opts)
+    }
+    return done
+  }
+}
+class NeverForgets extends OrderedMemoryStore {
+  protected override advance(order: StoreOrderInput): void {
+    super.advance(order, 3_600_000)
+  }
+}
+class NoRefresh extends OrderedMemoryStore {
+  protected override advance(order: StoreOrderInput, retentionMs: number): void {
+    const before = this.marks.get(order.key)
+    super.advance(order, retentionMs)
+    const after = this.marks.get(order.key)
+    if (before && after && before.expiresAt > Date.now() && after.mark.eventId === before.mark.eventId) after.expiresAt = before.expiresAt
+  }
+}
+class DeclaresButSilent extends OrderedMemoryStore {
+  override async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    return this.inner.claim(key, opts)
+  }
+}
+
+// Proven on the reference store, test by test, under vitest.
+orderingConformance('reference OrderedMemoryStore', { describe, it }, { createStore: () => new OrderedMemoryStore(), shortMs: SHORT_MS })
+orderingConformance(
+  'MemoryDedupStore (no capability)',
+  { describe, it },
+  { createStore: () => new MemoryDedupStore(), expectCapability: false },
+)
+
+/** Runs every registered case and returns each case's failure message (undefined when it passed). */
+async function outcomes(
+  createStore: () => DedupStore,
+  extra: Partial<OrderingConformanceOptions> = {},
+): Promise<Map<string, string | undefined>> {
+  const cases: Array<{ name: string; fn: () => Promise<void> }> = []
+  orderingConformance(
+    'captured',
+    { describe: (_name, fn) => fn(), it: (name, fn) => void cases.push({ name, fn }) },
+    { createStore, shortMs: SHORT_MS, rounds: 8, ...extra },
+  )
+  const results = await Promise.all(
+    cases.map(async ({ name, fn }) => {
+      try {
+        await fn()
+        return [name, undefined] as const
+      } catch (error) {
+        expect((error as Error).name).toBe('OrderingConformanceFailure')
+        return [name, (error as Error).message] as const
+      }
+    }),
+  )
+  return new Map(results)
+}
+const failed = (results: Map<string, string | undefined>) =>
+  [...results].filter(([, message]) => message !== undefined).map(([name]) => name)
+
+describe('the ordering conformance suite tells a correct store from wrong ones', () => {
+  it('passes every case on the reference store, and registers the cases the issue asks for', async () => {
+    const results = await outcomes(() => new OrderedMemoryStore())
+    expect(failed(results)).toEqual([])
+    const names = [...results.keys()].join('\n')
+    for (const topic of ['race', 'equal created_at', 'crash between claim and complete', 'stale', 'claim time'])
+      expect(names).toContain(topic)
+    expect(results.size).toBeGreaterThanOrEqual(10)
+  })
+
+  it.each([
+    [
+      'advances the mark at claim time',
+      () => new AdvancesAtClaim(),
+      ['never moves the mark at claim time', 'crash between claim and complete', 'release or a complete with a forged token'],
+    ],
+    [
+      'overwrites the mark with an older event',
+      () => new LastWriterWins(),
+      ['older event arriving after a newer one', 'equal created_at', 'two events of one email race', 'many concurrent events'],
+    ],
+    ['ignores the event-id tie-break', () => new NoTieBreak(), ['equal created_at']],
+    ['compares event ids in a locale collation instead of byte order', () => new LocaleCollation(), ['equal created_at']],
+    ['moves the mark even when complete is refused', () => new UnfencedMark(), ['crash between claim and complete', 'forged token']],
+    ['reads the mark and writes it back in two steps', () => new ReadThenWrite(), ['two events of one email race']],
+    ['keeps marks among dedup keys', () => new SharesDedupKeys(), ['apart from dedup keys']],
+    ['never forgets a mark', () => new NeverForgets(), ['forgets a mark after its retention']],
+    ['does not refresh the mark on a stale complete', () => new NoRefresh(), ['every complete refreshes it']],
+    ['declares ordering but returns no mark', () => new DeclaresButSilent(), ['reports no mark (first)', 'two events of one email race']],
+  ])('fails a store that %s', async (_fault, create, mustFail) => {
+    const names = failed(await outcomes(create))
+    for (const part of mustFail)
+      expect(
+        names.some((name) => name.includes(part)),
+        `a case about "${part}" fails; failed: ${names.join(' | ')}`,
+      ).toBe(true)
+  })
+
+  it('fails every ordering case for a store without the capability unless expectCapability is false', async () => {
+    const results = await outcomes(() => new MemoryDedupStore())
+    expect(failed(results)).toEqual([...results.keys()])
+    for (const message of results.values()) expect(message).toMatch(/ordering: true.*expectCapability: false/)
+    const without = await outcomes(() => new MemoryDedupStore(), { expectCapability: false })
+    expect(without.size).toBe(1)
+    expect(failed(without)).toEqual([])
+  })
+
+  it('fails the no-capability case for a store that declares the capability', async () => {
+    expect(failed(await outcomes(() => new OrderedMemoryStore(), { expectCapability: false }))).toHaveLength(1)
+  })
+})
