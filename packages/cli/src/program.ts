@@ -4,12 +4,21 @@
  */
 import { Command, CommanderError } from 'commander'
 import { version } from '../package.json'
+import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
+import { signCommand } from './commands/sign.js'
+import { verifyCommand } from './commands/verify.js'
 import type { CommandFactory, RunState } from './lib/common.js'
 import { EXIT, UsageError } from './lib/errors.js'
 
 /** Every command, in the order `--help` lists them. */
-const COMMANDS: readonly CommandFactory[] = [sendCommand]
+// biome-ignore format: one command per line, so that adding a command is a one-line change
+const COMMANDS: readonly CommandFactory[] = [
+  sendCommand,
+  replayCommand,
+  signCommand,
+  verifyCommand,
+]
 
 /**
  * Builds the program with every command.
@@ -35,6 +44,11 @@ export function createProgram(state: RunState): Command {
  */
 export async function run(argv: readonly string[]): Promise<number> {
   const state: RunState = { exitCode: EXIT.ok }
+  // `email-webhooks sign … | head -3` closes stdout early: end quietly, as Unix tools do.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(state.exitCode)
+    throw error
+  })
   try {
     await createProgram(state).parseAsync(argv)
   } catch (error) {

@@ -4,7 +4,7 @@ import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson, withSecretOptions } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
 import { parseExpectation } from '../lib/expect.js'
-import { DEFAULT_TIMEOUT_MS, displayUrl, post } from '../lib/http.js'
+import { checkUrl, DEFAULT_TIMEOUT_MS, displayUrl, post } from '../lib/http.js'
 import { parseWhole, readInput } from '../lib/input.js'
 import { type LoadOptions, runLoad } from '../lib/load.js'
 import { createOutput } from '../lib/output.js'
@@ -34,18 +34,6 @@ interface SendOptions {
   concurrency?: string
   duplicates?: string
   duration?: string
-}
-
-/** Checks the URL: absolute http(s). */
-export function checkUrl(url: string): string {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw new UsageError('The URL must be absolute, e.g. http://127.0.0.1:3000/hooks.')
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('The URL must start with http:// or https://.')
-  return url
 }
 
 function modeOf(options: SendOptions): Mode {

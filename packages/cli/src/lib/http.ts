@@ -4,6 +4,8 @@
  * counts them as failures. The body sent and received is never printed.
  */
 
+import { UsageError } from './errors.js'
+
 /** Default per-request timeout: the sender's own (10 s). */
 export const DEFAULT_TIMEOUT_MS = 10_000
 const MAX_ANSWER_CHARS = 64 * 1024
@@ -93,4 +95,21 @@ export function displayUrl(url: string): string {
   } catch {
     return '(invalid URL)'
   }
+}
+
+/**
+ * Checks a receiver URL: absolute, http or https.
+ * @throws {UsageError} otherwise.
+ * @example
+ * checkUrl('http://127.0.0.1:3000/hooks')
+ */
+export function checkUrl(url: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new UsageError('The URL must be absolute, e.g. http://127.0.0.1:3000/hooks.')
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('The URL must start with http:// or https://.')
+  return url
 }

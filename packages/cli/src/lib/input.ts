@@ -17,7 +17,10 @@ async function readStdin(): Promise<Uint8Array> {
  * const body = await readInput('event.json', 'body file')
  */
 export async function readInput(path: string, what: string): Promise<Uint8Array> {
-  if (path === '-') return readStdin()
+  if (path === '-') {
+    if (process.stdin.isTTY) throw new UsageError(`Give the ${what} as a path, or pipe it on stdin.`)
+    return readStdin()
+  }
   try {
     return new Uint8Array(await readFile(path))
   } catch (error) {
@@ -25,7 +28,14 @@ export async function readInput(path: string, what: string): Promise<Uint8Array>
   }
 }
 
-/** Parses a whole number option within bounds, or throws a UsageError naming the option. */
+/**
+ * Parses a whole-number option within bounds.
+ * @param value The option's text.
+ * @param option The option's name, for the message.
+ * @throws {UsageError} when it is not a whole number in [min, max].
+ * @example
+ * parseWhole('20', '--concurrency', 1, 256) // 20
+ */
 export function parseWhole(value: string, option: string, min: number, max: number): number {
   const number = Number(value)
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < min || number > max) {
