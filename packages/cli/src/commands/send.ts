@@ -87,6 +87,7 @@ function loadOptions(options: SendOptions, mode: Mode, command: Command): LoadOp
     timeoutMs: parseWhole(options.timeout, '--timeout', 1, 600_000),
     type: options.type,
     typeGiven: command.getOptionValueSource('type') === 'cli',
+    ...(options.emailId === undefined ? {} : { emailId: options.emailId }),
     ...(expect === undefined ? {} : { expect }),
   }
 }

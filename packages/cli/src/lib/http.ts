@@ -44,10 +44,11 @@ function readCode(text: string): { code?: string; duplicate?: boolean } {
 }
 
 function failureOf(error: unknown, signal: AbortSignal | undefined): string {
-  const err = error as { name?: string; cause?: { code?: string; name?: string } }
+  const err = error as { name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } }
   if (err?.name === 'TimeoutError' || err?.cause?.name === 'TimeoutError') return 'timeout'
   if (err?.name === 'AbortError') return signal?.aborted ? 'aborted' : 'timeout'
-  return err?.cause?.code ?? err?.name ?? 'network_error'
+  // undici: `TypeError: fetch failed` with the reason (ECONNREFUSED, ENOTFOUND, "bad port") as its cause.
+  return err?.cause?.code ?? err?.cause?.message ?? err?.message ?? 'network_error'
 }
 
 /**

@@ -22,8 +22,13 @@ export interface LoadOptions {
   type: string
   /** When false, events cycle through every email event type. */
   typeGiven: boolean
+  /** data.id of every event (one email); default a fresh one per event. */
+  emailId?: string
   expect?: Expectation
 }
+
+/** Repeats are drawn from the most recent deliveries only, so memory stays bounded at any --count. */
+const REPEAT_POOL = 10_000
 
 interface Sent {
   id: string
@@ -38,6 +43,8 @@ export interface Tally {
   noAnswer: number
   wrong: number
   duplicatesSent: number
+  /** Answers in 2xx so far (kept for the progress bar). */
+  successes: number
 }
 
 function record(tally: Tally, answer: Answer, duplicate: boolean, expect: Expectation): void {
@@ -46,6 +53,7 @@ function record(tally: Tally, answer: Answer, duplicate: boolean, expect: Expect
     tally.answered.push(answer.status)
     tally.latencies.push(answer.latencyMs)
     if (answer.status === 409) tally.conflicts++
+    if (answer.status >= 200 && answer.status < 300) tally.successes++
   }
   // A repeat may meet the first copy still in flight: 409 is then the right answer (the sender retries).
   if (!meets(answer.status, expect) && !(duplicate && answer.status === 409)) tally.wrong++
@@ -78,7 +86,7 @@ function progressBar(out: Output, total: number): cliProgress.SingleBar | undefi
  */
 export async function runLoad(url: string, secret: string, options: LoadOptions, out: Output): Promise<number> {
   const expect = options.expect ?? SENDER_SUCCESS
-  const tally: Tally = { answered: [], latencies: [], conflicts: 0, noAnswer: 0, wrong: 0, duplicatesSent: 0 }
+  const tally: Tally = { answered: [], latencies: [], conflicts: 0, noAnswer: 0, wrong: 0, duplicatesSent: 0, successes: 0 }
   const sent: Sent[] = []
   const abort = new AbortController()
   const run: { stoppedBy: Summary['stoppedBy'] } = { stoppedBy: 'count' }
@@ -87,11 +95,15 @@ export async function runLoad(url: string, secret: string, options: LoadOptions,
     if (next < options.count && run.stoppedBy === 'count') run.stoppedBy = reason
     next = options.count
   }
+  // First Ctrl-C: start nothing new, let the requests in flight answer (bounded by --timeout).
+  // A second one aborts them too.
+  let interrupts = 0
   const onSigint = (): void => {
+    interrupts++
     stop('interrupted')
-    abort.abort()
+    if (interrupts > 1) abort.abort()
   }
-  process.once('SIGINT', onSigint)
+  process.on('SIGINT', onSigint)
   const deadline = setTimeout(() => stop('duration'), options.durationSeconds * 1000)
   const started = performance.now()
   const bar = progressBar(out, options.count)
@@ -106,9 +118,10 @@ export async function runLoad(url: string, secret: string, options: LoadOptions,
         tally.duplicatesSent++
       } else {
         const type = options.typeGiven ? options.type : (EMAIL_EVENT_TYPES[index % EMAIL_EVENT_TYPES.length] as string)
-        const event = createEvent(type)
+        const event = createEvent(type, options.emailId === undefined ? {} : { data: { id: options.emailId } })
         delivery = { id: event.id, body: JSON.stringify(event) }
-        sent.push(delivery)
+        if (sent.length < REPEAT_POOL) sent.push(delivery)
+        else sent[index % REPEAT_POOL] = delivery
       }
       // Each attempt is signed when it leaves, with a fresh timestamp, as the sender does.
       const signed = await signWebhook({ secret, body: delivery.body, id: delivery.id })
@@ -118,7 +131,7 @@ export async function runLoad(url: string, secret: string, options: LoadOptions,
       if (bar) {
         const seconds = (performance.now() - started) / 1000
         const done = tally.answered.length + tally.noAnswer
-        bar.update(done, { rps: (done / seconds).toFixed(0), bad: done - tally.answered.filter((s) => s < 300 && s >= 200).length })
+        bar.update(done, { rps: (done / seconds).toFixed(0), bad: done - tally.successes })
       }
     }
   }

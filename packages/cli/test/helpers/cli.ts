@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { expect } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '../../../..')
 /** The built bin, as `npx email-webhooks` runs it. */
@@ -15,6 +16,8 @@ export const SECRET = 'whsec_cli_test_secret_5b2f1c0e9d8a'
 export interface ExampleServer {
   name: string
   url: string
+  /** What the server printed on stdout so far. */
+  output(): string
   stop(): Promise<void>
 }
 
@@ -25,7 +28,8 @@ export interface CliResult {
   stderr: string
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on at the moment it is returned. */
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer()
     server.once('error', fail)
@@ -36,13 +40,12 @@ function freePort(): Promise<number> {
   })
 }
 
-function waitForListening(child: ChildProcess): Promise<boolean> {
+function waitForListening(child: ChildProcess, log: { text: string }): Promise<boolean> {
   return new Promise((done) => {
-    let text = ''
     const timer = setTimeout(() => done(false), 15_000)
     child.stdout?.on('data', (chunk: Buffer) => {
-      text += chunk.toString()
-      if (text.includes('listening on')) {
+      log.text += chunk.toString()
+      if (log.text.includes('listening on')) {
         clearTimeout(timer)
         done(true)
       }
@@ -63,10 +66,12 @@ export async function startExample(name: 'express' | 'hono-node'): Promise<Examp
       env: { PATH: process.env.PATH, EMAIL_WEBHOOK_SECRET: SECRET, PORT: String(port), EMAIL_WEBHOOKS_DB: join(dir, 'dedup.db') },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
-    if (await waitForListening(child)) {
+    const log = { text: '' }
+    if (await waitForListening(child, log)) {
       return {
         name,
         url: `http://127.0.0.1:${port}/hooks`,
+        output: () => log.text,
         async stop() {
           const exited = new Promise((done) => child.once('exit', done))
           child.kill('SIGTERM')
@@ -88,7 +93,7 @@ export interface RunOptions {
   onSpawn?: (child: ChildProcess) => void
 }
 
-/** Runs the built CLI with a clean environment (no inherited secret) and collects its output. */
+/** Runs the built CLI with a clean environment (no inherited secret), collects its output and checks that the secret is not in it. */
 export function runCli(args: readonly string[], options: RunOptions = {}): Promise<CliResult> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -105,7 +110,11 @@ export function runCli(args: readonly string[], options: RunOptions = {}): Promi
       stderr += chunk.toString()
     })
     child.once('error', fail)
-    child.once('close', (code, signal) => done({ code, signal, stdout, stderr }))
+    child.once('close', (code, signal) => {
+      // Every run, whatever it tests: the secret never appears in the output.
+      expect(stdout + stderr).not.toContain(SECRET)
+      done({ code, signal, stdout, stderr })
+    })
     child.stdin.end(options.input ?? '')
     options.onSpawn?.(child)
   })
