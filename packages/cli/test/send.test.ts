@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ExampleServer, freePort, runCli, SECRET, startExample } from './helpers/cli.js'
+import { type ExampleServer, freePort, HAS_SCRIPT, runCli, runCliInTty, SECRET, startExample } from './helpers/cli.js'
 
 const env = { EMAIL_WEBHOOK_SECRET: SECRET }
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
@@ -194,6 +194,19 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
       const result = await runCli(['send', server.url, '--file', '-'], { env, input: '[1,2,3]' })
       expect(result.code).toBe(1)
       expect(result.stdout).toMatch(/✗ send\s+400 invalid_envelope/)
+    })
+
+    it.skipIf(!HAS_SCRIPT)('colours and a progress bar on a terminal; neither colour with NO_COLOR', async () => {
+      const coloured = await runCliInTty(['send', server.url], env)
+      expect(coloured.code).toBe(0)
+      expect(coloured.output).toContain('\u001b[32m✓')
+      const plain = await runCliInTty(['send', server.url], { ...env, NO_COLOR: '1' })
+      expect(plain.code).toBe(0)
+      expect(plain.output).toMatch(/✓ send\s+200/)
+      expect(plain.output).not.toContain('\u001b[')
+      const load = await runCliInTty(['send', server.url, '-n', '30', '-c', '2'], { ...env, NO_COLOR: '1' })
+      expect(load.code).toBe(0)
+      expect(load.output).toMatch(/\d+% \| \d+\/30 \| \d+ req\/s/)
     })
 
     it('exits 3 when nothing answers', async () => {

@@ -97,6 +97,30 @@ async function signed(secret: string, body: string | Uint8Array, id: string, tim
   return { headers, body }
 }
 
+type Make = (expected: Expectation, reason: string, label?: string) => { expected: Expectation; reason: string; label: string }
+
+/** One email's lifecycle, created_at one second apart in order, signed and sent scrambled. */
+function planLifecycle(
+  secret: string,
+  now: number,
+  fresh: (type: string, extra?: Partial<WebhookEvent>) => WebhookEvent,
+  make: Make,
+): Promise<PlannedRequest[]> {
+  const start = Date.now() - LIFECYCLE.length * 1000
+  const events = LIFECYCLE.map((type, step) => ({
+    step,
+    event: fresh(type, { created_at: new Date(start + step * 1000).toISOString() }),
+  }))
+  return Promise.all(
+    scramble(events).map(async ({ step, event }) => ({
+      ...make('2xx', `events of one email may arrive in any order (this is step ${step + 1} of ${LIFECYCLE.length})`, 'out-of-order'),
+      delivery: await signed(secret, JSON.stringify(event), event.id, now),
+      webhookId: event.id,
+      type: event.type,
+    })),
+  )
+}
+
 /**
  * Builds the requests of one `send` run, signed and ready.
  * @param input Mode, secret, event type or custom body, optional expectation override.
@@ -108,27 +132,13 @@ export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
   const now = input.now ?? Math.floor(Date.now() / 1000)
   const emailId = input.emailId ?? crypto.randomUUID()
   const fresh = (type: string, extra: Partial<WebhookEvent> = {}): WebhookEvent => createEvent(type, { data: { id: emailId }, ...extra })
-  const make = (expected: Expectation, reason: string, label: string = input.mode) => ({
+  const make: Make = (expected, reason, label = input.mode) => ({
     expected: input.expect ?? expected,
     reason,
     label,
   })
 
-  if (input.mode === 'outOfOrder') {
-    const start = Date.now() - LIFECYCLE.length * 1000
-    const events = LIFECYCLE.map((type, step) => ({
-      step,
-      event: fresh(type, { created_at: new Date(start + step * 1000).toISOString() }),
-    }))
-    return Promise.all(
-      scramble(events).map(async ({ step, event }) => ({
-        ...make('2xx', `events of one email may arrive in any order (this is step ${step + 1} of ${LIFECYCLE.length})`, `out-of-order`),
-        delivery: await signed(input.secret, JSON.stringify(event), event.id, now),
-        webhookId: event.id,
-        type: event.type,
-      })),
-    )
-  }
+  if (input.mode === 'outOfOrder') return planLifecycle(input.secret, now, fresh, make)
 
   const custom = input.body === undefined ? undefined : describeBody(input.body)
   const event = input.body === undefined ? fresh(input.mode === 'unknownType' ? UNKNOWN_EVENT_TYPE : input.type) : undefined

@@ -79,6 +79,10 @@ export function formatLine(record: RequestRecord, colors: Output['colors']): str
     `${answer.latencyMs.toFixed(1)} ms`,
     colors.dim(`${record.type ?? '(no type)'} ${record.webhookId}`),
   ]
-  const verdict = right ? `right: ${record.reason}` : `WRONG, expected ${record.expected}: ${record.reason}`
+  const verdict = right
+    ? `right: ${record.reason}`
+    : answer.status === 409 && record.expected === '2xx'
+      ? 'not 2xx, so the sender retries it: 409 says another copy of this event is still being handled'
+      : `WRONG, expected ${record.expected}: ${record.reason}`
   return [...parts, right ? colors.green(verdict) : colors.red(verdict)].join('  ')
 }

@@ -1,6 +1,7 @@
 // Test helpers: start an example server (Express or Hono on Node) on a free port with a test
 // secret and a temporary dedup database, and run the built CLI as a child process.
 import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -117,5 +118,25 @@ export function runCli(args: readonly string[], options: RunOptions = {}): Promi
     })
     child.stdin.end(options.input ?? '')
     options.onSpawn?.(child)
+  })
+}
+
+/** True when util-linux `script` is on PATH: it gives the CLI a terminal (TTY) to write to. */
+export const HAS_SCRIPT: boolean = (process.env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, 'script')))
+
+/** Runs the built CLI inside a pseudo-terminal (stdout and stderr both a TTY, merged) with `script`. */
+export function runCliInTty(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const quoted = [process.execPath, BIN, ...args].map((arg) => `'${arg.replaceAll("'", `'\\''`)}'`).join(' ')
+  return new Promise((done, fail) => {
+    const child = spawn('script', ['-qec', quoted, '/dev/null'], { cwd: tmpdir(), env: { PATH: process.env.PATH, TERM: 'xterm', ...env } })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    child.once('error', fail)
+    child.once('close', (code) => {
+      expect(output).not.toContain(SECRET)
+      done({ code, output })
+    })
   })
 }
