@@ -215,13 +215,15 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
       expect(JSON.parse(result.stdout).requests[0]).toMatchObject({ status: null, failure: 'ECONNREFUSED', ok: false })
     })
 
-    it('exits 2 on usage errors: two modes, a bad --expect, an unknown type, a relative URL', async () => {
+    it('exits 2 on usage errors and sends nothing: two modes, a bad --expect, an unknown type, a relative URL, options that do not combine', async () => {
       for (const args of [
         ['send', server.url, '--stale', '--tampered'],
         ['send', server.url, '--expect', '2x'],
         ['send', server.url, '--type', 'email.opened'],
         ['send', '/hooks'],
         ['send', server.url, '--concurrency', '4'],
+        ['send', server.url, '--unknown-type', '--type', 'email.queued'],
+        ['send', server.url, '--file', '-', '--email-id', 'e-1'],
       ]) {
         const result = await runCli(args, { env })
         expect(result.code, args.join(' ')).toBe(2)

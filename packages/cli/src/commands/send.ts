@@ -45,8 +45,13 @@ function modeOf(options: SendOptions): Mode {
 async function sendOnce(url: string, options: SendOptions, mode: Mode, command: Command, state: RunState): Promise<void> {
   const out = createOutput(options.json === true)
   const typeGiven = command.getOptionValueSource('type') === 'cli'
-  if (options.file !== undefined && (typeGiven || mode === 'unknownType' || mode === 'outOfOrder')) {
-    throw new UsageError('--file sends that body as it is: it cannot be combined with --type, --unknown-type or --out-of-order.')
+  if (options.file !== undefined && (typeGiven || options.emailId !== undefined || mode === 'unknownType' || mode === 'outOfOrder')) {
+    throw new UsageError(
+      '--file sends that body as it is: it cannot be combined with --type, --email-id, --unknown-type or --out-of-order.',
+    )
+  }
+  if (typeGiven && (mode === 'unknownType' || mode === 'outOfOrder')) {
+    throw new UsageError(`--${mode === 'unknownType' ? 'unknown-type' : 'out-of-order'} chooses the event types itself: leave out --type.`)
   }
   const secret = resolveSecret(options)
   const expect = options.expect === undefined ? undefined : parseExpectation(options.expect)
