@@ -8,11 +8,11 @@
  */
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from './harness.js'
-import { spawnNode } from './pinning.js'
+import { cpuTicks, othersShare, spawnNode } from './pinning.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -83,12 +83,15 @@ async function startServer(pinning, framework, mode) {
 }
 
 /** One measured round against `server`: pool built first, then CPU marks around the load. */
-async function round(load, server, { tool, kind, seconds, connections, maxPool }) {
+async function round(load, server, { pinning, tool, kind, seconds, connections, maxPool }) {
   const wanted = Math.ceil(server.rate * seconds * (tool === 'raw' ? 1.5 : 1)) + (tool === 'raw' ? 1_000 : 0)
   const size = Math.max(connections * 4, Math.min(maxPool ?? Number.POSITIVE_INFINITY, wanted))
   const { buildMs } = await load.request({ type: 'prepare', tool, port: server.port, kind, size, connections, seconds })
+  const core = pinning.enabled ? pinning.serverCore : undefined
   const before = await server.mark()
+  const ticks = cpuTicks(core)
   const result = await load.request({ type: 'go' })
+  const ticksAfter = cpuTicks(core)
   const after = await server.mark()
   const cpuUs = after.cpu.user - before.cpu.user + (after.cpu.system - before.cpu.system)
   const served = after.requests - before.requests
@@ -102,14 +105,22 @@ async function round(load, server, { tool, kind, seconds, connections, maxPool }
           : result.perSecond
     server.observed = true
   }
+  const serverBusy = cpuUs / 1000 / result.elapsedMs
   return {
     ...result,
     tool,
+    // Other processes' use of the server's core (of the machine, unpinned): a busy machine shows here.
+    others: othersShare(
+      ticks,
+      ticksAfter,
+      core === undefined ? serverBusy + result.loadBusy : serverBusy,
+      core === undefined ? cpus().length : 1,
+    ),
     buildMs,
     served,
     handled: after.handled - before.handled,
     cpuPerRequestUs: served > 0 ? cpuUs / served : 0,
-    serverBusy: cpuUs / 1000 / result.elapsedMs,
+    serverBusy,
     flagged: result.non2xx > 0 || result.errors > 0,
   }
 }
@@ -139,6 +150,7 @@ export function summarize(variant, pairs, cross) {
     non2xx: [...bare, ...ours].reduce((sum, row) => sum + row.non2xx, 0),
     errors: [...bare, ...ours].reduce((sum, row) => sum + row.errors, 0),
     flaggedRounds: [...bare, ...ours].filter((row) => row.flagged).length,
+    othersMax: Math.max(0, ...[...bare, ...ours].map((row) => row.others ?? 0)),
     cross: cross && {
       ratio: crossRatio,
       cpuOverBareUs: cross.variant.cpuPerRequestUs - cross.bare.cpuPerRequestUs,
@@ -181,7 +193,7 @@ export async function runHttpBench({
     if (failed) throw failed.reason
     const bareOf = Object.fromEntries(frameworks.map((framework, i) => [framework, servers[i]]))
     const serverOf = (variant) => servers[frameworks.length + variants.indexOf(variant)]
-    const options = { connections, maxPool }
+    const options = { pinning, connections, maxPool }
     if (warmupSeconds > 0) {
       for (const server of Object.values(bareOf))
         await round(load, server, { ...options, tool: 'raw', kind: 'distinct', seconds: warmupSeconds })

@@ -4,6 +4,7 @@
  * pinning, and says why, when taskset is missing, only one core is allowed, or BENCH_PIN=0.
  */
 import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 
 /** Expands a CPU list such as `0-2,5` into core numbers. */
 export function parseCpuList(text) {
@@ -49,4 +50,32 @@ export function detectPinning(env = process.env) {
 export function spawnNode(pinning, core, args, options) {
   if (pinning.enabled && core !== undefined) return spawn('taskset', ['-c', String(core), process.execPath, ...args], options)
   return spawn(process.execPath, args, options)
+}
+
+/**
+ * CPU ticks of one core (or of the whole machine when `core` is undefined) from /proc/stat:
+ * `{ busy, total }`, or undefined where /proc/stat is not there. Busy counts every non-idle state.
+ */
+export function cpuTicks(core) {
+  let text
+  try {
+    text = readFileSync('/proc/stat', 'utf8')
+  } catch {
+    return undefined
+  }
+  const name = core === undefined ? 'cpu' : `cpu${core}`
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+  if (!line) return undefined
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number)
+  const busy = user + nice + system + irq + softirq + (steal || 0)
+  return { busy, total: busy + idle + (iowait || 0) }
+}
+
+/**
+ * The share of a core (in cores) that processes other than ours used between two `cpuTicks`
+ * readings, given what our own processes used over that time.
+ */
+export function othersShare(before, after, ourCores, cores = 1) {
+  if (!before || !after || after.total <= before.total) return undefined
+  return Math.max(0, ((after.busy - before.busy) / (after.total - before.total)) * cores - ourCores)
 }

@@ -15,6 +15,7 @@ const ms = (us) => `${(us / 1000).toFixed(2)} ms`
 const us = (value) => `${value.toFixed(1)} µs`
 const signedUs = (value) => `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)} µs`
 const rate = (value) => Math.round(value).toLocaleString('en-US')
+const pct = (share) => (share === undefined ? '?' : `${Math.round(share * 100)} %`)
 const verdict = (met) => (met ? 'met' : '**not met**')
 
 function crossCell(row) {
@@ -34,6 +35,7 @@ export function httpRows(summaries) {
     `${us(row.bare.cpuUs)} / ${us(row.ours.cpuUs)}`,
     signedUs(row.cpuOverBareUs),
     crossCell(row),
+    pct(row.othersMax),
     `${row.non2xx} / ${row.errors}${row.flaggedRounds ? ` (**${row.flaggedRounds} rounds flagged**)` : ''}${row.storeProblem ? ` **${row.storeProblem}**` : ''}`,
   ])
 }
@@ -48,6 +50,7 @@ export const HTTP_HEADER = [
   'server CPU/req bare / ours',
   'CPU over bare',
   `autocannon cross-check: ratio, CPU over bare`,
+  'others on server core (max)',
   'non-2xx / errors',
 ]
 
@@ -75,6 +78,7 @@ export function roundRows(summaries) {
         us(r.cpuPerRequestUs),
         `${Math.round(r.serverBusy * 100)} %`,
         `${Math.round(r.loadBusy * 100)} %`,
+        pct(r.others),
         `${r.non2xx} / ${r.errors}${r.poolExhausted ? ' (pool used up: round cut short)' : ''}`,
       ])
     }

@@ -83,6 +83,8 @@ function version(name) {
   return JSON.parse(readFileSync(join(benchDir, 'node_modules', name, 'package.json'), 'utf8')).version
 }
 
+/** Other processes may use at most this share of the server's core in a round for the run to count as quiet. */
+const QUIET = 0.1
 const started = new Date()
 const startLoad = loadavg()
 const pinning = detectPinning()
@@ -115,16 +117,21 @@ if (runs('http')) {
     pinning,
     variants,
     ...h,
-    onRound: (variant, r, pair) =>
+    onRound: (variant, r, { bare, variant: ours }) => {
+      const side = (x) =>
+        `${Math.round(x.perSecond)} req/s ${x.cpuPerRequestUs.toFixed(1)} µs/req (server ${Math.round(x.serverBusy * 100)} %, load ${Math.round(x.loadBusy * 100)} %, others ${x.others === undefined ? '?' : Math.round(x.others * 100)} % of a core)`
+      const trouble = bare.flagged || ours.flagged ? `  ⚠ non-2xx ${bare.non2xx + ours.non2xx}, errors ${bare.errors + ours.errors}` : ''
       log(
-        `${variant.id.padEnd(19)} round ${r + 1}: bare ${Math.round(pair.bare.perSecond)} req/s ${pair.bare.cpuPerRequestUs.toFixed(1)} µs/req | ours ${Math.round(pair.variant.perSecond)} req/s ${pair.variant.cpuPerRequestUs.toFixed(1)} µs/req | ratio ${formatRatio(pair.variant.perSecond / pair.bare.perSecond)}${pair.bare.flagged || pair.variant.flagged ? `  ⚠ non-2xx ${pair.bare.non2xx + pair.variant.non2xx}, errors ${pair.bare.errors + pair.variant.errors}` : ''}`,
-      ),
+        `${variant.id.padEnd(19)} round ${r + 1}: bare ${side(bare)} | ours ${side(ours)} | ${formatRatio(ours.perSecond / bare.perSecond)}${trouble}`,
+      )
+    },
   })
   log(`\n${table(HTTP_HEADER, httpRows(http))}`)
 }
 
 const targetRows = targets(verify?.rows, http)
-log(`\n## Targets (issue 16)\n${table(['Target', 'Measured', 'Result', 'Cross-check (autocannon)'], targetRows)}`)
+const measured = targetRows.filter((row) => row[1] !== 'not measured')
+if (measured.length > 0) log(`\n## Targets (issue 16)\n${table(['Target', 'Measured', 'Result', 'Cross-check (autocannon)'], measured)}`)
 
 const cpu = cpus()
 const versions = ['express', 'hono', '@hono/node-server', 'better-sqlite3', 'standardwebhooks', 'svix', 'stripe', 'autocannon']
@@ -134,9 +141,19 @@ const ours = ['@email-webhooks/core', '@email-webhooks/express', '@email-webhook
   .map((name) => `${name} ${version(name)}`)
   .join(', ')
 const endLoad = loadavg()
+const othersMax = Math.max(0, ...http.map((row) => row.othersMax))
+const quiet =
+  http.length === 0
+    ? ''
+    : othersMax <= QUIET
+      ? ' The machine was quiet: other processes used at most'
+      : ' **Noisy run**: other processes used up to'
 const header = [
   `Measured ${started.toISOString().replace('T', ' ').slice(0, 16)} UTC on ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}; load average ${startLoad[0].toFixed(2)} at start, ${endLoad[0].toFixed(2)} at end.`,
   `Node ${process.version}${verify ? `, crypto backend \`${verify.backend}\`` : ''}. Packages: ${ours} (this worktree's build); ${versions}.`,
+  ...(http.length
+    ? [`${quiet.trim()} ${Math.round(othersMax * 100)} % of the server's core during an HTTP round (quiet means ≤ ${QUIET * 100} %).`]
+    : []),
   `Reproduce with \`npx -y pnpm@12 bench\` (about 5 minutes; \`node bench/src/run.js --quick --only hono-memory\` checks one variant in ~30 s).`,
 ].join('\n')
 const method = [
@@ -175,4 +192,5 @@ if (out) {
   log(`\nwrote ${out}`)
 }
 if (args.json) writeFileSync(args.json, `${JSON.stringify({ profile, pinning, verify, stores, http }, null, 1)}\n`)
+if (http.length) log(`\n${header.split('\n')[1 + (http.length ? 1 : 0)]}`)
 log(`\ntook ${Math.round((Date.now() - started.getTime()) / 1000)} s`)
