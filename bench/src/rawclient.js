@@ -41,6 +41,17 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]
 }
 
+/** Opens `count` connections before the clock starts. */
+function openConnections(port, count) {
+  const opening = Array.from({ length: count }, () => {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ port, host: '127.0.0.1', noDelay: true }, () => resolve(socket))
+      socket.once('error', reject)
+    })
+  })
+  return Promise.all(opening)
+}
+
 /**
  * Runs the closed loop.
  * @param {{ port: number, pool: Buffer[], connections: number, seconds: number }} options
@@ -54,16 +65,7 @@ export async function runClosedLoop({ port, pool, connections, seconds }) {
   let start = 0
   let last = 0
   let deadline = 0
-  const sockets = await Promise.all(
-    Array.from(
-      { length: connections },
-      () =>
-        new Promise((resolve, reject) => {
-          const socket = connect({ port, host: '127.0.0.1', noDelay: true }, () => resolve(socket))
-          socket.once('error', reject)
-        }),
-    ),
-  )
+  const sockets = await openConnections(port, connections)
   await new Promise((resolve) => {
     let open = sockets.length
     const finish = (socket) => {
