@@ -154,6 +154,7 @@ const header = [
   ...(http.length
     ? [`${quiet.trim()} ${Math.round(othersMax * 100)} % of the server's core during an HTTP round (quiet means ≤ ${QUIET * 100} %).`]
     : []),
+  `Profile: ${profile}${tokens.length ? `, only ${tokens.join(',')}` : ''}; HTTP ${h.rounds} rounds of ${h.seconds} s per variant.`,
   `Reproduce with \`npx -y pnpm@12 bench\` (about 5 minutes; \`node bench/src/run.js --quick --only hono-memory\` checks one variant in ~30 s).`,
 ].join('\n')
 const method = [
