@@ -96,8 +96,9 @@ export const ROUND_HEADER = [
   'p50',
   'p99',
   'CPU/req',
-  'Server core busy',
-  'Load core busy',
+  'Server CPU (of a core)',
+  'Load CPU (of a core)',
+  'Others on server core',
   'non-2xx / errors',
 ]
 

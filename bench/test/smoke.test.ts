@@ -81,6 +81,13 @@ describe('bench smoke run', () => {
     const markdown = readFileSync(out, 'utf8')
     for (const heading of ['## Method', '## Targets (issue 16)', '## HTTP', '## Verification', '## Dedup stores'])
       expect(markdown).toContain(heading)
+    // Every table row has as many cells as its header.
+    let columns = 0
+    for (const line of markdown.split('\n')) {
+      if (!line.startsWith('|')) columns = 0
+      else if (columns === 0) columns = line.split(' | ').length
+      else expect(line.split(' | ').length, line).toBe(columns)
+    }
     for (const target of [
       'memory store ≥ 0.85× bare',
       'durable SQLite p99 ≤ 2× bare',
