@@ -167,10 +167,12 @@ export function targets(verifyRows, summaries) {
 }
 
 /** The Markdown of bench/RESULTS.md. */
-export function resultsMarkdown({ title, header, method, targetRows, verify, stores, storeSection, summaries, smoke }) {
+export function resultsMarkdown({ title, header, method, targetRows, verify, stores, storeSection, summaries, smoke, noisy }) {
   const parts = [`# ${title}`, '']
   if (smoke) parts.push('> Smoke run: durations far too short for real figures.', '')
   parts.push(header, '', '## Method', '', method, '', '## Targets (issue 16)', '')
+  if (noisy)
+    parts.push("> Other processes used the server's core during this run: these verdicts are not reliable. Rerun on a quiet machine.", '')
   parts.push(table(['Target', 'Measured', 'Result', 'Cross-check (autocannon)'], targetRows), '')
   const handAt = (size, name) => verify?.rows.find((r) => r.size === size && r.name === name)?.nsPerOp
   const stripeLimits = ['300 B', '2 KB']

@@ -185,6 +185,7 @@ const markdown = resultsMarkdown({
   storeSection,
   summaries: http,
   smoke: profile === 'smoke',
+  noisy: http.length > 0 && othersMax > QUIET,
 })
 
 const out = args.out ?? (partial ? undefined : join(benchDir, 'RESULTS.md'))
