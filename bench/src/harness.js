@@ -15,7 +15,8 @@ async function timeRound(fn, iterations, isAsync) {
   return ((performance.now() - start) * 1e6) / iterations
 }
 
-function median(values) {
+/** The median of a list of numbers. */
+export function median(values) {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = sorted.length >> 1
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2

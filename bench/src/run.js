@@ -1,206 +1,198 @@
 /**
- * The benchmark suite, one command: `pnpm bench` (from the repository root).
+ * The benchmark suite, one command: `pnpm bench` (from the repository root; builds first).
  *
- *   node bench/src/run.js            full run; writes bench/RESULTS.md and the README summary
- *   node bench/src/run.js --smoke    every benchmark with tiny durations; writes nothing unless --out is given
- *   --out FILE                       where to write the Markdown results
+ *   node bench/src/run.js              full run (~5 minutes); writes bench/RESULTS.md
+ *   node bench/src/run.js --quick      short rounds (2 s) for a developer's check; writes nothing unless --out
+ *   node bench/src/run.js --smoke      every benchmark with tiny durations (the smoke test); writes nothing unless --out
+ *   --only LIST    comma-separated sections (verify, stores, http) and/or HTTP variants by id or prefix
+ *                  (express-memory, express-sqlite, express-sqlite-dup, hono-memory, hono-sqlite,
+ *                  hono-sqlite-dup; `hono` = all Hono variants). Variants alone run only HTTP.
+ *   --rounds N --seconds S    HTTP rounds per variant and seconds per round (also BENCH_ROUNDS, BENCH_SECONDS)
+ *   --out FILE     where to write the Markdown; --json FILE   the raw figures as JSON
  *
  * Every figure comes from this one run on this machine; ratios are computed within the run.
  * Nothing here asserts a speed: targets are reported as met or not, next to the figure.
  */
-import { spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { formatMicros, formatRatio } from './harness.js'
-import { runHttpBench } from './http.js'
+import { HTTP_VARIANTS, runHttpBench } from './http.js'
+import { detectPinning } from './pinning.js'
+import { HTTP_HEADER, httpRows, resultsMarkdown, table, targets } from './report.js'
 import { runStoreBench, STORE_CONCURRENCY, STORE_KINDS } from './stores.js'
-import { runVerifyBench, VERIFY_SIZES } from './verify.js'
+import { runVerifyBench } from './verify.js'
 
 const benchDir = fileURLToPath(new URL('..', import.meta.url))
-const rootDir = join(benchDir, '..')
-const { values: args } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, out: { type: 'string' } } })
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    rounds: { type: 'string' },
+    seconds: { type: 'string' },
+    out: { type: 'string' },
+    json: { type: 'string' },
+  },
+})
 
-const config = args.smoke
-  ? { verify: { roundMs: 5, rounds: 1 }, stores: { events: 100, rounds: 1 }, http: { durationSeconds: 1, warmupSeconds: 0 } }
-  : { verify: { roundMs: 200, rounds: 7 }, stores: { events: 5_000, rounds: 3 }, http: { durationSeconds: 10, warmupSeconds: 3 } }
+const PROFILES = {
+  full: {
+    verify: { roundMs: 150, rounds: 5 },
+    stores: { events: 3_000, rounds: 3 },
+    http: { rounds: 3, seconds: 4, warmupSeconds: 2, crossSeconds: 3 },
+  },
+  quick: {
+    verify: { roundMs: 40, rounds: 5 },
+    stores: { events: 1_000, rounds: 1 },
+    http: { rounds: 3, seconds: 2, warmupSeconds: 1, crossSeconds: 1.5 },
+  },
+  smoke: {
+    verify: { roundMs: 1, rounds: 1 },
+    stores: { events: 50, rounds: 1 },
+    http: { rounds: 1, seconds: 5, warmupSeconds: 0, crossSeconds: 1, maxPool: 100 },
+  },
+}
+const profile = args.smoke ? 'smoke' : args.quick ? 'quick' : 'full'
+const config = structuredClone(PROFILES[profile])
+const roundsOverride = args.rounds ?? process.env.BENCH_ROUNDS
+const secondsOverride = args.seconds ?? process.env.BENCH_SECONDS
+if (roundsOverride) config.http.rounds = Math.max(1, Number.parseInt(roundsOverride, 10))
+if (secondsOverride) config.http.seconds = Number(secondsOverride)
+
+const tokens = (args.only ?? '')
+  .split(',')
+  .map((t) => t.trim())
+  .filter(Boolean)
+const sectionTokens = tokens.filter((t) => ['verify', 'stores', 'http'].includes(t))
+const variantTokens = tokens.filter((t) => !sectionTokens.includes(t))
+const variants = HTTP_VARIANTS.filter((v) => variantTokens.length === 0 || variantTokens.some((t) => v.id.startsWith(t)))
+if (variantTokens.length > 0 && variants.length === 0) {
+  console.error(`--only: no HTTP variant matches ${variantTokens.join(', ')}; ids: ${HTTP_VARIANTS.map((v) => v.id).join(', ')}`)
+  process.exit(2)
+}
+const runs = (section) => tokens.length === 0 || sectionTokens.includes(section) || (section === 'http' && variantTokens.length > 0)
+const partial = tokens.length > 0 || profile !== 'full' || roundsOverride || secondsOverride
 
 function log(line) {
   process.stdout.write(`${line}\n`)
 }
-
 function version(name) {
   return JSON.parse(readFileSync(join(benchDir, 'node_modules', name, 'package.json'), 'utf8')).version
 }
 
-function table(header, rows) {
-  return [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join(
-    '\n',
-  )
-}
-
-const verdict = (met) => (met ? 'met' : '**not met**')
+/** Other processes may use at most this share of the server's core in a round for the run to count as quiet. */
+const QUIET = 0.1
 const started = new Date()
+const startLoad = loadavg()
+const pinning = detectPinning()
+log(`# email-webhooks benchmarks (${profile}${tokens.length ? `, only ${tokens.join(',')}` : ''})`)
 
-log(`# email-webhooks benchmarks${args.smoke ? ' (smoke run: durations too short for real figures)' : ''}`)
-log('\n## Verification')
-const verify = await runVerifyBench(config.verify)
-for (const row of verify.rows)
-  log(`${row.size.padEnd(6)} ${row.name.padEnd(32)} ${formatMicros(row.nsPerOp).padStart(10)}  ${formatRatio(row.vsHand)} hand`)
-for (const row of verify.reject) log(`reject ${row.name.padEnd(44)} ${formatMicros(row.nsPerOp).padStart(10)}`)
+let verify
+if (runs('verify')) {
+  log('\n## Verification (cases interleaved in rounds, medians)')
+  verify = await runVerifyBench(config.verify)
+  for (const row of verify.rows)
+    log(`${row.size.padEnd(6)} ${row.name.padEnd(32)} ${formatMicros(row.nsPerOp).padStart(10)}  ${formatRatio(row.vsHand)} hand`)
+  for (const row of verify.reject) log(`reject ${row.name.padEnd(44)} ${formatMicros(row.nsPerOp).padStart(10)}`)
+}
 
-log('\n## Stores (claim + complete per second)')
-const stores = await runStoreBench(config.stores)
-for (const row of stores)
-  log(`${row.store.padEnd(14)} concurrency ${String(row.concurrency).padStart(2)}  ${Math.round(row.perSecond).toLocaleString('en-US')}/s`)
-
-log('\n## HTTP (autocannon, 10 connections, 1 KB events)')
-const http = await runHttpBench({
-  ...config.http,
-  onResult: (row) =>
+let stores
+if (runs('stores')) {
+  log('\n## Stores (claim + complete per second)')
+  stores = await runStoreBench(config.stores)
+  for (const row of stores)
     log(
-      `${row.label.padEnd(56)} ${Math.round(row.perSecond).toLocaleString('en-US').padStart(7)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  non-2xx ${row.non2xx}  errors ${row.errors}`,
-    ),
-})
-
-// ---- Report ----
-const at = (size, name) => verify.rows.find((row) => row.size === size && row.name === name)
-const verifyTargets = []
-const SIZE_LABELS = VERIFY_SIZES.map((size) => size.label)
-for (const size of SIZE_LABELS) {
-  const ours = at(size, 'verifyWebhook')
-  verifyTargets.push([`verifyWebhook ≤ 1.2× hand-written at ${size}`, formatRatio(ours.vsHand), verdict(ours.vsHand <= 1.2)])
-}
-for (const size of ['300 B', '2 KB']) {
-  const ours = at(size, 'verifyWebhook').nsPerOp
-  for (const [peer, goal] of [
-    ['standardwebhooks', 3],
-    ['svix', 3],
-    ['stripe', 1.5],
-  ]) {
-    const speedup = at(size, peer).nsPerOp / ours
-    verifyTargets.push([`≥ ${goal}× faster than ${peer} at ${size}`, formatRatio(speedup), verdict(speedup >= goal)])
-  }
-}
-const hmacAt2k = at('2 KB', 'hand-written').nsPerOp
-for (const row of verify.reject.filter((r) => r.name.startsWith('verifyWebhook'))) {
-  verifyTargets.push([
-    `${row.name.replace('verifyWebhook, ', 'refuse a ')} without an HMAC`,
-    `${formatMicros(row.nsPerOp)} (a 2 KB HMAC check: ${formatMicros(hmacAt2k)})`,
-    'no HMAC is computed: counted in test/core/verify.test.ts',
-  ])
+      `${row.store.padEnd(14)} concurrency ${String(row.concurrency).padStart(2)}  ${Math.round(row.perSecond).toLocaleString('en-US')}/s`,
+    )
 }
 
-const httpTargets = []
-for (const framework of ['express', 'hono']) {
-  const rows = http.filter((row) => row.framework === framework)
-  const bare = rows.find((row) => row.server.endsWith('-bare'))
-  for (const row of rows.filter((r) => r.server.endsWith('-sqlite') && !r.duplicateRatio)) {
-    const throughput = row.perSecond / bare.perSecond
-    const p99 = bare.p99 > 0 ? row.p99 / bare.p99 : Number.POSITIVE_INFINITY
-    httpTargets.push([`${row.label}: req/s ≥ 0.8× bare`, formatRatio(throughput), verdict(throughput >= 0.8)])
-    httpTargets.push([`${row.label}: p99 ≤ 2× bare`, `${row.p99} ms vs ${bare.p99} ms (${formatRatio(p99)})`, verdict(p99 <= 2)])
-  }
+let http = []
+const h = config.http
+if (runs('http')) {
+  log(`\n## HTTP (${pinning.note}; 10 connections; ${h.rounds} interleaved rounds of ${h.seconds} s after ${h.warmupSeconds} s warm-up)`)
+  http = await runHttpBench({
+    pinning,
+    variants,
+    ...h,
+    onRound: (variant, r, { bare, variant: ours }) => {
+      const side = (x) =>
+        `${Math.round(x.perSecond)} req/s ${x.cpuPerRequestUs.toFixed(1)} µs/req (server ${Math.round(x.serverBusy * 100)} %, load ${Math.round(x.loadBusy * 100)} %, others ${x.others === undefined ? '?' : Math.round(x.others * 100)} % of a core)`
+      const trouble = bare.flagged || ours.flagged ? `  ⚠ non-2xx ${bare.non2xx + ours.non2xx}, errors ${bare.errors + ours.errors}` : ''
+      log(
+        `${variant.id.padEnd(19)} round ${r + 1}: bare ${side(bare)} | ours ${side(ours)} | ${formatRatio(ours.perSecond / bare.perSecond)}${trouble}`,
+      )
+    },
+  })
+  log(`\n${table(HTTP_HEADER, httpRows(http))}`)
 }
 
+const targetRows = targets(verify?.rows, http)
+const measured = targetRows.filter((row) => row[1] !== 'not measured')
+if (measured.length > 0) log(`\n## Targets (issue 16)\n${table(['Target', 'Measured', 'Result', 'Cross-check (autocannon)'], measured)}`)
+
+const cpu = cpus()
 const versions = ['express', 'hono', '@hono/node-server', 'better-sqlite3', 'standardwebhooks', 'svix', 'stripe', 'autocannon']
   .map((name) => `${name} ${version(name)}`)
   .join(', ')
-const cpu = cpus()
-const machine = `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}`
+const ours = ['@email-webhooks/core', '@email-webhooks/express', '@email-webhooks/hono']
+  .map((name) => `${name} ${version(name)}`)
+  .join(', ')
+const endLoad = loadavg()
+const othersMax = Math.max(0, ...http.map((row) => row.othersMax))
+const quiet =
+  http.length === 0
+    ? ''
+    : othersMax <= QUIET
+      ? ' The machine was quiet: other processes used at most'
+      : ' **Noisy run**: other processes used up to'
+const header = [
+  `Measured ${started.toISOString().replace('T', ' ').slice(0, 16)} UTC on ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}; load average ${startLoad[0].toFixed(2)} at start, ${endLoad[0].toFixed(2)} at end.`,
+  `Node ${process.version}${verify ? `, crypto backend \`${verify.backend}\`` : ''}. Packages: ${ours} (this worktree's build); ${versions}.`,
+  ...(http.length
+    ? [`${quiet.trim()} ${Math.round(othersMax * 100)} % of the server's core during an HTTP round (quiet means ≤ ${QUIET * 100} %).`]
+    : []),
+  `Profile: ${profile}${tokens.length ? `, only ${tokens.join(',')}` : ''}; HTTP ${h.rounds} rounds of ${h.seconds} s per variant.`,
+  `Reproduce with \`npx -y pnpm@12 bench\` (about 5 minutes; \`node bench/src/run.js --quick --only hono-memory\` checks one variant in ~30 s).`,
+].join('\n')
+const method = [
+  `- HTTP: each variant is paired with its bare framework (the same framework answering 200 after reading the raw body) in ${h.rounds} interleaved rounds (bare, ours, bare, ours, …) of ${h.seconds} s after a ${h.warmupSeconds} s warm-up of each server; the ratio is the median of the rounds' ratios, p50/p99 and CPU the medians of the rounds.`,
+  `- Load: 10 keep-alive connections in a closed loop over raw sockets, each request a distinct ~1 KB \`email.queued\` event from a pool signed before the round (never in the loop) and larger than the round can send; the 50 % duplicates pool holds every event twice, the copy 1,000 requests after the original (that variant runs on the SQLite variant's server, after it). Every answer's status is checked; a round with a non-2xx or a socket error is flagged.`,
+  `- Cores: ${pinning.note}. Server CPU per request is the server's \`process.cpuUsage()\` (all its threads) across the round divided by the requests it received, read over IPC between rounds (untimed).`,
+  `- Cross-check: after its rounds each variant runs one more pair with autocannon sending a fixed count from the same kind of pool, timed end to end; the ratios agree when they differ by at most 0.1.`,
+  '- Verification: each case runs in rounds interleaved with the others of its body size; the figure is the median round. Stores: claim + complete of fresh random-UUID keys, best of the rounds.',
+].join('\n')
+const storeSection = stores
+  ? `## Dedup stores (claim + complete per second, fresh random-UUID keys, best of ${config.stores.rounds})\n\n${table(
+      ['Store', ...STORE_CONCURRENCY.map((c) => `${c} in flight`)],
+      STORE_KINDS.map((kind) => [
+        kind.name,
+        ...STORE_CONCURRENCY.map(
+          (c) => `${Math.round(stores.find((r) => r.store === kind.name && r.concurrency === c).perSecond).toLocaleString('en-US')}/s`,
+        ),
+      ]),
+    )}`
+  : ''
+const markdown = resultsMarkdown({
+  title: 'Benchmark results',
+  header,
+  method,
+  targetRows,
+  verify,
+  stores,
+  storeSection,
+  summaries: http,
+  smoke: profile === 'smoke',
+  noisy: http.length > 0 && othersMax > QUIET,
+})
 
-const markdown = `# Benchmark results
-
-${args.smoke ? '> Smoke run: durations far too short for real figures.\n\n' : ''}Measured ${started.toISOString().slice(0, 10)} on ${machine}, Node ${process.version}, crypto backend \`${verify.backend}\`.
-Versions: ${versions}. Reproduce with \`npx -y pnpm@12 bench\` (about 4 minutes).
-
-## Targets
-
-${table(['Target', 'Measured', 'Result'], [...verifyTargets, ...httpTargets])}
-
-## Verification (median µs per call; ratio to the hand-written node:crypto baseline)
-
-Each library verifies its own signature format over the same body bytes. standardwebhooks, svix and
-stripe's \`constructEvent\` also parse the JSON; \`verifyWebhook + parseEnvelope\` is the like-for-like row.
-
-${table(
-  ['Body', 'Implementation', 'Time', 'vs hand-written'],
-  verify.rows.map((row) => [row.size, row.name, formatMicros(row.nsPerOp), formatRatio(row.vsHand)]),
-)}
-
-Refusals (2 KB body):
-
-${table(
-  ['Case', 'Time'],
-  verify.reject.map((row) => [row.name, formatMicros(row.nsPerOp)]),
-)}
-
-## Dedup stores (claim + complete per second, fresh random-UUID keys, best of ${config.stores.rounds})
-
-${table(
-  ['Store', ...STORE_CONCURRENCY.map((c) => `${c} in flight`)],
-  STORE_KINDS.map((kind) => [
-    kind.name,
-    ...STORE_CONCURRENCY.map((c) => {
-      const row = stores.find((r) => r.store === kind.name && r.concurrency === c)
-      return `${Math.round(row.perSecond).toLocaleString('en-US')}/s`
-    }),
-  ]),
-)}
-
-## HTTP (autocannon in its own process, 10 connections, 1 KB events, ${config.http.warmupSeconds} s warm-up, ${config.http.durationSeconds} s measured)
-
-Every request is a distinct signed event (in the duplicate rows, half are byte-identical re-sends of
-an event sent at least 100 requests earlier). \`sqlite\` is the default store: a SQLite file with
-durability 'full' (every 2xx waits for its event's fdatasync).
-
-${table(
-  ['Server', 'req/s', 'vs bare', 'p50', 'p99', 'non-2xx', 'errors', 'handler runs'],
-  http.map((row) => {
-    const bare = http.find((r) => r.framework === row.framework && r.server.endsWith('-bare'))
-    return [
-      row.label,
-      Math.round(row.perSecond).toLocaleString('en-US'),
-      formatRatio(row.perSecond / bare.perSecond),
-      `${row.p50} ms`,
-      `${row.p99} ms`,
-      String(row.non2xx),
-      String(row.errors),
-      row.handled === undefined ? '?' : row.handled.toLocaleString('en-US'),
-    ]
-  }),
-)}
-`
-
-const summary = `| What (${started.toISOString().slice(0, 10)}, ${cpu.length} cores, Node ${process.version}) | Figure |
-| --- | --- |
-| \`verifyWebhook\` vs hand-written node:crypto, ${SIZE_LABELS.join(' / ')} | ${SIZE_LABELS.map((s) => formatRatio(at(s, 'verifyWebhook').vsHand)).join(' / ')} |
-| Faster than standardwebhooks / svix / stripe at 2 KB | ${['standardwebhooks', 'svix', 'stripe'].map((p) => formatRatio(at('2 KB', p).nsPerOp / at('2 KB', 'verifyWebhook').nsPerOp)).join(' / ')} |
-| SQLite 'full' claim + complete, ${STORE_CONCURRENCY.join(' / ')} in flight | ${STORE_CONCURRENCY.map((c) => `${Math.round(stores.find((r) => r.store === 'sqlite full' && r.concurrency === c).perSecond).toLocaleString('en-US')}/s`).join(' / ')} |
-${['express', 'hono']
-  .map((framework) => {
-    const bare = http.find((r) => r.framework === framework && r.server.endsWith('-bare'))
-    const ours = http.find((r) => r.framework === framework && r.server.endsWith('-sqlite') && !r.duplicateRatio)
-    return `| ${framework === 'express' ? 'Express 5' : 'Hono (node-server)'} + emailWebhook + durable SQLite vs bare: req/s, p99 | ${formatRatio(ours.perSecond / bare.perSecond)} (${Math.round(ours.perSecond).toLocaleString('en-US')} vs ${Math.round(bare.perSecond).toLocaleString('en-US')}), ${ours.p99} ms vs ${bare.p99} ms |`
-  })
-  .join('\n')}`
-
-const out = args.out ?? (args.smoke ? undefined : join(benchDir, 'RESULTS.md'))
+const out = args.out ?? (partial ? undefined : join(benchDir, 'RESULTS.md'))
 if (out) {
   writeFileSync(out, markdown)
   log(`\nwrote ${out}`)
 }
-if (!args.smoke) {
-  const readmePath = join(rootDir, 'README.md')
-  const readme = readFileSync(readmePath, 'utf8')
-  const start = '<!-- bench:summary:start -->'
-  const end = '<!-- bench:summary:end -->'
-  if (readme.includes(start) && readme.includes(end)) {
-    writeFileSync(readmePath, `${readme.slice(0, readme.indexOf(start) + start.length)}\n${summary}\n${readme.slice(readme.indexOf(end))}`)
-    // Align the table as the lint step expects.
-    spawnSync(join(rootDir, 'node_modules', '.bin', 'biome'), ['format', '--write', 'README.md'], { cwd: rootDir, stdio: 'ignore' })
-    log(`updated the summary in ${readmePath}`)
-  }
-}
+if (args.json) writeFileSync(args.json, `${JSON.stringify({ profile, pinning, verify, stores, http }, null, 1)}\n`)
+if (http.length) log(`\n${header.split('\n')[1 + (http.length ? 1 : 0)]}`)
+log(`\ntook ${Math.round((Date.now() - started.getTime()) / 1000)} s`)

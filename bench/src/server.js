@@ -1,40 +1,36 @@
 /**
- * One HTTP server under test, in its own process: `node server.js <variant>`. Prints
- * `{"port": N}` once listening; on SIGTERM prints `{"handled": N}` to stderr and exits.
+ * One HTTP server under test, in its own process: `node server.js <framework> <mode>` with an IPC
+ * channel. Sends `{ type: 'ready', port }` once listening; answers `{ type: 'mark' }` with its
+ * `process.cpuUsage()` (all threads), the requests it received and the handler runs, so the parent
+ * can compute CPU µs per request over a round without timing anything here; exits on `stop` or
+ * when the parent goes away.
  *
- * Variants: express-bare, express-sqlite, express-memory, hono-bare, hono-sqlite, hono-memory.
- * `bare` is the framework with its raw-body parser answering 200; `sqlite` is our adapter with
- * the default durable store (a SQLite file, durability 'full', at EMAIL_WEBHOOKS_DB); `memory`
- * is our adapter with MemoryDedupStore.
+ * Modes: `bare` is the framework answering 200 after reading the raw body; `memory` is our
+ * adapter with `new MemoryDedupStore()`; `sqlite` is our adapter with the default store (Node:
+ * a SQLite file at EMAIL_WEBHOOKS_DB). Only the packages' public API is used.
  */
 import { MemoryDedupStore } from '@email-webhooks/core'
-import { emailWebhook as expressWebhook } from '@email-webhooks/express'
-import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
-import { serve } from '@hono/node-server'
-import express from 'express'
-import { Hono } from 'hono'
 import { BENCH_SECRET } from './payloads.js'
 
-const variant = process.argv[2] ?? ''
-const [framework, mode] = variant.split('-')
-if (!['express', 'hono'].includes(framework) || !['bare', 'sqlite', 'memory'].includes(mode)) {
-  console.error(`unknown variant "${variant}"`)
+const [framework, mode] = process.argv.slice(2)
+if (!['express', 'hono'].includes(framework) || !['bare', 'sqlite', 'memory'].includes(mode) || !process.send) {
+  console.error(`usage: node server.js <express|hono> <bare|memory|sqlite> (with an IPC channel); got "${framework} ${mode}"`)
   process.exit(2)
 }
+let requests = 0
 let handled = 0
 const handlers = {
-  'email.recipient_accepted': async () => {
+  'email.queued': async () => {
     handled++
   },
 }
 const options = mode === 'memory' ? { store: new MemoryDedupStore() } : {}
 
-function report(port) {
-  process.stdout.write(`${JSON.stringify({ port })}\n`)
-}
-
-let close
+let server
 if (framework === 'express') {
+  // Only the framework under test is loaded: servers start faster.
+  const { default: express } = await import('express')
+  const { emailWebhook: expressWebhook } = await import('@email-webhooks/express')
   const app = express()
   if (mode === 'bare') {
     app.post('/hooks', express.raw({ type: '*/*', limit: '1mb' }), (req, res) => {
@@ -44,9 +40,11 @@ if (framework === 'express') {
   } else {
     app.post('/hooks', expressWebhook(BENCH_SECRET, handlers, options))
   }
-  const server = app.listen(0, '127.0.0.1', () => report(server.address().port))
-  close = () => server.close()
+  server = app.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }))
 } else {
+  const { Hono } = await import('hono')
+  const { serve } = await import('@hono/node-server')
+  const { emailWebhook: honoWebhook } = await import('@email-webhooks/hono')
   const app = new Hono()
   if (mode === 'bare') {
     app.post('/hooks', async (c) => {
@@ -57,14 +55,17 @@ if (framework === 'express') {
   } else {
     app.post('/hooks', honoWebhook(BENCH_SECRET, handlers, options))
   }
-  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => report(info.port))
-  close = () => server.close()
+  server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.send({ type: 'ready', port: info.port }))
 }
-
-process.on('SIGTERM', () => {
-  close()
-  process.stderr.write(`${JSON.stringify({ handled })}\n`)
-  // Exit now so that open keep-alive sockets do not hold the process; every acknowledged
-  // event's complete is already committed.
-  process.exit(0)
+// One counter on the HTTP server itself, the same for every variant.
+server.on('request', () => {
+  requests++
 })
+
+process.on('message', (message) => {
+  if (message?.type === 'mark') process.send({ type: 'mark', cpu: process.cpuUsage(), requests, handled })
+  // Exit at once so open keep-alive sockets do not hold the process; every acknowledged event's
+  // record is already committed.
+  else if (message?.type === 'stop') process.exit(0)
+})
+process.on('disconnect', () => process.exit(0))
