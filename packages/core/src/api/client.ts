@@ -100,8 +100,12 @@ export function validateBaseUrl(baseUrl: string): string {
     throw new TypeError(`[@email-webhooks/core/api] baseUrl is not a URL: "${baseUrl}". Give the API's base URL, ending in /v1.`)
   }
   const local = url.protocol === 'http:' && LOOPBACK.test(url.hostname)
-  if (url.protocol !== 'https:' && !local) throw new TypeError('[@email-webhooks/core/api] baseUrl must use https:// (http:// only to localhost, for tests): the API key must not travel in clear.')
-  if (url.username || url.password) throw new TypeError('[@email-webhooks/core/api] baseUrl must not carry credentials; pass the key as apiKey.')
+  if (url.protocol !== 'https:' && !local)
+    throw new TypeError(
+      '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to localhost, for tests): the API key must not travel in clear.',
+    )
+  if (url.username || url.password)
+    throw new TypeError('[@email-webhooks/core/api] baseUrl must not carry credentials; pass the key as apiKey.')
   if (url.search || url.hash) throw new TypeError('[@email-webhooks/core/api] baseUrl must not have a query or a fragment.')
   const path = url.pathname.replace(/\/+$/, '')
   if (!path.endsWith('/v1')) throw new TypeError(`[@email-webhooks/core/api] baseUrl's path must end in /v1 (got "${url.pathname}").`)
@@ -109,8 +113,12 @@ export function validateBaseUrl(baseUrl: string): string {
 }
 
 function assertApiKey(apiKey: unknown): asserts apiKey is string {
-  if (typeof apiKey !== 'string' || apiKey === '') throw new TypeError('[@email-webhooks/core/api] apiKey is missing: pass a server-side API key with the scope webhooks:manage.')
-  if (/[\s\u0000-\u001f\u007f]/.test(apiKey)) throw new TypeError('[@email-webhooks/core/api] apiKey contains white space or control characters; paste it again without them (the key is not printed here).')
+  if (typeof apiKey !== 'string' || apiKey === '')
+    throw new TypeError('[@email-webhooks/core/api] apiKey is missing: pass a server-side API key with the scope webhooks:manage.')
+  if (/[^!-~]/.test(apiKey))
+    throw new TypeError(
+      '[@email-webhooks/core/api] apiKey contains white space, control or non-ASCII characters; paste it again without them (the key is not printed here).',
+    )
 }
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
@@ -164,19 +172,40 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
   const call = (c: ApiCall): Promise<ApiAnswer> => request(policy, c)
   const setEnabled = async (id: string, enabled: boolean, o?: CallOptions): Promise<{ ok: true; requestId: string }> => {
     const operation = `${enabled ? 'enable' : 'disable'} endpoint ${id}`
-    const answer = await call({ method: 'PATCH', path: `/webhooks/${segment('endpoint id', id)}`, body: { enabled }, idempotent: true, context: { operation, endpointId: id }, signal: o?.signal })
+    const answer = await call({
+      method: 'PATCH',
+      path: `/webhooks/${segment('endpoint id', id)}`,
+      body: { enabled },
+      idempotent: true,
+      context: { operation, endpointId: id },
+      signal: o?.signal,
+    })
     return { ok: true, requestId: answer.requestId }
   }
   return Object.freeze({
     baseUrl: policy.baseUrl,
     async listEndpoints(o?: CallOptions) {
-      const answer = await call({ method: 'GET', path: '/webhooks', idempotent: true, context: { operation: 'list endpoints' }, signal: o?.signal })
+      const answer = await call({
+        method: 'GET',
+        path: '/webhooks',
+        idempotent: true,
+        context: { operation: 'list endpoints' },
+        signal: o?.signal,
+      })
       if (!Array.isArray(answer.json)) throw invalid('list endpoints', answer)
       return { endpoints: answer.json as WebhookEndpoint[], requestId: answer.requestId }
     },
     async createEndpoint(url: string, o?: CallOptions) {
-      if (typeof url !== 'string' || url === '') throw new TypeError('[@email-webhooks/core/api] createEndpoint needs the endpoint URL (public HTTPS on port 443).')
-      const answer = await call({ method: 'POST', path: '/webhooks', body: { url }, idempotent: false, context: { operation: 'create an endpoint' }, signal: o?.signal })
+      if (typeof url !== 'string' || url === '')
+        throw new TypeError('[@email-webhooks/core/api] createEndpoint needs the endpoint URL (public HTTPS on port 443).')
+      const answer = await call({
+        method: 'POST',
+        path: '/webhooks',
+        body: { url },
+        idempotent: false,
+        context: { operation: 'create an endpoint' },
+        signal: o?.signal,
+      })
       const json = answer.json as { id?: unknown; secret?: unknown } | undefined
       if (typeof json?.id !== 'string' || typeof json.secret !== 'string') throw invalid('create an endpoint', answer)
       return { id: json.id, secret: json.secret, requestId: answer.requestId }
@@ -185,7 +214,13 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
     disableEndpoint: (id: string, o?: CallOptions) => setEnabled(id, false, o),
     async listDeliveries(endpointId: string, o?: CallOptions) {
       const operation = `list the deliveries of endpoint ${endpointId}`
-      const answer = await call({ method: 'GET', path: `/webhooks/${segment('endpoint id', endpointId)}/deliveries`, idempotent: true, context: { operation, endpointId }, signal: o?.signal })
+      const answer = await call({
+        method: 'GET',
+        path: `/webhooks/${segment('endpoint id', endpointId)}/deliveries`,
+        idempotent: true,
+        context: { operation, endpointId },
+        signal: o?.signal,
+      })
       if (!Array.isArray(answer.json)) throw invalid(operation, answer)
       return { deliveries: answer.json as WebhookDelivery[], requestId: answer.requestId }
     },
@@ -193,7 +228,14 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
       const operation = `retry delivery ${deliveryId} of endpoint ${endpointId}`
       const path = `/webhooks/${segment('endpoint id', endpointId)}/retry`
       segment('delivery id', deliveryId)
-      const answer = await call({ method: 'POST', path, body: { deliveryId }, idempotent: true, context: { operation, endpointId, deliveryId }, signal: o?.signal })
+      const answer = await call({
+        method: 'POST',
+        path,
+        body: { deliveryId },
+        idempotent: true,
+        context: { operation, endpointId, deliveryId },
+        signal: o?.signal,
+      })
       return { ok: true as const, requestId: answer.requestId }
     },
   })

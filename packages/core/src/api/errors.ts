@@ -131,7 +131,12 @@ export function adviceFor(status: number, code: string, context: ApiErrorContext
 }
 
 /** Builds the final message: package prefix, advice, the service's words, the request id. */
-export function formatApiMessage(advice: string, serviceMessage: string | undefined, fields: EmailApiFieldError[] | undefined, requestId: string | undefined): string {
+export function formatApiMessage(
+  advice: string,
+  serviceMessage: string | undefined,
+  fields: EmailApiFieldError[] | undefined,
+  requestId: string | undefined,
+): string {
   const details = fields?.length ? ` Fields: ${fields.map((f) => `${f.path}: ${f.message}`).join('; ')}.` : ''
   const said = serviceMessage ? ` The service said: ${serviceMessage}` : ''
   const id = requestId ? ` (request id ${requestId})` : ''
@@ -146,7 +151,10 @@ export function scrub(text: string, key: string): string {
 /** A copy of a low-level failure (fetch TypeError, abort) with the key scrubbed from every message. */
 export function scrubbedCause(error: unknown, key: string, depth = 0): Error {
   if (!(error instanceof Error)) return new Error(scrub(String(error), key))
-  const copy = new Error(scrub(error.message, key), error.cause !== undefined && depth < 3 ? { cause: scrubbedCause(error.cause, key, depth + 1) } : undefined)
+  const copy = new Error(
+    scrub(error.message, key),
+    error.cause !== undefined && depth < 3 ? { cause: scrubbedCause(error.cause, key, depth + 1) } : undefined,
+  )
   copy.name = error.name
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string') Object.assign(copy, { code })

@@ -3,7 +3,15 @@
  * bodies, a timeout per attempt, and bounded retries with full-jitter backoff on 429 and
  * 500/502/503 (honouring `Retry-After`). Failures become {@link EmailApiError}.
  */
-import { adviceFor, type ApiErrorContext, EmailApiError, type EmailApiFieldError, formatApiMessage, scrub, scrubbedCause } from './errors.js'
+import {
+  type ApiErrorContext,
+  adviceFor,
+  EmailApiError,
+  type EmailApiFieldError,
+  formatApiMessage,
+  scrub,
+  scrubbedCause,
+} from './errors.js'
 
 /** Statuses the service calls temporary: retried with backoff. */
 export const RETRYABLE_STATUSES: readonly number[] = Object.freeze([429, 500, 502, 503])
@@ -88,7 +96,9 @@ function errorBody(json: unknown): { code?: string; message?: string; requestId?
   if (!error || typeof error !== 'object') return {}
   const e = error as Record<string, unknown>
   const fields = Array.isArray(e.fields)
-    ? e.fields.filter((f): f is EmailApiFieldError => !!f && typeof f.path === 'string' && typeof f.message === 'string').map((f) => ({ path: f.path, message: f.message }))
+    ? e.fields
+        .filter((f): f is EmailApiFieldError => !!f && typeof f.path === 'string' && typeof f.message === 'string')
+        .map((f) => ({ path: f.path, message: f.message }))
     : undefined
   return {
     ...(typeof e.code === 'string' ? { code: e.code } : {}),
@@ -132,8 +142,19 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
     const requestId = body.requestId ?? headerId
     const advice = adviceFor(response.status, code, call.context, attemptNo)
     const message = formatApiMessage(advice, body.message ? scrub(body.message, policy.apiKey) : undefined, body.fields, requestId)
-    const error = new EmailApiError({ status: response.status, code, message: scrub(message, policy.apiKey), requestId, fields: body.fields, attempts: attemptNo })
-    return { error, retryable: RETRYABLE_STATUSES.includes(response.status), retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) }
+    const error = new EmailApiError({
+      status: response.status,
+      code,
+      message: scrub(message, policy.apiKey),
+      requestId,
+      fields: body.fields,
+      attempts: attemptNo,
+    })
+    return {
+      error,
+      retryable: RETRYABLE_STATUSES.includes(response.status),
+      retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
+    }
   } catch (cause) {
     if (call.signal?.aborted) throw call.signal.reason
     const timedOut = timeout.signal.aborted
@@ -141,7 +162,13 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
     const advice = timedOut
       ? `no answer to ${call.context.operation} within ${policy.timeoutMs} ms${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}. Check the base URL and the network, or raise timeoutMs.`
       : `could not reach the service to ${call.context.operation}${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}: ${scrub(cause instanceof Error ? cause.message : String(cause), policy.apiKey)}. Check the base URL and the network.`
-    const error = new EmailApiError({ status: 0, code, message: `[@email-webhooks/core/api] ${advice}`, attempts: attemptNo, cause: scrubbedCause(cause, policy.apiKey) })
+    const error = new EmailApiError({
+      status: 0,
+      code,
+      message: `[@email-webhooks/core/api] ${advice}`,
+      attempts: attemptNo,
+      cause: scrubbedCause(cause, policy.apiKey),
+    })
     return { error, retryable: call.idempotent, retryAfterMs: undefined }
   } finally {
     clearTimeout(timer)

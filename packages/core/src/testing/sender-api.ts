@@ -3,7 +3,14 @@
  * with scopes (401 invalid_api_key, 403 missing_scope), JSON bodies (415 json_required),
  * X-Request-Id on every answer, the error shape `{ error: { code, message, requestId, fields? } }`.
  */
-import { checkEndpointUrl, SENDER_DELIVERIES_CAP, type SenderApiFault, type SenderApiRequest, type SenderDelivery, type SenderEndpoint } from './sender-types.js'
+import {
+  checkEndpointUrl,
+  SENDER_DELIVERIES_CAP,
+  type SenderApiFault,
+  type SenderApiRequest,
+  type SenderDelivery,
+  type SenderEndpoint,
+} from './sender-types.js'
 
 /** What the API handler needs from the sender. */
 export interface SenderState {
@@ -32,7 +39,13 @@ class ApiAnswer {
   ) {}
 }
 
-function fail(status: number, code: string | undefined, message: string, fields?: Array<{ path: string; message: string }>, headers?: Record<string, string>): ApiAnswer {
+function fail(
+  status: number,
+  code: string | undefined,
+  message: string,
+  fields?: Array<{ path: string; message: string }>,
+  headers?: Record<string, string>,
+): ApiAnswer {
   return new ApiAnswer(status, { error: { ...(code ? { code } : {}), message, ...(fields ? { fields } : {}) } }, headers)
 }
 
@@ -46,7 +59,8 @@ function authenticate(state: SenderState, header: string | null): ApiAnswer | un
 
 async function readJson(request: Request): Promise<{ ok: true; value: unknown } | { ok: false; answer: ApiAnswer }> {
   const type = request.headers.get('content-type') ?? ''
-  if (!/^application\/json\s*(;|$)/i.test(type)) return { ok: false, answer: fail(415, 'json_required', 'Request bodies must be application/json.') }
+  if (!/^application\/json\s*(;|$)/i.test(type))
+    return { ok: false, answer: fail(415, 'json_required', 'Request bodies must be application/json.') }
   try {
     return { ok: true, value: JSON.parse(await request.text()) }
   } catch {
@@ -66,7 +80,8 @@ async function route(state: SenderState, request: Request, path: string): Promis
     if (!body.ok) return body.answer
     const url = (body.value as { url?: unknown } | null)?.url
     const problem = checkEndpointUrl(url, state.allowLocalUrls)
-    if (problem) return fail(400, problem.code, `The endpoint URL was refused: ${problem.message}.`, [{ path: 'url', message: problem.message }])
+    if (problem)
+      return fail(400, problem.code, `The endpoint URL was refused: ${problem.message}.`, [{ path: 'url', message: problem.message }])
     return new ApiAnswer(201, state.createEndpoint(url as string))
   }
   if (parts.length === 2) {
@@ -74,8 +89,11 @@ async function route(state: SenderState, request: Request, path: string): Promis
     const body = await readJson(request)
     if (!body.ok) return body.answer
     const enabled = (body.value as { enabled?: unknown } | null)?.enabled
-    if (typeof enabled !== 'boolean') return fail(400, 'validation_error', 'The request is not valid.', [{ path: 'enabled', message: 'required, a boolean' }])
-    return state.setEnabled(id as string, enabled) ? new ApiAnswer(200, { ok: true }) : fail(404, 'not_found', 'No webhook endpoint with this id.')
+    if (typeof enabled !== 'boolean')
+      return fail(400, 'validation_error', 'The request is not valid.', [{ path: 'enabled', message: 'required, a boolean' }])
+    return state.setEnabled(id as string, enabled)
+      ? new ApiAnswer(200, { ok: true })
+      : fail(404, 'not_found', 'No webhook endpoint with this id.')
   }
   if (parts[2] === 'deliveries' && method === 'GET') {
     const list = state.deliveries(id as string)
@@ -85,11 +103,14 @@ async function route(state: SenderState, request: Request, path: string): Promis
     const body = await readJson(request)
     if (!body.ok) return body.answer
     const deliveryId = (body.value as { deliveryId?: unknown } | null)?.deliveryId
-    if (typeof deliveryId !== 'string' || deliveryId === '') return fail(400, 'validation_error', 'The request is not valid.', [{ path: 'deliveryId', message: 'required, a string' }])
+    if (typeof deliveryId !== 'string' || deliveryId === '')
+      return fail(400, 'validation_error', 'The request is not valid.', [{ path: 'deliveryId', message: 'required, a string' }])
     if (!state.listEndpoints().some((e) => e.id === id)) return fail(404, 'not_found', 'No webhook endpoint with this id.')
     const outcome = state.retry(id as string, deliveryId)
     if (outcome === 'ok') return new ApiAnswer(200, { ok: true })
-    return outcome === 'delivery_expired' ? fail(404, 'delivery_expired', 'The payload of this delivery has expired.') : fail(404, 'not_found', 'No delivery with this id for this endpoint.')
+    return outcome === 'delivery_expired'
+      ? fail(404, 'delivery_expired', 'The payload of this delivery has expired.')
+      : fail(404, 'not_found', 'No delivery with this id for this endpoint.')
   }
   return fail(404, 'not_found', 'No such route.')
 }
@@ -99,7 +120,13 @@ async function answer(state: SenderState, request: Request): Promise<ApiAnswer> 
   if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
   if (fault?.status) {
     const code = fault.code ?? (fault.status >= 500 ? 'internal_error' : undefined)
-    return fail(fault.status, code, 'Injected failure; try again later.', undefined, fault.retryAfter ? { 'retry-after': fault.retryAfter } : {})
+    return fail(
+      fault.status,
+      code,
+      'Injected failure; try again later.',
+      undefined,
+      fault.retryAfter ? { 'retry-after': fault.retryAfter } : {},
+    )
   }
   const denied = authenticate(state, request.headers.get('authorization'))
   if (denied) return denied
@@ -116,5 +143,8 @@ export async function handleApiRequest(state: SenderState, request: Request): Pr
   const error = (body as { error?: Record<string, unknown> } | null)?.error
   if (error) body = { error: { ...error, requestId } }
   state.requests.push({ method: request.method, path: new URL(request.url).pathname, status: result.status, requestId })
-  return new Response(JSON.stringify(body), { status: result.status, headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...result.headers } })
+  return new Response(JSON.stringify(body), {
+    status: result.status,
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...result.headers },
+  })
 }

@@ -120,11 +120,22 @@ export interface EmitResult {
   deliveries: SenderDelivery[]
 }
 
-const PRIVATE_V4 = [/^10\./, /^127\./, /^0\./, /^169\.254\./, /^192\.168\./, /^172\.(1[6-9]|2\d|3[01])\./, /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./]
+const PRIVATE_V4 = [
+  /^10\./,
+  /^127\./,
+  /^0\./,
+  /^169\.254\./,
+  /^192\.168\./,
+  /^172\.(1[6-9]|2\d|3[01])\./,
+  /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./,
+]
 const LOCAL_HOST = /^(localhost|127\.0\.0\.1|\[::1\])$/
 
 /** The service's URL rules (no DNS lookup): null when acceptable, else the error code, field message and whether it is a validation error. */
-export function checkEndpointUrl(raw: unknown, allowLocal: boolean): { code: 'validation_error' | 'invalid_webhook' | 'unsafe_webhook'; message: string } | null {
+export function checkEndpointUrl(
+  raw: unknown,
+  allowLocal: boolean,
+): { code: 'validation_error' | 'invalid_webhook' | 'unsafe_webhook'; message: string } | null {
   if (typeof raw !== 'string' || raw.length === 0) return { code: 'validation_error', message: 'url is required (a string)' }
   if (raw.length > 2000) return { code: 'validation_error', message: 'url must be at most 2000 characters' }
   let url: URL

@@ -86,7 +86,8 @@ function randomSecret(): string {
  */
 export function createFaithfulSender(options: FaithfulSenderOptions = {}): FaithfulSender {
   for (const [name, value] of Object.entries(options)) {
-    if (typeof value === 'number' && (!Number.isFinite(value) || value < 0)) throw new TypeError(`[@email-webhooks/core/testing] ${name} must be a non-negative number.`)
+    if (typeof value === 'number' && (!Number.isFinite(value) || value < 0))
+      throw new TypeError(`[@email-webhooks/core/testing] ${name} must be a non-negative number.`)
   }
   const now = options.now ?? Date.now
   const random = options.random ?? Math.random
@@ -120,7 +121,13 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
     last_status: d.lastStatus,
     next_attempt_at: d.nextAttemptAtMs === null ? null : new Date(d.nextAttemptAtMs).toISOString(),
   })
-  const endpointView = (e: Endpoint): SenderEndpoint => ({ id: e.id, url: e.url, enabled: e.enabled, failures: e.failures, created_at: e.created_at })
+  const endpointView = (e: Endpoint): SenderEndpoint => ({
+    id: e.id,
+    url: e.url,
+    enabled: e.enabled,
+    failures: e.failures,
+    created_at: e.created_at,
+  })
 
   const schedule = (d: Delivery, delayMs: number): void => {
     if (closed) return
@@ -162,7 +169,13 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
       repeat,
     }
     try {
-      const response = await send(e.url, { method: 'POST', headers: signed.headers, body: d.body, redirect: 'manual', signal: controller.signal })
+      const response = await send(e.url, {
+        method: 'POST',
+        headers: signed.headers,
+        body: d.body,
+        redirect: 'manual',
+        signal: controller.signal,
+      })
       await response.body?.cancel().catch(() => {})
       record.status = response.status
       record.ok = response.status >= 200 && response.status < 300
@@ -205,7 +218,8 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
     if (record.ok) {
       d.state = 'succeeded'
       e.failures = 0
-      if (random() < (options.repeatProbability ?? 0)) await post(d, e, d.attempts, true)
+      const p = options.repeatProbability ?? 0
+      if (p > 0 && random() < p) await post(d, e, d.attempts, true)
     } else {
       e.failures++
       if (e.enabled && e.failures >= disableAfter) disable(e)
@@ -273,7 +287,19 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
       const created: SenderDelivery[] = []
       for (const e of endpoints.values()) {
         if (!e.enabled) continue
-        const d: Delivery = { id: crypto.randomUUID(), endpointId: e.id, event, body, createdAtMs: now(), state: 'pending', attempts: 0, roundAttempts: 0, lastStatus: null, nextAttemptAtMs: null, timer: undefined }
+        const d: Delivery = {
+          id: crypto.randomUUID(),
+          endpointId: e.id,
+          event,
+          body,
+          createdAtMs: now(),
+          state: 'pending',
+          attempts: 0,
+          roundAttempts: 0,
+          lastStatus: null,
+          nextAttemptAtMs: null,
+          timer: undefined,
+        }
         deliveries.set(d.id, d)
         requeue(d, Math.floor(random() * (options.reorderWindowMs ?? 0)))
         created.push(view(d))
@@ -295,7 +321,10 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
     idle(timeoutMs = 10_000) {
       if (!busy()) return Promise.resolve()
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`[@email-webhooks/core/testing] the sender was still delivering after ${timeoutMs} ms.`)), timeoutMs)
+        const timer = setTimeout(
+          () => reject(new Error(`[@email-webhooks/core/testing] the sender was still delivering after ${timeoutMs} ms.`)),
+          timeoutMs,
+        )
         idleWaiters.push(() => {
           clearTimeout(timer)
           resolve()
