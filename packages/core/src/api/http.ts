@@ -108,6 +108,25 @@ function errorBody(json: unknown): { code?: string; message?: string; requestId?
   }
 }
 
+/** Settles with `promise`, or rejects when `signal` aborts first (even if the fetch ignores signals). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
+
 async function readJson(response: Response): Promise<unknown> {
   const text = await response.text()
   if (text === '') return undefined
@@ -127,14 +146,15 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
   const headers: Record<string, string> = { authorization: `Bearer ${policy.apiKey}`, accept: 'application/json' }
   if (call.body !== undefined) headers['content-type'] = 'application/json'
   try {
-    const response = await policy.fetch(`${policy.baseUrl}${call.path}`, {
+    const pending = policy.fetch(`${policy.baseUrl}${call.path}`, {
       method: call.method,
       headers,
       ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
       redirect: 'manual',
       signal: timeout.signal,
     })
-    const json = await readJson(response)
+    const response = await raceAbort(pending, timeout.signal)
+    const json = await raceAbort(readJson(response), timeout.signal)
     const headerId = response.headers.get('x-request-id') ?? undefined
     if (response.status >= 200 && response.status < 300) return { status: response.status, json, requestId: headerId ?? '' }
     const body = errorBody(json)
