@@ -5,7 +5,7 @@
  */
 import { inspect } from 'node:util'
 import { createWebhooksClient, EmailApiError, type RetryInfo, type WebhooksClientOptions } from '@email-webhooks/core/api'
-import { createFaithfulSender, type FaithfulSender, listenSender } from '@email-webhooks/core/testing'
+import { createFaithfulSender, listenSender } from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 const KEY = `ek_live_${crypto.randomUUID().replaceAll('-', '')}`
@@ -61,7 +61,9 @@ describe('webhooks client: operations', () => {
     const { sender, client, sent } = setup()
     const created = await client.createEndpoint('https://hooks.example.com/email')
     expect(created).toEqual({ id: expect.any(String), secret: expect.stringMatching(/^whsec_/), requestId: expect.any(String) })
-    expect((await client.listEndpoints()).endpoints).toEqual([{ id: created.id, url: 'https://hooks.example.com/email', enabled: true, failures: 0, created_at: expect.any(String) }])
+    expect((await client.listEndpoints()).endpoints).toEqual([
+      { id: created.id, url: 'https://hooks.example.com/email', enabled: true, failures: 0, created_at: expect.any(String) },
+    ])
     expect(await client.disableEndpoint(created.id)).toEqual({ ok: true, requestId: expect.any(String) })
     expect(sender.endpoint(created.id)?.enabled).toBe(false)
     await client.enableEndpoint(created.id)
@@ -122,7 +124,10 @@ describe('webhooks client: errors', () => {
   })
 
   it('refuses a base URL that does not end in /v1, is not HTTPS, or carries credentials, and a malformed key', () => {
-    const make = (baseUrl: string, apiKey = KEY) => () => createWebhooksClient({ apiKey, baseUrl })
+    const make =
+      (baseUrl: string, apiKey = KEY) =>
+      () =>
+        createWebhooksClient({ apiKey, baseUrl })
     expect(make('https://api.example.com/v2')).toThrow(/must end in \/v1/)
     expect(make('http://api.example.com/v1')).toThrow(/https/)
     expect(make('https://u:p@api.example.com/v1')).toThrow(/credentials/)
@@ -159,7 +164,13 @@ describe('webhooks client: backoff, retries and timeouts', () => {
 
   it('caps the jittered wait at backoffMaxMs', async () => {
     const retries: RetryInfo[] = []
-    const { sender, client } = setup({ random: () => 0.999, backoffBaseMs: 10, backoffMaxMs: 25, maxRetries: 3, onRetry: (info) => retries.push(info) })
+    const { sender, client } = setup({
+      random: () => 0.999,
+      backoffBaseMs: 10,
+      backoffMaxMs: 25,
+      maxRetries: 3,
+      onRetry: (info) => retries.push(info),
+    })
     sender.injectApiFaults({ status: 500 }, { status: 500 }, { status: 500 })
     await client.listEndpoints()
     expect(retries.map((r) => r.delayMs)).toEqual([9, 19, 24])
@@ -167,7 +178,12 @@ describe('webhooks client: backoff, retries and timeouts', () => {
 
   it('stops after maxRetries and reports the last answer and the attempts', async () => {
     const { sender, client } = setup({ maxRetries: 2, backoffBaseMs: 1 })
-    sender.injectApiFaults({ status: 503, code: 'recovery_maintenance' }, { status: 503, code: 'recovery_maintenance' }, { status: 503, code: 'recovery_maintenance' }, { status: 503 })
+    sender.injectApiFaults(
+      { status: 503, code: 'recovery_maintenance' },
+      { status: 503, code: 'recovery_maintenance' },
+      { status: 503, code: 'recovery_maintenance' },
+      { status: 503 },
+    )
     const error = await failure(client.listEndpoints())
     expect([error.status, error.code, error.attempts]).toEqual([503, 'recovery_maintenance', 3])
     expect(error.message).toMatch(/temporarily unavailable.*after 3 attempts.*Try again later/)
@@ -243,8 +259,19 @@ describe('webhooks client: the key never appears in an error', () => {
     const closed = await listenSender(sender)
     await closed.close()
     errors.push(await failure(createWebhooksClient({ apiKey: KEY, baseUrl: closed.baseUrl, maxRetries: 0 }).listEndpoints()))
-    expect(errors.map((e) => e.code)).toEqual(['not_found', 'invalid_webhook', 'rate_limited', 'internal_error', 'timeout', 'missing_scope', 'internal_error', 'network_error', 'network_error'])
+    expect(errors.map((e) => e.code)).toEqual([
+      'not_found',
+      'invalid_webhook',
+      'rate_limited',
+      'internal_error',
+      'timeout',
+      'missing_scope',
+      'internal_error',
+      'network_error',
+      'network_error',
+    ])
     for (const error of errors) for (const text of renderings(error)) expect(text).not.toContain(KEY.slice(8))
-    expect(String((errors[7]?.cause as Error).cause)).toContain('[redacted API key]')
+    const networkCause = (errors[7] as EmailApiError).cause as Error
+    expect(String(networkCause.cause)).toContain('[redacted API key]')
   })
 })

@@ -19,7 +19,7 @@ export interface RecoverEndpointOptions {
   client: WebhooksClient
   endpointId: string
   /** The dedup store the receiver uses; with `lookup`, events it holds as done are skipped. */
-  store?: Pick<DedupStore, 'lookup'> | undefined
+  store?: DedupStore | undefined
   /** The receiver's dedup namespace; default `'default'`. */
   namespace?: string
   /** Report what would be done without PATCH or retry; default false. */

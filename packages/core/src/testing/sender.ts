@@ -169,13 +169,14 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
       repeat,
     }
     try {
-      const response = await send(e.url, {
-        method: 'POST',
-        headers: signed.headers,
-        body: d.body,
-        redirect: 'manual',
-        signal: controller.signal,
+      const sent = send(e.url, { method: 'POST', headers: signed.headers, body: d.body, redirect: 'manual', signal: controller.signal })
+      // The timeout holds even for an injected fetch that ignores its signal.
+      const aborted = new Promise<never>((_, reject) => {
+        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
       })
+      aborted.catch(() => {})
+      sent.catch(() => {})
+      const response = await Promise.race([sent, aborted])
       await response.body?.cancel().catch(() => {})
       record.status = response.status
       record.ok = response.status >= 200 && response.status < 300
