@@ -19,11 +19,12 @@ export {
   UNKNOWN_EVENT_TYPE,
   unknownEventFixture,
 } from './fixtures.js'
-export { createFaithfulSender, type FaithfulSender } from './sender.js'
+export { createFaithfulSender } from './sender.js'
 export { listenSender, type SenderListener } from './sender-listen.js'
 export {
   checkEndpointUrl,
   type EmitResult,
+  type FaithfulSender,
   type FaithfulSenderOptions,
   SENDER_DELIVERIES_CAP,
   SENDER_DISABLE_AFTER,

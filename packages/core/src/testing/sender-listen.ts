@@ -2,7 +2,7 @@
  * Serves a faithful sender's management API on 127.0.0.1 for Node tests and the CLI. Node's
  * http module is imported dynamically, so the testing entry stays loadable on other runtimes.
  */
-import type { FaithfulSender } from './sender.js'
+import type { FaithfulSender } from './sender-types.js'
 
 function concat(chunks: Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0))

@@ -157,3 +157,27 @@ export function checkEndpointUrl(
     (host.startsWith('[') && /^\[(::1?|f[cd][0-9a-f]{0,2}:|fe[89ab][0-9a-f]?:)/.test(host))
   return privateHost ? { code: 'unsafe_webhook', message: 'url must point at a public address' } : null
 }
+
+/** The in-process sender. */
+export interface FaithfulSender {
+  /** The management API as a web-standard handler (paths under `/v1`). */
+  fetch(request: Request): Promise<Response>
+  /** Creates an endpoint without the API; the secret is returned here only. */
+  createEndpoint(url: string): { id: string; secret: string }
+  /** Emits an event to every enabled endpoint (a fresh `email.queued` event by default). */
+  emit(input?: { event?: WebhookEvent; type?: string; data?: Record<string, unknown> }): EmitResult
+  /** The endpoint as the API lists it, or undefined. */
+  endpoint(id: string): SenderEndpoint | undefined
+  /** Every delivery record of an endpoint, newest first (uncapped, unlike the API). */
+  deliveries(endpointId: string): SenderDelivery[]
+  /** Every attempt made so far, in order. */
+  readonly attempts: readonly SenderAttempt[]
+  /** Every management API request answered so far, in order. */
+  readonly apiRequests: readonly SenderApiRequest[]
+  /** Queues answers for the next management API requests, in order. */
+  injectApiFaults(...faults: SenderApiFault[]): void
+  /** Resolves when no attempt is scheduled or running; rejects after `timeoutMs` (default 10 000). */
+  idle(timeoutMs?: number): Promise<void>
+  /** Cancels every scheduled attempt and aborts those running. */
+  close(): void
+}

@@ -7,7 +7,7 @@
 import { signWebhook, type WebhookEvent } from '@email-webhooks/core'
 import { handleApiRequest, type SenderState } from './sender-api.js'
 import {
-  type EmitResult,
+  type FaithfulSender,
   type FaithfulSenderOptions,
   SENDER_DISABLE_AFTER,
   SENDER_INITIAL_BACKOFF_MS,
@@ -15,37 +15,11 @@ import {
   SENDER_MAX_BACKOFF_MS,
   SENDER_PAYLOAD_LIFETIME_MS,
   SENDER_RECEIVER_TIMEOUT_MS,
-  type SenderApiFault,
-  type SenderApiRequest,
   type SenderAttempt,
   type SenderDelivery,
   type SenderEndpoint,
   TEST_API_KEY,
 } from './sender-types.js'
-
-/** The in-process sender. */
-export interface FaithfulSender {
-  /** The management API as a web-standard handler (paths under `/v1`). */
-  fetch(request: Request): Promise<Response>
-  /** Creates an endpoint without the API; the secret is returned here only. */
-  createEndpoint(url: string): { id: string; secret: string }
-  /** Emits an event to every enabled endpoint (a fresh `email.queued` event by default). */
-  emit(input?: { event?: WebhookEvent; type?: string; data?: Record<string, unknown> }): EmitResult
-  /** The endpoint as the API lists it, or undefined. */
-  endpoint(id: string): SenderEndpoint | undefined
-  /** Every delivery record of an endpoint, newest first (uncapped, unlike the API). */
-  deliveries(endpointId: string): SenderDelivery[]
-  /** Every attempt made so far, in order. */
-  readonly attempts: readonly SenderAttempt[]
-  /** Every management API request answered so far, in order. */
-  readonly apiRequests: readonly SenderApiRequest[]
-  /** Queues answers for the next management API requests, in order. */
-  injectApiFaults(...faults: SenderApiFault[]): void
-  /** Resolves when no attempt is scheduled or running; rejects after `timeoutMs` (default 10 000). */
-  idle(timeoutMs?: number): Promise<void>
-  /** Cancels every scheduled attempt and aborts those running. */
-  close(): void
-}
 
 interface Endpoint extends SenderEndpoint {
   secret: string
