@@ -1,0 +1,45 @@
+/** Reading bodies and files given on the command line: a path, or `-` for stdin. */
+import { readFile } from 'node:fs/promises'
+import { UsageError } from './errors.js'
+
+async function readStdin(): Promise<Uint8Array> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks)
+}
+
+/**
+ * Reads a file's exact bytes, or stdin when the path is `-`.
+ * @param path A file path or `-`.
+ * @param what What the file is, for the error message (e.g. 'body file').
+ * @throws {UsageError} when the file cannot be read.
+ * @example
+ * const body = await readInput('event.json', 'body file')
+ */
+export async function readInput(path: string, what: string): Promise<Uint8Array> {
+  if (path === '-') {
+    if (process.stdin.isTTY) throw new UsageError(`Give the ${what} as a path, or pipe it on stdin.`)
+    return readStdin()
+  }
+  try {
+    return new Uint8Array(await readFile(path))
+  } catch (error) {
+    throw new UsageError(`Cannot read the ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? 'unknown error'}.`)
+  }
+}
+
+/**
+ * Parses a whole-number option within bounds.
+ * @param value The option's text.
+ * @param option The option's name, for the message.
+ * @throws {UsageError} when it is not a whole number in [min, max].
+ * @example
+ * parseWhole('20', '--concurrency', 1, 256) // 20
+ */
+export function parseWhole(value: string, option: string, min: number, max: number): number {
+  const number = Number(value)
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < min || number > max) {
+    throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got "${value}".`)
+  }
+  return number
+}

@@ -1,0 +1,195 @@
+/**
+ * The requests `send` makes for each mode: what is signed, how it is spoiled, and what a
+ * correct receiver answers (the natural expectation, unless --expect overrides it).
+ */
+import { signWebhook, type WebhookEvent } from '@email-webhooks/core'
+import { createEvent, UNKNOWN_EVENT_TYPE } from '@email-webhooks/core/testing'
+import type { Expectation } from './expect.js'
+import type { Delivery } from './http.js'
+
+/** Seconds outside the ±300 s window used by --stale and --future (clear of small clock skews). */
+export const SKEW_SECONDS = 600
+
+/** The modes of a single `send`. */
+export const MODES = ['duplicate', 'stale', 'future', 'tampered', 'wrongSecret', 'unknownType', 'outOfOrder'] as const
+/** One of {@link MODES}, or `plain` for one authentic delivery. */
+export type Mode = (typeof MODES)[number] | 'plain'
+
+/** The lifecycle of one email sent by --out-of-order, in the order the events happen. */
+export const LIFECYCLE = [
+  'email.queued',
+  'email.submitted',
+  'email.recipient_deferred',
+  'email.recipient_resubmitted',
+  'email.recipient_accepted',
+] as const
+
+/** One request to make and how to judge its answer. */
+export interface PlannedRequest {
+  label: string
+  delivery: Delivery
+  webhookId: string
+  type: string | undefined
+  expected: Expectation
+  /** Why a correct receiver answers `expected`. */
+  reason: string
+}
+
+/** What the plan is built from. */
+export interface PlanInput {
+  mode: Mode
+  secret: string
+  /** Event type of a generated event. */
+  type: string
+  /** A custom body (exact bytes) instead of a generated event. */
+  body?: Uint8Array
+  emailId?: string
+  /** Overrides every natural expectation. */
+  expect?: Expectation
+  now?: number
+}
+
+const decoder = new TextDecoder()
+
+/** The id and type inside a custom body, when it is a JSON object that has them. */
+function describeBody(body: Uint8Array): { id?: string; type?: string; value?: Record<string, unknown> } {
+  try {
+    const value = JSON.parse(decoder.decode(body)) as unknown
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return {}
+    const record = value as Record<string, unknown>
+    return {
+      value: record,
+      ...(typeof record.id === 'string' ? { id: record.id } : {}),
+      ...(typeof record.type === 'string' ? { type: record.type } : {}),
+    }
+  } catch {
+    return {}
+  }
+}
+
+/** The same event with its email id changed: what an attacker rewriting a delivery would send. */
+function tamper(body: string | Uint8Array): string | Uint8Array {
+  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
+  const { value } = describeBody(bytes)
+  const data = value?.data
+  if (value && typeof data === 'object' && data !== null && !Array.isArray(data)) {
+    return JSON.stringify({ ...value, data: { ...data, id: crypto.randomUUID() } })
+  }
+  const out = new Uint8Array(bytes.length + 1)
+  out.set(bytes)
+  out[bytes.length] = 0x20
+  return out
+}
+
+function scramble<T>(items: readonly T[]): T[] {
+  const out = [...items]
+  do {
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1))
+      ;[out[i], out[j]] = [out[j] as T, out[i] as T]
+    }
+  } while (out.every((item, index) => item === items[index]))
+  return out
+}
+
+async function signed(secret: string, body: string | Uint8Array, id: string, timestamp: number): Promise<Delivery> {
+  const { headers } = await signWebhook({ secret, body, id, timestamp })
+  return { headers, body }
+}
+
+type Make = (expected: Expectation, reason: string, label?: string) => { expected: Expectation; reason: string; label: string }
+
+/** One email's lifecycle, created_at one second apart in order, signed and sent scrambled. */
+function planLifecycle(
+  secret: string,
+  now: number,
+  fresh: (type: string, extra?: Partial<WebhookEvent>) => WebhookEvent,
+  make: Make,
+): Promise<PlannedRequest[]> {
+  const start = Date.now() - LIFECYCLE.length * 1000
+  const events = LIFECYCLE.map((type, step) => ({
+    step,
+    event: fresh(type, { created_at: new Date(start + step * 1000).toISOString() }),
+  }))
+  return Promise.all(
+    scramble(events).map(async ({ step, event }) => ({
+      ...make('2xx', `events of one email may arrive in any order (this is step ${step + 1} of ${LIFECYCLE.length})`, 'out-of-order'),
+      delivery: await signed(secret, JSON.stringify(event), event.id, now),
+      webhookId: event.id,
+      type: event.type,
+    })),
+  )
+}
+
+/**
+ * Builds the requests of one `send` run, signed and ready.
+ * @param input Mode, secret, event type or custom body, optional expectation override.
+ * @throws {TypeError} only for an invalid secret (resolveSecret checks it before).
+ * @example
+ * const requests = await planSend({ mode: 'tampered', secret, type: 'email.bounced' })
+ */
+export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
+  const now = input.now ?? Math.floor(Date.now() / 1000)
+  const emailId = input.emailId ?? crypto.randomUUID()
+  const fresh = (type: string, extra: Partial<WebhookEvent> = {}): WebhookEvent => createEvent(type, { data: { id: emailId }, ...extra })
+  const make: Make = (expected, reason, label = input.mode) => ({
+    expected: input.expect ?? expected,
+    reason,
+    label,
+  })
+
+  if (input.mode === 'outOfOrder') return planLifecycle(input.secret, now, fresh, make)
+
+  const custom = input.body === undefined ? undefined : describeBody(input.body)
+  const event = input.body === undefined ? fresh(input.mode === 'unknownType' ? UNKNOWN_EVENT_TYPE : input.type) : undefined
+  const body: string | Uint8Array = event ? JSON.stringify(event) : (input.body as Uint8Array)
+  const webhookId = event?.id ?? custom?.id ?? crypto.randomUUID()
+  const type = event?.type ?? custom?.type
+  const one = async (timestamp: number, key = input.secret, sent = body) => ({
+    ...(await signed(key, body, webhookId, timestamp)),
+    body: sent,
+  })
+  const base = { webhookId, type }
+
+  switch (input.mode) {
+    case 'duplicate':
+      return [
+        { ...base, ...make('2xx', 'an authentic delivery is acknowledged', 'first'), delivery: await one(now) },
+        {
+          ...base,
+          ...make('2xx', 'the same webhook-id again is acknowledged without handling it twice', 'duplicate'),
+          delivery: await one(now),
+        },
+      ]
+    case 'stale':
+      return [
+        {
+          ...base,
+          ...make('401', `a timestamp ${SKEW_SECONDS} s old is refused (replay window)`),
+          delivery: await one(now - SKEW_SECONDS),
+        },
+      ]
+    case 'future':
+      return [{ ...base, ...make('401', `a timestamp ${SKEW_SECONDS} s ahead is refused`), delivery: await one(now + SKEW_SECONDS) }]
+    case 'tampered':
+      return [{ ...base, ...make('401', 'a body changed after signing is refused'), delivery: await one(now, input.secret, tamper(body)) }]
+    case 'wrongSecret':
+      return [
+        {
+          ...base,
+          ...make('401', 'a signature made with another secret is refused', 'wrong-secret'),
+          delivery: await one(now, `wrong_${crypto.randomUUID()}`),
+        },
+      ]
+    case 'unknownType':
+      return [
+        {
+          ...base,
+          ...make('2xx', 'an event type the receiver does not know is acknowledged, not rejected', 'unknown-type'),
+          delivery: await one(now),
+        },
+      ]
+    default:
+      return [{ ...base, ...make('2xx', 'an authentic delivery is acknowledged', 'send'), delivery: await one(now) }]
+  }
+}

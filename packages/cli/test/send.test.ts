@@ -1,0 +1,234 @@
+// `email-webhooks send` against the real example servers (Express and Hono on Node), run as a
+// process: every mode's outcome, the line, the exit code and the --json shape.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ExampleServer, freePort, HAS_SCRIPT, runCli, runCliInTty, SECRET, startExample } from './helpers/cli.js'
+
+const env = { EMAIL_WEBHOOK_SECRET: SECRET }
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+
+interface RequestJson {
+  label: string
+  webhookId: string
+  type: string | null
+  status: number | null
+  code: string | null
+  retryAfter: string | null
+  duplicate: boolean
+  latencyMs: number
+  failure: string | null
+  expected: string
+  ok: boolean
+}
+
+async function sendJson(
+  url: string,
+  args: string[],
+): Promise<{ code: number | null; doc: { ok: boolean; mode: string; requests: RequestJson[] } }> {
+  const result = await runCli(['send', url, ...args, '--json'], { env })
+  return { code: result.code, doc: JSON.parse(result.stdout) }
+}
+
+describe.each(['express', 'hono-node'] as const)('send against the %s example', (name) => {
+  let server: ExampleServer
+  beforeAll(async () => {
+    server = await startExample(name)
+  })
+  afterAll(() => server?.stop())
+
+  describe.concurrent('each mode', () => {
+    it('answers 200 to one authentic email.bounced and prints one line with status, latency and verdict', async () => {
+      const result = await runCli(['send', server.url], { env })
+      expect(result.code).toBe(0)
+      const lines = result.stdout.trim().split('\n')
+      expect(lines).toHaveLength(2)
+      expect(lines[1]).toMatch(new RegExp(`^✓ send\\s+200 {2}\\d+\\.\\d ms {2}email\\.bounced ${UUID} {2}right: `))
+      // Not a TTY: no colour codes.
+      expect(result.stdout).not.toContain('\u001b[')
+    })
+
+    it('--duplicate: the same webhook-id twice, both 2xx, the second reported as a duplicate', async () => {
+      const { code, doc } = await sendJson(server.url, ['--duplicate', '--type', 'email.complained'])
+      expect(code).toBe(0)
+      expect(doc.mode).toBe('duplicate')
+      const [first, second] = doc.requests
+      expect(first?.webhookId).toBe(second?.webhookId)
+      expect([first?.status, second?.status]).toEqual([200, 200])
+      expect([first?.duplicate, second?.duplicate]).toEqual([false, true])
+    })
+
+    it.each([
+      ['--stale', 'timestamp_too_old'],
+      ['--future', 'timestamp_too_new'],
+      ['--tampered', 'signature_mismatch'],
+      ['--wrong-secret', 'signature_mismatch'],
+    ])('%s is refused with 401 %s, which is right (exit 0)', async (flag, code) => {
+      const result = await runCli(['send', server.url, flag], { env })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(new RegExp(`✓ \\S+\\s+401 ${code} .*right: `))
+    })
+
+    it('--unknown-type is acknowledged with 2xx', async () => {
+      const { code, doc } = await sendJson(server.url, ['--unknown-type'])
+      expect(code).toBe(0)
+      expect(doc.requests).toEqual([expect.objectContaining({ status: 200, type: 'organization.updated', ok: true, expected: '2xx' })])
+    })
+
+    it("--out-of-order sends one email's five lifecycle events in a scrambled order, each acknowledged", async () => {
+      const { code, doc } = await sendJson(server.url, ['--out-of-order'])
+      expect(code).toBe(0)
+      const types = doc.requests.map((request) => request.type)
+      expect([...types].sort()).toEqual(
+        ['email.queued', 'email.recipient_accepted', 'email.recipient_deferred', 'email.recipient_resubmitted', 'email.submitted'].sort(),
+      )
+      expect(types).not.toEqual([
+        'email.queued',
+        'email.submitted',
+        'email.recipient_deferred',
+        'email.recipient_resubmitted',
+        'email.recipient_accepted',
+      ])
+      expect(doc.requests.every((request) => request.status === 200 && request.ok)).toBe(true)
+      expect(new Set(doc.requests.map((request) => request.webhookId)).size).toBe(5)
+    })
+
+    it('--json gives one document with every field of each request', async () => {
+      const { code, doc } = await sendJson(server.url, ['--type', 'email.queued'])
+      expect(code).toBe(0)
+      expect(doc).toEqual({
+        ok: true,
+        mode: 'send',
+        url: server.url,
+        requests: [
+          {
+            label: 'send',
+            webhookId: expect.stringMatching(new RegExp(`^${UUID}$`)),
+            type: 'email.queued',
+            status: 200,
+            code: null,
+            retryAfter: null,
+            duplicate: false,
+            latencyMs: expect.any(Number),
+            failure: null,
+            expected: '2xx',
+            ok: true,
+          },
+        ],
+      })
+    })
+
+    it('exits 1 and says WRONG when the answer is not the expected one (--expect)', async () => {
+      const result = await runCli(['send', server.url, '--tampered', '--expect', '2xx'], { env })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toMatch(/✗ tampered\s+401 signature_mismatch .*WRONG, expected 2xx/)
+      const exact = await runCli(['send', server.url, '--stale', '--expect', '4xx'], { env })
+      expect(exact.code).toBe(0)
+    })
+  })
+})
+
+describe('send: secret sources, custom bodies and failures (Express example)', () => {
+  let server: ExampleServer
+  let dir: string
+  beforeAll(async () => {
+    server = await startExample('express')
+    dir = await mkdtemp(join(tmpdir(), 'cli-send-'))
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  describe.concurrent('cases', () => {
+    it('reads EMAIL_WEBHOOK_SECRET from ./.env when neither --secret nor the variable is set', async () => {
+      const cwd = await mkdtemp(join(dir, 'env-'))
+      await writeFile(join(cwd, '.env'), `# test\nOTHER=1\nEMAIL_WEBHOOK_SECRET="${SECRET}"\n`)
+      const result = await runCli(['send', server.url], { cwd })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain('secret from EMAIL_WEBHOOK_SECRET in')
+    })
+
+    it('takes --secret over the environment, and a wrong one makes the receiver answer 401 (exit 1)', async () => {
+      const good = await runCli(['send', server.url, '--secret', SECRET], { env: { EMAIL_WEBHOOK_SECRET: 'not-the-secret' } })
+      expect(good.code).toBe(0)
+      const bad = await runCli(['send', server.url], { env: { EMAIL_WEBHOOK_SECRET: 'not-the-secret' } })
+      expect(bad.code).toBe(1)
+      expect(bad.stdout).toMatch(/✗ send\s+401 signature_mismatch/)
+    })
+
+    it('exits 2 with a message naming the three sources when there is no secret', async () => {
+      const result = await runCli(['send', server.url], { cwd: await mkdtemp(join(dir, 'none-')) })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toMatch(/--secret.*EMAIL_WEBHOOK_SECRET.*\.env/)
+    })
+
+    it('refuses a secret with surrounding white space without printing it', async () => {
+      const result = await runCli(['send', server.url], { env: { EMAIL_WEBHOOK_SECRET: `${SECRET}\n` } })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain('white space')
+    })
+
+    it('sends a custom JSON file as it is, its id becoming the webhook-id', async () => {
+      const id = crypto.randomUUID()
+      const file = join(dir, 'custom.json')
+      await writeFile(
+        file,
+        `{ "id": "${id}", "type": "email.bounced", "created_at": "2026-01-01T00:00:00Z", "data": { "id": "e-1", "note": "héllo 📨" } }\n`,
+      )
+      const { code, doc } = await sendJson(server.url, ['--file', file])
+      expect(code).toBe(0)
+      expect(doc.requests[0]).toMatchObject({ webhookId: id, type: 'email.bounced', status: 200 })
+    })
+
+    it('reads the custom body from stdin with --file -', async () => {
+      const id = crypto.randomUUID()
+      const body = JSON.stringify({ id, type: 'email.rejected', created_at: new Date().toISOString(), data: { id: 'e-2' } })
+      const result = await runCli(['send', server.url, '--file', '-', '--json'], { env, input: body })
+      expect(result.code).toBe(0)
+      expect(JSON.parse(result.stdout).requests[0]).toMatchObject({ webhookId: id, type: 'email.rejected', status: 200 })
+    })
+
+    it('reports a custom body that is not an envelope: 400 invalid_envelope, exit 1', async () => {
+      const result = await runCli(['send', server.url, '--file', '-'], { env, input: '[1,2,3]' })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toMatch(/✗ send\s+400 invalid_envelope/)
+    })
+
+    it.skipIf(!HAS_SCRIPT)('colours and a progress bar on a terminal; neither colour with NO_COLOR', async () => {
+      const coloured = await runCliInTty(['send', server.url], env)
+      expect(coloured.code).toBe(0)
+      expect(coloured.output).toContain('\u001b[32m✓')
+      const plain = await runCliInTty(['send', server.url], { ...env, NO_COLOR: '1' })
+      expect(plain.code).toBe(0)
+      expect(plain.output).toMatch(/✓ send\s+200/)
+      expect(plain.output).not.toContain('\u001b[')
+      const load = await runCliInTty(['send', server.url, '-n', '30', '-c', '2'], { ...env, NO_COLOR: '1' })
+      expect(load.code).toBe(0)
+      expect(load.output).toMatch(/\d+% \| \d+\/30 \| \d+ req\/s/)
+    })
+
+    it('exits 3 when nothing answers', async () => {
+      const result = await runCli(['send', `http://127.0.0.1:${await freePort()}/hooks`, '--json'], { env })
+      expect(result.code).toBe(3)
+      expect(JSON.parse(result.stdout).requests[0]).toMatchObject({ status: null, failure: 'ECONNREFUSED', ok: false })
+    })
+
+    it('exits 2 on usage errors and sends nothing: two modes, a bad --expect, an unknown type, a relative URL, options that do not combine', async () => {
+      for (const args of [
+        ['send', server.url, '--stale', '--tampered'],
+        ['send', server.url, '--expect', '2x'],
+        ['send', server.url, '--type', 'email.opened'],
+        ['send', '/hooks'],
+        ['send', server.url, '--concurrency', '4'],
+        ['send', server.url, '--unknown-type', '--type', 'email.queued'],
+        ['send', server.url, '--file', '-', '--email-id', 'e-1'],
+      ]) {
+        const result = await runCli(args, { env })
+        expect(result.code, args.join(' ')).toBe(2)
+        expect(result.stdout).toBe('')
+      }
+    })
+  })
+})

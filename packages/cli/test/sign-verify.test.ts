@@ -1,0 +1,145 @@
+// `email-webhooks sign` (headers and a curl line that the Express example accepts) and `verify`
+// (core's verifier: valid, and each failure with its code, message and hint); --help everywhere.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ExampleServer, runCli, SECRET, startExample } from './helpers/cli.js'
+
+const env = { EMAIL_WEBHOOK_SECRET: SECRET }
+
+describe('sign and verify', () => {
+  let server: ExampleServer
+  let dir: string
+  let bodyFile: string
+  let id: string
+  beforeAll(async () => {
+    server = await startExample('express')
+    dir = await mkdtemp(join(tmpdir(), 'cli-sign-'))
+    id = crypto.randomUUID()
+    bodyFile = join(dir, 'event.json')
+    await writeFile(bodyFile, JSON.stringify({ id, type: 'email.bounced', created_at: new Date().toISOString(), data: { id: 'e-1' } }))
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  async function signedHeaders(extra: string[] = []): Promise<Record<string, string>> {
+    const result = await runCli(['sign', bodyFile, '--json', ...extra], { env })
+    expect(result.code).toBe(0)
+    return JSON.parse(result.stdout).headers
+  }
+
+  describe.concurrent('cases', () => {
+    it('sign prints the three headers and a curl line; the example accepts a request made from them', async () => {
+      const text = await runCli(['sign', bodyFile, '--url', server.url], { env })
+      expect(text.code).toBe(0)
+      expect(text.stdout).toMatch(new RegExp(`^webhook-id: ${id}\nwebhook-timestamp: \\d{10}\nwebhook-signature: [0-9a-f]{64}\n`))
+      expect(text.stdout).toContain(`curl -X POST '${server.url}'`)
+      expect(text.stdout).toContain(`--data-binary '@${bodyFile}'`)
+      const headers = await signedHeaders()
+      expect(headers['webhook-id']).toBe(id)
+      const { readFile } = await import('node:fs/promises')
+      const response = await fetch(server.url, { method: 'POST', headers, body: await readFile(bodyFile) })
+      expect(response.status).toBe(200)
+    })
+
+    it('verify says valid for a signed request (headers file of "Name: value" lines), exit 0', async () => {
+      const headers = await signedHeaders()
+      const file = join(dir, 'valid-headers.txt')
+      await writeFile(
+        file,
+        `POST /hooks HTTP/1.1\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`,
+      )
+      const result = await runCli(['verify', bodyFile, '--headers', file], { env })
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(new RegExp(`^✓ valid: email.bounced webhook-id ${id}, signed at `))
+    })
+
+    it('verify names signature_mismatch and finds the extra final newline', async () => {
+      const headers = await signedHeaders()
+      const file = join(dir, 'with-newline.json')
+      const { readFile } = await import('node:fs/promises')
+      await writeFile(file, `${await readFile(bodyFile, 'utf8')}\n`)
+      const args = ['verify', file, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), '--json']
+      const result = await runCli(args, { env })
+      expect(result.code).toBe(1)
+      expect(JSON.parse(result.stdout)).toEqual({
+        valid: false,
+        code: 'signature_mismatch',
+        status: 401,
+        message: expect.stringContaining('The signature does not match'),
+        hints: [expect.stringContaining('without its final newline')],
+      })
+    })
+
+    it('verify with another secret: signature_mismatch, exit 1', async () => {
+      const headers = await signedHeaders()
+      const file = join(dir, 'headers.json')
+      await writeFile(file, JSON.stringify(headers))
+      const result = await runCli(['verify', bodyFile, '--headers', file, '--secret', 'another-secret'], { env })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toMatch(/^✗ signature_mismatch \(a receiver answers 401\): The signature does not match/)
+    })
+
+    it('verify of an old capture: timestamp_too_old, the signature itself valid, and valid with --now', async () => {
+      const headers = await signedHeaders(['--timestamp', '1767225600'])
+      const file = join(dir, 'old-headers.json')
+      await writeFile(file, JSON.stringify(headers))
+      const result = await runCli(['verify', bodyFile, '--headers', file], { env })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toContain('✗ timestamp_too_old (a receiver answers 401)')
+      expect(result.stdout).toContain('signature itself is valid')
+      const asOf = await runCli(['verify', bodyFile, '--headers', file, '--now', '1767225900', '--json'], { env })
+      expect(asOf.code).toBe(0)
+      expect(JSON.parse(asOf.stdout)).toEqual({ valid: true, id, timestamp: 1767225600, type: 'email.bounced', hints: [] })
+    })
+
+    it('verify reports missing and malformed headers with their codes', async () => {
+      const missing = await runCli(['verify', bodyFile, '-H', `webhook-id: ${id}`, '--json'], { env })
+      expect(missing.code).toBe(1)
+      expect(JSON.parse(missing.stdout)).toMatchObject({ valid: false, code: 'missing_header', status: 401 })
+      const prefixed = await runCli(
+        [
+          'verify',
+          bodyFile,
+          '-H',
+          `webhook-id: ${id}`,
+          '-H',
+          'webhook-timestamp: 1767225600',
+          '-H',
+          `webhook-signature: v1,${'a'.repeat(64)}`,
+        ],
+        { env },
+      )
+      expect(prefixed.code).toBe(1)
+      expect(prefixed.stdout).toContain('✗ malformed_signature')
+    })
+
+    it('verify says when the signature is right but the body is not an event envelope (400)', async () => {
+      const file = join(dir, 'not-envelope.json')
+      await writeFile(file, '[1,2]')
+      const headers = JSON.parse((await runCli(['sign', file, '--json', '--id', 'evt-1'], { env })).stdout).headers
+      const result = await runCli(['verify', file, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`])], { env })
+      expect(result.code).toBe(1)
+      expect(result.stdout).toContain('✗ invalid_envelope (a receiver answers 400)')
+    })
+
+    it('verify without headers is a usage error (exit 2)', async () => {
+      const result = await runCli(['verify', bodyFile], { env })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain('--headers')
+    })
+
+    it.each(['send', 'replay', 'sign', 'verify'])('%s --help shows examples and exits 0', async (command) => {
+      const result = await runCli([command, '--help'])
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain(`Usage: email-webhooks ${command}`)
+      expect(result.stdout).toContain('Examples:')
+      expect(result.stdout).toContain('--json')
+    })
+  })
+})
