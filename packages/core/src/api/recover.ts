@@ -156,8 +156,10 @@ export async function recoverEndpoint(options: RecoverEndpointOptions): Promise<
   // Starts are serialised through `gate` so that consecutive retries are at least spacingMs apart.
   const reserveStart = (): Promise<void> => {
     const mine = gate.then(async () => {
-      await wait(lastStart + spacingMs - Date.now())
-      lastStart = Date.now()
+      // Timers may fire a little early: wait until the gap has really passed.
+      for (let left = lastStart + spacingMs - performance.now(); left > 0; left = lastStart + spacingMs - performance.now())
+        await wait(Math.ceil(left))
+      lastStart = performance.now()
     })
     gate = mine
     return mine
