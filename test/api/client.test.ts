@@ -271,6 +271,8 @@ describe('webhooks client: the key never appears in an error', () => {
       'network_error',
     ])
     for (const error of errors) for (const text of renderings(error)) expect(text).not.toContain(KEY.slice(8))
+    // Nor does the client itself show it when logged.
+    expect(inspect(client, { depth: null, showHidden: true }) + JSON.stringify(client)).not.toContain(KEY.slice(8))
     const networkCause = (errors[7] as EmailApiError).cause as Error
     expect(String(networkCause.cause)).toContain('[redacted API key]')
   })
