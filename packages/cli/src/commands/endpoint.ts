@@ -134,6 +134,103 @@ function apiOptions(command: Command): Command {
   return withJson(command)
 }
 
+function listCommand(state: RunState): Command {
+  return apiOptions(new Command('list').description('list the endpoints')).action((o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { endpoints } = await client.listEndpoints()
+      if (out.json) return out.data(endpoints)
+      const rows = endpoints.map((e) => [e.id, e.url, e.enabled ? 'yes' : out.colors.red('no'), String(e.failures), e.created_at])
+      table(out, ['id', 'url', 'enabled', 'failures', 'created'], rows)
+    }),
+  )
+}
+
+function createCommand(state: RunState): Command {
+  const command = new Command('create')
+    .description('create an endpoint; its secret is printed once')
+    .argument('<url>', 'public HTTPS URL on port 443')
+  return apiOptions(command).action((url: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const warning = publicHttpsWarning(url)
+      if (warning) out.error(warning)
+      const created = await client.createEndpoint(url)
+      if (out.json) return out.data(created)
+      out.line(`Endpoint created: ${created.id}`)
+      out.line(`Secret (shown only this once): ${created.secret}`)
+      out.line(
+        'Store it now where your receiver reads it (EMAIL_WEBHOOK_SECRET in your secret manager or a .env outside the repository); the service cannot show it again.',
+      )
+    }),
+  )
+}
+
+function toggleCommand(state: RunState, enabled: boolean): Command {
+  const name = enabled ? 'enable' : 'disable'
+  const command = new Command(name)
+    .description(`${name} an endpoint${enabled ? ' (also resets its failure counter)' : ''}`)
+    .argument('<id>', 'endpoint id')
+  return apiOptions(command).action((id: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { requestId } = enabled ? await client.enableEndpoint(id) : await client.disableEndpoint(id)
+      if (out.json) return out.data({ id, enabled, requestId })
+      out.line(`Endpoint ${id} ${enabled ? 'enabled' : 'disabled'} (request id ${requestId}).`)
+    }),
+  )
+}
+
+function deliveriesCommand(state: RunState): Command {
+  const command = new Command('deliveries')
+    .description("list an endpoint's deliveries (the service shows at most 100)")
+    .argument('<id>', 'endpoint id')
+  return apiOptions(command).action((id: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { deliveries } = await client.listDeliveries(id)
+      if (out.json) return out.data(deliveries)
+      const rows = deliveries.map((d) => [
+        d.id,
+        d.event_id,
+        d.state,
+        String(d.attempts),
+        d.last_status === null ? '—' : String(d.last_status),
+        d.next_attempt_at ?? '—',
+      ])
+      table(out, ['delivery', 'event', 'state', 'attempts', 'last status', 'next attempt'], rows)
+    }),
+  )
+}
+
+function recoverCommand(state: RunState): Command {
+  const command = new Command('recover')
+    .description('re-enable the endpoint if disabled and retry every delivery whose event is not yet handled')
+    .argument('<id>', 'endpoint id')
+    .option('--dry-run', 'show what would be done, change nothing')
+    .option('--db <path>', "the receiver's SQLite dedup file, to skip events it already handled")
+    .option('--namespace <ns>', "the receiver's dedup namespace", 'default')
+    .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
+    .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
+  return apiOptions(command).action((id: string, o: RecoverOptions) =>
+    guarded(state, o, async (client, out) => {
+      const concurrency = whole(o.concurrency, '--concurrency', 1, 32)
+      const spacingMs = whole(o.spacingMs, '--spacing-ms', 0, 60_000)
+      const store = await openStore(o.db)
+      try {
+        const report = await recoverEndpoint({
+          client,
+          endpointId: id,
+          store,
+          namespace: o.namespace,
+          dryRun: o.dryRun === true,
+          concurrency,
+          spacingMs,
+        })
+        await printRecovery(out, report, state)
+      } finally {
+        await store?.close?.()
+      }
+    }),
+  )
+}
+
 /**
  * Builds the `endpoint` command and its subcommands.
  * @param state Where the command leaves its exit code.
@@ -154,106 +251,15 @@ export const endpointCommand: CommandFactory = (state) => {
       'email-webhooks endpoint recover <id> --dry-run --db ./.email-webhooks/dedup.db',
     ]),
   )
-  command.addCommand(
-    apiOptions(new Command('list').description('list the endpoints')).action((o: ApiOptions) =>
-      guarded(state, o, async (client, out) => {
-        const { endpoints } = await client.listEndpoints()
-        if (out.json) return out.data(endpoints)
-        table(
-          out,
-          ['id', 'url', 'enabled', 'failures', 'created'],
-          endpoints.map((e) => [e.id, e.url, e.enabled ? 'yes' : out.colors.red('no'), String(e.failures), e.created_at]),
-        )
-      }),
-    ),
-  )
-  command.addCommand(
-    apiOptions(
-      new Command('create').description('create an endpoint; its secret is printed once').argument('<url>', 'public HTTPS URL on port 443'),
-    ).action((url: string, o: ApiOptions) =>
-      guarded(state, o, async (client, out) => {
-        const warning = publicHttpsWarning(url)
-        if (warning) out.error(warning)
-        const created = await client.createEndpoint(url)
-        if (out.json) return out.data(created)
-        out.line(`Endpoint created: ${created.id}`)
-        out.line(`Secret (shown only this once): ${created.secret}`)
-        out.line(
-          'Store it now where your receiver reads it (EMAIL_WEBHOOK_SECRET in your secret manager or a .env outside the repository); the service cannot show it again.',
-        )
-      }),
-    ),
-  )
-  for (const enabled of [true, false]) {
-    const name = enabled ? 'enable' : 'disable'
-    command.addCommand(
-      apiOptions(
-        new Command(name)
-          .description(`${name} an endpoint${enabled ? ' (also resets its failure counter)' : ''}`)
-          .argument('<id>', 'endpoint id'),
-      ).action((id: string, o: ApiOptions) =>
-        guarded(state, o, async (client, out) => {
-          const { requestId } = enabled ? await client.enableEndpoint(id) : await client.disableEndpoint(id)
-          if (out.json) return out.data({ id, enabled, requestId })
-          out.line(`Endpoint ${id} ${enabled ? 'enabled' : 'disabled'} (request id ${requestId}).`)
-        }),
-      ),
-    )
+  for (const sub of [
+    listCommand(state),
+    createCommand(state),
+    toggleCommand(state, true),
+    toggleCommand(state, false),
+    deliveriesCommand(state),
+    recoverCommand(state),
+  ]) {
+    command.addCommand(sub)
   }
-  command.addCommand(
-    apiOptions(
-      new Command('deliveries')
-        .description("list an endpoint's deliveries (the service shows at most 100)")
-        .argument('<id>', 'endpoint id'),
-    ).action((id: string, o: ApiOptions) =>
-      guarded(state, o, async (client, out) => {
-        const { deliveries } = await client.listDeliveries(id)
-        if (out.json) return out.data(deliveries)
-        table(
-          out,
-          ['delivery', 'event', 'state', 'attempts', 'last status', 'next attempt'],
-          deliveries.map((d) => [
-            d.id,
-            d.event_id,
-            d.state,
-            String(d.attempts),
-            d.last_status === null ? '—' : String(d.last_status),
-            d.next_attempt_at ?? '—',
-          ]),
-        )
-      }),
-    ),
-  )
-  const recover = new Command('recover')
-    .description('re-enable the endpoint if disabled and retry every delivery whose event is not yet handled')
-    .argument('<id>', 'endpoint id')
-    .option('--dry-run', 'show what would be done, change nothing')
-    .option('--db <path>', "the receiver's SQLite dedup file, to skip events it already handled")
-    .option('--namespace <ns>', "the receiver's dedup namespace", 'default')
-    .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
-    .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
-  command.addCommand(
-    apiOptions(recover).action((id: string, o: RecoverOptions) =>
-      guarded(state, o, async (client, out) => {
-        const concurrency = whole(o.concurrency, '--concurrency', 1, 32)
-        const spacingMs = whole(o.spacingMs, '--spacing-ms', 0, 60_000)
-        const store = await openStore(o.db)
-        try {
-          const report = await recoverEndpoint({
-            client,
-            endpointId: id,
-            store,
-            namespace: o.namespace,
-            dryRun: o.dryRun === true,
-            concurrency,
-            spacingMs,
-          })
-          await printRecovery(out, report, state)
-        } finally {
-          await store?.close?.()
-        }
-      }),
-    ),
-  )
   return command
 }

@@ -142,6 +142,22 @@ function segment(name: string, id: string): string {
   return encodeURIComponent(id)
 }
 
+function resolvePolicy(options: WebhooksClientOptions): RequestPolicy {
+  assertApiKey(options.apiKey)
+  return {
+    apiKey: options.apiKey,
+    baseUrl: validateBaseUrl(options.baseUrl),
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    maxRetries: Math.floor(nonNegative('maxRetries', options.maxRetries, DEFAULT_API_MAX_RETRIES)),
+    timeoutMs: nonNegative('timeoutMs', options.timeoutMs, DEFAULT_API_TIMEOUT_MS),
+    backoffBaseMs: nonNegative('backoffBaseMs', options.backoffBaseMs, DEFAULT_API_BACKOFF_BASE_MS),
+    backoffMaxMs: nonNegative('backoffMaxMs', options.backoffMaxMs, DEFAULT_API_BACKOFF_MAX_MS),
+    maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULT_API_MAX_RETRY_AFTER_MS),
+    random: options.random ?? Math.random,
+    onRetry: options.onRetry,
+  }
+}
+
 /**
  * Creates a client for the sender's webhook management API.
  *
@@ -156,19 +172,7 @@ function segment(name: string, id: string): string {
  * const { deliveries } = await client.listDeliveries(endpointId)
  */
 export function createWebhooksClient(options: WebhooksClientOptions): WebhooksClient {
-  assertApiKey(options.apiKey)
-  const policy: RequestPolicy = {
-    apiKey: options.apiKey,
-    baseUrl: validateBaseUrl(options.baseUrl),
-    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    maxRetries: Math.floor(nonNegative('maxRetries', options.maxRetries, DEFAULT_API_MAX_RETRIES)),
-    timeoutMs: nonNegative('timeoutMs', options.timeoutMs, DEFAULT_API_TIMEOUT_MS),
-    backoffBaseMs: nonNegative('backoffBaseMs', options.backoffBaseMs, DEFAULT_API_BACKOFF_BASE_MS),
-    backoffMaxMs: nonNegative('backoffMaxMs', options.backoffMaxMs, DEFAULT_API_BACKOFF_MAX_MS),
-    maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULT_API_MAX_RETRY_AFTER_MS),
-    random: options.random ?? Math.random,
-    onRetry: options.onRetry,
-  }
+  const policy = resolvePolicy(options)
   const call = (c: ApiCall): Promise<ApiAnswer> => request(policy, c)
   const setEnabled = async (id: string, enabled: boolean, o?: CallOptions): Promise<{ ok: true; requestId: string }> => {
     const operation = `${enabled ? 'enable' : 'disable'} endpoint ${id}`
