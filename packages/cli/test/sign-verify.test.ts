@@ -98,7 +98,7 @@ describe('sign and verify', () => {
       expect(JSON.parse(asOf.stdout)).toEqual({ valid: true, id, timestamp: 1767225600, type: 'email.bounced', hints: [] })
     })
 
-    it('verify reports missing and malformed headers with their codes', async () => {
+    it('verify reports missing, malformed and repeated headers with their codes', async () => {
       const missing = await runCli(['verify', bodyFile, '-H', `webhook-id: ${id}`, '--json'], { env })
       expect(missing.code).toBe(1)
       expect(JSON.parse(missing.stdout)).toMatchObject({ valid: false, code: 'missing_header', status: 401 })
@@ -117,6 +117,23 @@ describe('sign and verify', () => {
       )
       expect(prefixed.code).toBe(1)
       expect(prefixed.stdout).toContain('✗ malformed_signature')
+      const twice = await runCli(
+        [
+          'verify',
+          bodyFile,
+          '-H',
+          `webhook-id: ${id}`,
+          '-H',
+          `webhook-id: ${id}`,
+          '-H',
+          'webhook-timestamp: 1',
+          '-H',
+          `webhook-signature: ${'a'.repeat(64)}`,
+          '--json',
+        ],
+        { env },
+      )
+      expect(JSON.parse(twice.stdout)).toMatchObject({ valid: false, code: 'duplicate_header' })
     })
 
     it('verify says when the signature is right but the body is not an event envelope (400)', async () => {

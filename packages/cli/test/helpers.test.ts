@@ -1,0 +1,70 @@
+// The CLI's pure parts, in process: expectations, percentiles, header and replay-file parsing.
+import { describe, expect, it } from 'vitest'
+import { UsageError } from '../src/lib/errors.js'
+import { meets, parseExpectation } from '../src/lib/expect.js'
+import { parseHeaderLines, parseHeadersFile } from '../src/lib/headers.js'
+import { parseReplayFile } from '../src/lib/replay-file.js'
+import { percentile } from '../src/lib/summary.js'
+
+describe('expectations', () => {
+  it('matches classes and exact statuses; no answer never matches', () => {
+    expect(meets(204, '2xx')).toBe(true)
+    expect(meets(409, '4xx')).toBe(true)
+    expect(meets(409, '401')).toBe(false)
+    expect(meets(401, '401')).toBe(true)
+    expect(meets(undefined, '5xx')).toBe(false)
+    expect(parseExpectation(' 4XX ')).toBe('4xx')
+    for (const bad of ['2x', '600', '4xxx', 'ok', '']) expect(() => parseExpectation(bad)).toThrow(UsageError)
+  })
+})
+
+describe('percentile', () => {
+  it('takes the nearest rank of sorted values', () => {
+    const values = Array.from({ length: 100 }, (_, i) => i + 1)
+    expect(percentile(values, 50)).toBe(50)
+    expect(percentile(values, 99)).toBe(99)
+    expect(percentile([7], 99)).toBe(7)
+    expect(percentile([1, 2, 3, 4], 50)).toBe(2)
+    expect(percentile([], 50)).toBeNull()
+  })
+})
+
+describe('captured headers', () => {
+  it('reads raw HTTP lines: skips the request line, keeps a repeated header as a list, stops at the blank line', () => {
+    const record = parseHeaderLines(['POST /hooks HTTP/1.1', 'Webhook-Id: a', 'webhook-id: b', 'X-Empty:', '', 'body: not a header'], 'f')
+    expect(record).toEqual({ 'webhook-id': ['a', 'b'], 'x-empty': '' })
+    expect(() => parseHeaderLines(['no colon here'], 'f')).toThrow('f, line 1: expected "Name: value".')
+  })
+
+  it('reads a JSON object of headers, names in any case', () => {
+    expect(parseHeadersFile('{"Webhook-Timestamp":"1","webhook-signature":["x"]}', 'h.json')).toEqual({
+      'webhook-timestamp': '1',
+      'webhook-signature': 'x',
+    })
+    expect(() => parseHeadersFile('{"a":1}', 'h.json')).toThrow('must be a string')
+  })
+})
+
+describe('replay file', () => {
+  it('accepts a raw body string, a body object and a bare envelope; the recorded webhook-id wins', () => {
+    const raw = '{"id":"from-body","type":"email.bounced"}'
+    const text = [
+      JSON.stringify({ body: raw, headers: { 'WEBHOOK-ID': 'from-header', 'Content-Type': 'application/json; charset=utf-8' } }),
+      '   ',
+      JSON.stringify({ body: { id: 'b', type: 'email.queued' } }),
+      '{ "id": "c", "type": "x.y" }',
+    ].join('\n')
+    expect(parseReplayFile(text)).toEqual([
+      { line: 1, webhookId: 'from-header', type: 'email.bounced', body: raw, contentType: 'application/json; charset=utf-8' },
+      { line: 3, webhookId: 'b', type: 'email.queued', body: '{"id":"b","type":"email.queued"}', contentType: 'application/json' },
+      { line: 4, webhookId: 'c', type: 'x.y', body: '{ "id": "c", "type": "x.y" }', contentType: 'application/json' },
+    ])
+  })
+
+  it('names the first bad line', () => {
+    expect(() => parseReplayFile('{"id":"a","type":"t"}\n[1]')).toThrow('line 2: expected a JSON object.')
+    expect(() => parseReplayFile('{"body":"not json"}')).toThrow('line 1: no webhook-id header and no string "id" in the body.')
+    expect(() => parseReplayFile('{"body":42}')).toThrow('line 1: "body" must be')
+    expect(() => parseReplayFile('\n\n')).toThrow('holds no deliveries')
+  })
+})
