@@ -1,11 +1,13 @@
 /**
- * "My receiver survives the sender": both examples and both adapters, on real stores, run the
+ * "My receiver survives the sender": both examples and both adapters, on real stores (SQLite,
+ * memory, Redis, PostgreSQL), run the
  * recovery scenario against the faithful sender over real HTTP on 127.0.0.1.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type DedupStore, MemoryDedupStore } from '@email-webhooks/core'
+import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { emailWebhook as expressWebhook } from '@email-webhooks/express'
@@ -14,7 +16,7 @@ import { getRequestListener } from '@hono/node-server'
 import express from 'express'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { type RunningServer, startRedis } from '../services/servers.js'
+import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 import { bounceHandler, runRecoveryScenario } from './recovery-scenario.js'
 
 // The examples are plain JavaScript without declarations: imported by path, typed here.
@@ -30,11 +32,12 @@ const { createApp: createHonoExample } = (await import(HONO_EXAMPLE)) as {
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-sender-'))
 let redis: RunningServer | undefined
+let postgres: RunningServer | undefined
 beforeAll(async () => {
-  redis = await startRedis()
+  ;[redis, postgres] = await Promise.all([startRedis(), startPostgres()])
 })
 afterAll(async () => {
-  await redis?.stop()
+  await Promise.all([redis?.stop(), postgres?.stop()])
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -77,6 +80,17 @@ describe('recovery after the endpoint was disabled: every event handled exactly 
       const app = new Hono()
       app.post('/hooks', honoWebhook(secret, { 'email.bounced': async (event) => markBounced(event.data.id) }, { store }))
       return { listener: getRequestListener(app.fetch), recoveryStore: store, close: () => store.close() }
+    })
+  })
+
+  it('@email-webhooks/express with the PostgreSQL store', async () => {
+    const table = `sender_${crypto.randomUUID().replaceAll('-', '')}`
+    const store = new PostgresDedupStore({ connectionString: postgres?.url as string, table })
+    await runRecoveryScenario((secret, log) => {
+      const markBounced = bounceHandler(log)
+      const app = express()
+      app.post('/hooks', expressWebhook(secret, { 'email.bounced': async (event) => markBounced(event.data.id) }, { store }))
+      return { listener: app, recoveryStore: store, close: () => store.close() }
     })
   })
 
