@@ -1,7 +1,7 @@
 /**
  * "My receiver survives the sender": both examples and both adapters, on real stores (SQLite,
- * memory, Redis, PostgreSQL), run the
- * recovery scenario against the faithful sender over real HTTP on 127.0.0.1.
+ * memory, Redis, PostgreSQL), run the recovery scenario against the faithful sender over real
+ * HTTP on 127.0.0.1.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
