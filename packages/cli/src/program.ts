@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander'
 import { version } from '../package.json'
+import { endpointCommand } from './commands/endpoint.js'
 import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
 import { signCommand } from './commands/sign.js'
@@ -18,6 +19,7 @@ const COMMANDS: readonly CommandFactory[] = [
   replayCommand,
   signCommand,
   verifyCommand,
+  endpointCommand,
 ]
 
 /**

@@ -31,3 +31,24 @@ export {
   reversed,
   shuffled,
 } from './sequences.js'
+export { createFaithfulSender } from './sender.js'
+export { listenSender, type SenderListener } from './sender-listen.js'
+export {
+  checkEndpointUrl,
+  type EmitResult,
+  type FaithfulSender,
+  type FaithfulSenderOptions,
+  SENDER_DELIVERIES_CAP,
+  SENDER_DISABLE_AFTER,
+  SENDER_INITIAL_BACKOFF_MS,
+  SENDER_MAX_ATTEMPTS,
+  SENDER_MAX_BACKOFF_MS,
+  SENDER_PAYLOAD_LIFETIME_MS,
+  SENDER_RECEIVER_TIMEOUT_MS,
+  type SenderApiFault,
+  type SenderApiRequest,
+  type SenderAttempt,
+  type SenderDelivery,
+  type SenderEndpoint,
+  TEST_API_KEY,
+} from './sender-types.js'

@@ -1,0 +1,265 @@
+/**
+ * `endpoint list | create <url> | enable <id> | disable <id> | deliveries <id> | recover <id>`:
+ * the sender's webhook management API from the terminal, through core's typed client and
+ * recoverEndpoint(). The API key is never printed; API errors are one line on stderr.
+ */
+import type { DedupStore } from '@email-webhooks/core'
+import { createWebhooksClient, EmailApiError, type RecoveryReport, recoverEndpoint, type WebhooksClient } from '@email-webhooks/core/api'
+import { Command, Option } from 'commander'
+import { type CommandFactory, examples, type RunState, withJson } from '../lib/common.js'
+import { EXIT, UsageError } from '../lib/errors.js'
+import { createOutput, type Output } from '../lib/output.js'
+
+/** Environment variables of the API key and base URL. */
+export const API_KEY_ENV = 'EMAIL_API_KEY'
+export const API_URL_ENV = 'EMAIL_API_URL'
+
+interface ApiOptions {
+  apiKey?: string
+  baseUrl?: string
+  json?: boolean
+}
+
+interface RecoverOptions extends ApiOptions {
+  dryRun?: boolean
+  db?: string
+  namespace: string
+  concurrency: string
+  spacingMs: string
+}
+
+/** The client for these options; the key's source goes into messages, never the key. */
+function clientFor(options: ApiOptions): { client: WebhooksClient; keySource: string } {
+  const keySource = options.apiKey !== undefined ? '--api-key' : API_KEY_ENV
+  const apiKey = options.apiKey ?? process.env[API_KEY_ENV]
+  const baseUrl = options.baseUrl ?? process.env[API_URL_ENV]
+  if (!apiKey)
+    throw new UsageError(`No API key: set ${API_KEY_ENV} (or pass --api-key) to a server-side key with the scope webhooks:manage.`)
+  if (!baseUrl) throw new UsageError(`No API base URL: set ${API_URL_ENV} (or pass --base-url) to the API's base URL, ending in /v1.`)
+  try {
+    return { client: createWebhooksClient({ apiKey, baseUrl }), keySource }
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.replace(/^\[[^\]]+\] /, '')} (key from ${keySource})`)
+  }
+}
+
+function table(out: Output, headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, c) => cell.padEnd(widths[c] ?? 0))
+      .join('  ')
+      .trimEnd()
+  out.line(out.colors.bold(line(headers)))
+  for (const row of rows) out.line(line(row))
+  if (rows.length === 0) out.line(out.colors.dim('(none)'))
+}
+
+function whole(value: string, name: string, min: number, max: number): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}.`)
+  return n
+}
+
+/** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
+async function guarded(
+  state: RunState,
+  options: ApiOptions,
+  action: (client: WebhooksClient, out: Output) => Promise<void>,
+): Promise<void> {
+  const out = createOutput(options.json === true)
+  const { client, keySource } = clientFor(options)
+  try {
+    await action(client, out)
+  } catch (error) {
+    if (!(error instanceof EmailApiError)) throw error
+    const keyHint = error.status === 401 || error.status === 403 ? ` (key from ${keySource})` : ''
+    out.error(`email-webhooks: ${error.message.replace(/^\[[^\]]+\] /, '')}${keyHint}`)
+    state.exitCode = error.status === 0 ? EXIT.unreachable : EXIT.unexpected
+  }
+}
+
+function publicHttpsWarning(url: string): string | undefined {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return undefined
+  }
+  const local = /^(localhost|127\.|10\.|192\.168\.|\[)/.test(parsed.hostname)
+  if (parsed.protocol === 'https:' && (parsed.port === '' || parsed.port === '443') && !local) return undefined
+  return 'warning: the service delivers only to public HTTPS URLs on port 443 (no credentials, no fragment, no private address); this URL will likely be refused.'
+}
+
+async function printRecovery(out: Output, report: RecoveryReport, state: RunState): Promise<void> {
+  if (out.json) return out.data(report)
+  const verb = report.dryRun ? 'would retry' : 'retried'
+  const enable = { already: 'endpoint was enabled', reenabled: 'endpoint re-enabled', would_reenable: 'would re-enable the endpoint' }[
+    report.enable
+  ]
+  out.line(
+    `${report.dryRun ? 'Dry run: ' : ''}${enable}; ${report.retried.length} ${verb}, ${report.alreadyHandled.length} already handled, ${report.expired.length} expired, ${report.failed.length} failed`,
+  )
+  const rows = [
+    ...report.retried.map((i) => [verb, i.deliveryId, i.eventId, i.requestId ?? '']),
+    ...report.alreadyHandled.map((i) => [`handled (${i.reason})`, i.deliveryId, i.eventId, i.requestId ?? '']),
+    ...report.expired.map((i) => ['expired', i.deliveryId, i.eventId, i.requestId ?? '']),
+    ...report.failed.map((i) => [`failed ${i.status} ${i.code}`, i.deliveryId, i.eventId, i.requestId ?? '']),
+  ]
+  table(out, ['outcome', 'delivery', 'event', 'request id'], rows)
+  if (report.listMayBeTruncated)
+    out.error(
+      'warning: the service listed 100 deliveries, its maximum: older ones may not be shown. Run recover again after these are delivered.',
+    )
+  if (report.failed.length > 0) state.exitCode = EXIT.unexpected
+}
+
+async function openStore(path: string | undefined): Promise<DedupStore | undefined> {
+  if (path === undefined) return undefined
+  try {
+    const { SqliteDedupStore } = await import('@email-webhooks/core/sqlite')
+    return new SqliteDedupStore({ path })
+  } catch (error) {
+    throw new UsageError(`Cannot open the dedup database ${path} (--db): ${(error as Error).message.replace(/^\[[^\]]+\] /, '')}`)
+  }
+}
+
+function apiOptions(command: Command): Command {
+  // Subcommands do not inherit the program's settings: usage errors must still reach run().
+  command
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .addOption(new Option('--api-key <key>', `API key with the scope webhooks:manage (prefer ${API_KEY_ENV}: arguments show up in ps)`))
+    .addOption(new Option('--base-url <url>', `the API's base URL, ending in /v1 (default ${API_URL_ENV})`))
+  return withJson(command)
+}
+
+function listCommand(state: RunState): Command {
+  return apiOptions(new Command('list').description('list the endpoints')).action((o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { endpoints } = await client.listEndpoints()
+      if (out.json) return out.data(endpoints)
+      const rows = endpoints.map((e) => [e.id, e.url, e.enabled ? 'yes' : out.colors.red('no'), String(e.failures), e.created_at])
+      table(out, ['id', 'url', 'enabled', 'failures', 'created'], rows)
+    }),
+  )
+}
+
+function createCommand(state: RunState): Command {
+  const command = new Command('create')
+    .description('create an endpoint; its secret is printed once')
+    .argument('<url>', 'public HTTPS URL on port 443')
+  return apiOptions(command).action((url: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const warning = publicHttpsWarning(url)
+      if (warning) out.error(warning)
+      const created = await client.createEndpoint(url)
+      if (out.json) return out.data(created)
+      out.line(`Endpoint created: ${created.id}`)
+      out.line(`Secret (shown only this once): ${created.secret}`)
+      out.line(
+        'Store it now where your receiver reads it (EMAIL_WEBHOOK_SECRET in your secret manager or a .env outside the repository); the service cannot show it again.',
+      )
+    }),
+  )
+}
+
+function toggleCommand(state: RunState, enabled: boolean): Command {
+  const name = enabled ? 'enable' : 'disable'
+  const command = new Command(name)
+    .description(`${name} an endpoint${enabled ? ' (also resets its failure counter)' : ''}`)
+    .argument('<id>', 'endpoint id')
+  return apiOptions(command).action((id: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { requestId } = enabled ? await client.enableEndpoint(id) : await client.disableEndpoint(id)
+      if (out.json) return out.data({ id, enabled, requestId })
+      out.line(`Endpoint ${id} ${enabled ? 'enabled' : 'disabled'} (request id ${requestId}).`)
+    }),
+  )
+}
+
+function deliveriesCommand(state: RunState): Command {
+  const command = new Command('deliveries')
+    .description("list an endpoint's deliveries (the service shows at most 100)")
+    .argument('<id>', 'endpoint id')
+  return apiOptions(command).action((id: string, o: ApiOptions) =>
+    guarded(state, o, async (client, out) => {
+      const { deliveries } = await client.listDeliveries(id)
+      if (out.json) return out.data(deliveries)
+      const rows = deliveries.map((d) => [
+        d.id,
+        d.event_id,
+        d.state,
+        String(d.attempts),
+        d.last_status === null ? '—' : String(d.last_status),
+        d.next_attempt_at ?? '—',
+      ])
+      table(out, ['delivery', 'event', 'state', 'attempts', 'last status', 'next attempt'], rows)
+    }),
+  )
+}
+
+function recoverCommand(state: RunState): Command {
+  const command = new Command('recover')
+    .description('re-enable the endpoint if disabled and retry every delivery whose event is not yet handled')
+    .argument('<id>', 'endpoint id')
+    .option('--dry-run', 'show what would be done, change nothing')
+    .option('--db <path>', "the receiver's SQLite dedup file, to skip events it already handled")
+    .option('--namespace <ns>', "the receiver's dedup namespace", 'default')
+    .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
+    .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
+  return apiOptions(command).action((id: string, o: RecoverOptions) =>
+    guarded(state, o, async (client, out) => {
+      const concurrency = whole(o.concurrency, '--concurrency', 1, 32)
+      const spacingMs = whole(o.spacingMs, '--spacing-ms', 0, 60_000)
+      const store = await openStore(o.db)
+      try {
+        const report = await recoverEndpoint({
+          client,
+          endpointId: id,
+          store,
+          namespace: o.namespace,
+          dryRun: o.dryRun === true,
+          concurrency,
+          spacingMs,
+        })
+        await printRecovery(out, report, state)
+      } finally {
+        await store?.close?.()
+      }
+    }),
+  )
+}
+
+/**
+ * Builds the `endpoint` command and its subcommands.
+ * @param state Where the command leaves its exit code.
+ * @example
+ * program.addCommand(endpointCommand(state))
+ */
+export const endpointCommand: CommandFactory = (state) => {
+  const command = new Command('endpoint').description(
+    "manage the sender's webhook endpoints: list, create, enable, disable, deliveries, recover",
+  )
+  command.addHelpText(
+    'after',
+    examples([
+      'export EMAIL_API_KEY=… EMAIL_API_URL=https://…/v1',
+      'email-webhooks endpoint list',
+      'email-webhooks endpoint create https://example.com/hooks   # prints the secret once',
+      'email-webhooks endpoint deliveries <id> --json',
+      'email-webhooks endpoint recover <id> --dry-run --db ./.email-webhooks/dedup.db',
+    ]),
+  )
+  for (const sub of [
+    listCommand(state),
+    createCommand(state),
+    toggleCommand(state, true),
+    toggleCommand(state, false),
+    deliveriesCommand(state),
+    recoverCommand(state),
+  ]) {
+    command.addCommand(sub)
+  }
+  return command
+}

@@ -1,0 +1,183 @@
+/**
+ * Types, defaults and URL rules of the faithful sender (the testing kit's stand-in for the
+ * email service's delivery side and webhook management API, as SPEC.md describes them).
+ */
+import type { WebhookEvent } from '@email-webhooks/core'
+
+/** The published test API key of the faithful sender (scope `webhooks:manage`). Never a real key. */
+export const TEST_API_KEY = 'ek_test_email_webhooks_do_not_use_in_production'
+/** The receiver timeout of the contract: 10 s. */
+export const SENDER_RECEIVER_TIMEOUT_MS = 10_000
+/** Attempts per delivery before it fails: 10. */
+export const SENDER_MAX_ATTEMPTS = 10
+/** Consecutive failed attempts after which an endpoint is disabled: 10 by default. */
+export const SENDER_DISABLE_AFTER = 10
+/** First backoff wait (before time scaling): 5 s, doubling per attempt. */
+export const SENDER_INITIAL_BACKOFF_MS = 5_000
+/** Largest backoff wait (before time scaling): 1 h. */
+export const SENDER_MAX_BACKOFF_MS = 3_600_000
+/** How long a delivery's payload can be retried by hand by default: 3 days (the service does not say). */
+export const SENDER_PAYLOAD_LIFETIME_MS: number = 3 * 24 * 3_600_000
+/** The most delivery records `GET /webhooks/{id}/deliveries` returns. */
+export const SENDER_DELIVERIES_CAP = 100
+
+/** Options of `createFaithfulSender`. */
+export interface FaithfulSenderOptions {
+  /** API keys and their scopes; default `{ [TEST_API_KEY]: ['webhooks:manage'] }`. */
+  apiKeys?: Record<string, readonly string[]>
+  /** Multiplies every backoff wait (not the receiver timeout); 0.001 turns 5 s into 5 ms. Default 1. */
+  timeScale?: number
+  /** Receiver timeout in real ms; default 10 000. */
+  receiverTimeoutMs?: number
+  /** Attempts per delivery; default 10. */
+  maxAttempts?: number
+  /** Consecutive failed attempts that disable an endpoint; default 10. */
+  disableAfter?: number
+  /** First backoff wait before scaling; default 5 000 ms (then ×2 per attempt). */
+  initialBackoffMs?: number
+  /** Largest backoff wait before scaling; default 1 h. */
+  maxBackoffMs?: number
+  /** How long after the event a delivery can still be retried by hand; default 3 days (on `now`). */
+  payloadLifetimeMs?: number
+  /** Clock for `webhook-timestamp`, `created_at` and payload expiry; default `Date.now`. */
+  now?: () => number
+  /** Randomness for repeats, reordering and ids' jitter; default `Math.random`. */
+  random?: () => number
+  /** `fetch` used to deliver; default `globalThis.fetch`. */
+  fetch?: typeof fetch
+  /** Accept `http(s)://127.0.0.1|localhost:<any port>` endpoint URLs (the service would refuse them); default true. */
+  allowLocalUrls?: boolean
+  /** Probability in [0, 1] that a successful delivery is sent again (freshly signed); default 0. */
+  repeatProbability?: number
+  /** Each first attempt waits a random 0..reorderWindowMs real ms, so events arrive out of order; default 0. */
+  reorderWindowMs?: number
+  /** Called after every attempt (also repeats). */
+  onAttempt?: (attempt: SenderAttempt) => void
+}
+
+/** One POST to a receiver, as the sender saw it. */
+export interface SenderAttempt {
+  endpointId: string
+  deliveryId: string
+  eventId: string
+  /** 1-based attempt number of the delivery (repeats carry the attempt they repeat). */
+  attempt: number
+  /** `webhook-timestamp` sent. */
+  timestamp: string
+  /** `webhook-signature` sent. */
+  signature: string
+  /** HTTP status; 0 for a timeout or a network failure. */
+  status: number
+  ok: boolean
+  /** Why it failed: a non-2xx, a 3xx (redirects are not followed), the timeout, or the network. */
+  failure?: 'status' | 'redirect' | 'timeout' | 'network'
+  /** True for an extra send of an already delivered event (`repeatProbability`). */
+  repeat: boolean
+}
+
+/** An endpoint as the management API lists it. */
+export interface SenderEndpoint {
+  id: string
+  url: string
+  enabled: boolean
+  failures: number
+  created_at: string
+}
+
+/** A delivery record as the management API lists it. `state` is one of the sender's own: pending, delivering, succeeded, failed. */
+export interface SenderDelivery {
+  id: string
+  event_id: string
+  state: 'pending' | 'delivering' | 'succeeded' | 'failed'
+  attempts: number
+  last_status: number | null
+  next_attempt_at: string | null
+}
+
+/** An injected answer for the next management API request (to test clients' backoff and timeouts). */
+export interface SenderApiFault {
+  /** Answer with this status (429, 500, 502, 503, …); omit to only delay and then answer normally. */
+  status?: number
+  /** Error code in the body; default `internal_error` for 5xx, none for 429. */
+  code?: string
+  /** `Retry-After` header value, e.g. `'1'`. */
+  retryAfter?: string
+  /** Wait this many ms before answering. */
+  delayMs?: number
+}
+
+/** One management API request, as the sender answered it. */
+export interface SenderApiRequest {
+  method: string
+  path: string
+  status: number
+  requestId: string
+}
+
+/** What `emit` returns: the event and the delivery records created (one per enabled endpoint). */
+export interface EmitResult {
+  event: WebhookEvent
+  deliveries: SenderDelivery[]
+}
+
+const PRIVATE_V4 = [
+  /^10\./,
+  /^127\./,
+  /^0\./,
+  /^169\.254\./,
+  /^192\.168\./,
+  /^172\.(1[6-9]|2\d|3[01])\./,
+  /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./,
+]
+const LOCAL_HOST = /^(localhost|127\.0\.0\.1|\[::1\])$/
+
+/** The service's URL rules (no DNS lookup): null when acceptable, else the error code, field message and whether it is a validation error. */
+export function checkEndpointUrl(
+  raw: unknown,
+  allowLocal: boolean,
+): { code: 'validation_error' | 'invalid_webhook' | 'unsafe_webhook'; message: string } | null {
+  if (typeof raw !== 'string' || raw.length === 0) return { code: 'validation_error', message: 'url is required (a string)' }
+  if (raw.length > 2000) return { code: 'validation_error', message: 'url must be at most 2000 characters' }
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return { code: 'validation_error', message: 'url must be a URI' }
+  }
+  if (url.username || url.password) return { code: 'invalid_webhook', message: 'url must not contain credentials' }
+  if (url.hash || raw.includes('#')) return { code: 'invalid_webhook', message: 'url must not contain a fragment' }
+  if (allowLocal && LOCAL_HOST.test(url.hostname) && (url.protocol === 'http:' || url.protocol === 'https:')) return null
+  if (url.protocol !== 'https:') return { code: 'invalid_webhook', message: 'url must use https' }
+  if (url.port !== '' && url.port !== '443') return { code: 'unsafe_webhook', message: 'url must use port 443' }
+  const host = url.hostname.toLowerCase()
+  const privateHost =
+    host === 'localhost' ||
+    /\.(localhost|local|internal)$/.test(host) ||
+    PRIVATE_V4.some((r) => r.test(host)) ||
+    (host.startsWith('[') && /^\[(::1?|f[cd][0-9a-f]{0,2}:|fe[89ab][0-9a-f]?:)/.test(host))
+  return privateHost ? { code: 'unsafe_webhook', message: 'url must point at a public address' } : null
+}
+
+/** The in-process sender. */
+export interface FaithfulSender {
+  /** The management API as a web-standard handler (paths under `/v1`). */
+  fetch(request: Request): Promise<Response>
+  /** Creates an endpoint without the API; the secret is returned here only. */
+  createEndpoint(url: string): { id: string; secret: string }
+  /** Emits an event to every enabled endpoint (a fresh `email.queued` event by default). */
+  emit(input?: { event?: WebhookEvent; type?: string; data?: Record<string, unknown> }): EmitResult
+  /** The endpoint as the API lists it, or undefined. */
+  endpoint(id: string): SenderEndpoint | undefined
+  /** Every delivery record of an endpoint, newest first (uncapped, unlike the API). */
+  deliveries(endpointId: string): SenderDelivery[]
+  /** Every attempt made so far, in order. */
+  readonly attempts: readonly SenderAttempt[]
+  /** Every management API request answered so far, in order. */
+  readonly apiRequests: readonly SenderApiRequest[]
+  /** Queues answers for the next management API requests, in order. */
+  injectApiFaults(...faults: SenderApiFault[]): void
+  /** Resolves when no attempt is scheduled or running; rejects after `timeoutMs` (default 10 000). */
+  idle(timeoutMs?: number): Promise<void>
+  /** Cancels every scheduled attempt and aborts those running. */
+  close(): void
+}

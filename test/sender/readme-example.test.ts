@@ -1,0 +1,42 @@
+/**
+ * The packages/core README example of the faithful sender, run as written (with a real
+ * receiver: the Hono adapter on @hono/node-server and the memory store).
+ */
+import type { AddressInfo } from 'node:net'
+import { MemoryDedupStore } from '@email-webhooks/core'
+import { createWebhooksClient, recoverEndpoint } from '@email-webhooks/core/api'
+import { createFaithfulSender, listenSender, TEST_API_KEY } from '@email-webhooks/core/testing'
+import { emailWebhook } from '@email-webhooks/hono'
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import { expect, it } from 'vitest'
+
+it('runs the README example: deliver, then rehearse a recovery', async () => {
+  const store = new MemoryDedupStore()
+  let secretForApp = ''
+  const app = new Hono()
+  app.post('/hooks', (c) => emailWebhook(secretForApp, { 'email.bounced': () => {} }, { store })(c, async () => {}))
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
+  })
+  const port = (server.address() as AddressInfo).port
+  try {
+    // --- README ---
+    const sender = createFaithfulSender({ timeScale: 0.001 })
+    const { id, secret } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`)
+    secretForApp = secret
+    sender.emit({ type: 'email.bounced' })
+    await sender.idle()
+    expect(sender.deliveries(id)[0]?.state).toBe('succeeded')
+
+    const api = await listenSender(sender)
+    const client = createWebhooksClient({ apiKey: TEST_API_KEY, baseUrl: api.baseUrl })
+    const report = await recoverEndpoint({ client, endpointId: id, store })
+    await api.close()
+    sender.close()
+    // --- end ---
+    expect([report.enable, report.retried, report.alreadyHandled.map((h) => h.reason)]).toEqual(['already', [], ['delivered']])
+  } finally {
+    server.close()
+  }
+})
