@@ -35,8 +35,9 @@ export interface Answer {
 function readCode(text: string): { code?: string; duplicate?: boolean } {
   if (text.length === 0 || text.length > MAX_ANSWER_CHARS) return {}
   try {
-    const value = JSON.parse(text) as { error?: { code?: unknown }; duplicate?: unknown }
-    const code = typeof value?.error?.code === 'string' ? value.error.code : undefined
+    const value = JSON.parse(text) as { error?: { code?: unknown }; ignored?: unknown; duplicate?: unknown }
+    // A signed body that is not an envelope is acknowledged with `"ignored": "invalid_envelope"`.
+    const code = typeof value?.error?.code === 'string' ? value.error.code : typeof value?.ignored === 'string' ? value.ignored : undefined
     return { ...(code === undefined ? {} : { code }), ...(value?.duplicate === true ? { duplicate: true } : {}) }
   } catch {
     return {}
