@@ -45,7 +45,9 @@ async function check(headers: HeaderRecord, body: Uint8Array, secret: string, to
     return {
       valid: false,
       code: error.code,
-      status: error.status,
+      // The receiver acknowledges a signed body that is not an envelope (200, ignored) rather than
+      // refuse it: the sender would resend the same bytes until it disables the endpoint.
+      status: error.code === 'invalid_envelope' ? 200 : error.status,
       message: error.message,
       hints: await hintsFor(error, headers, body, secret),
     }
