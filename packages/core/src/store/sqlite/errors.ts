@@ -7,7 +7,7 @@
 // class, so `error instanceof DedupStoreError` (imported by users from '@email-webhooks/core')
 // would be false. postgres.ts and driver.ts do the same. It is only used inside functions, so the
 // import cycle index → default store → sqlite → index is harmless.
-import { accessSync, closeSync, constants, existsSync, openSync } from 'node:fs'
+import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 
@@ -82,8 +82,13 @@ export function openError(path: string, cause: unknown): DedupStoreError {
 function osError(path: string): string | undefined {
   if (path === ':memory:') return undefined
   try {
-    if (existsSync(path)) closeSync(openSync(path, 'r+'))
-    else accessSync(dirname(path), constants.W_OK)
+    if (existsSync(path)) {
+      closeSync(openSync(path, 'r+'))
+      return undefined
+    }
+    const parent = dirname(path)
+    if (!statSync(parent).isDirectory()) return `ENOTDIR: ${parent} is not a folder`
+    accessSync(parent, constants.W_OK)
     return undefined
   } catch (error) {
     return (error as Error).message

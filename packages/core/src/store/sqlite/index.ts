@@ -133,7 +133,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
-    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs)
+    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs) ?? checkMs('retentionMs', opts.retentionMs)
     if (refused) return Promise.reject(refused)
     const remembered = this.#remembered.get(key)
     if (remembered !== undefined) {
