@@ -26,6 +26,11 @@ export function invalidMs(name: string, value: unknown): DedupStoreError {
   )
 }
 
+/** The error for a duration that is not a whole number of milliseconds ≥ 1, or undefined when it is one. */
+export function checkMs(name: string, value: number): DedupStoreError | undefined {
+  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
+}
+
 /** Constructor options the store cannot use. */
 export function invalidOption(message: string): DedupStoreError {
   return new DedupStoreError('invalid_options', `${PACKAGE} ${message}`)

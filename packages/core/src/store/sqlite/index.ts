@@ -16,7 +16,7 @@
  */
 import { optionalDriver } from '../driver.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
-import { closedError, commandError, invalidMs, invalidOption, PACKAGE } from './errors.js'
+import { checkMs, closedError, commandError, invalidOption, PACKAGE } from './errors.js'
 import { Purger } from './purge.js'
 import { type Database, type DatabaseConstructor, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
@@ -159,7 +159,9 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused()
     if (refused) return Promise.reject(refused)
     try {
-      return Promise.resolve(this.#sql.releaseLease.run(claim.key, claim.token).changes === 1)
+      const released = this.#sql.releaseLease.run(claim.key, claim.token).changes === 1
+      if (this.#purger.wrote(0, 1)) this.#schedulePurge()
+      return Promise.resolve(released)
     } catch (error) {
       return Promise.reject(commandError(this.#path, error))
     }
@@ -261,7 +263,7 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes)
-    if (this.#purger.wrote(completes.length)) this.#schedulePurge()
+    if (this.#purger.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
   #answer(claims: PendingClaim[], completes: PendingComplete[]): void {
@@ -315,8 +317,4 @@ export class SqliteDedupStore implements DedupStore {
       }
     })
   }
-}
-
-function checkMs(name: string, value: number): Error | undefined {
-  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
 }

@@ -52,8 +52,8 @@ export interface Statements {
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
 const PAGE_SIZE_BYTES = 1_024
-/** Pages of WAL (4 MiB) after which the writing connection checkpoints (SQLite's default is 1,000 pages). */
-const AUTOCHECKPOINT_PAGES = 4_000
+/** WAL after which the writing connection checkpoints (SQLite's default is 1,000 pages, 4 MiB at 4 KiB pages). */
+const AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
 /** Page cache of the connection, in KiB (SQLite's default is 2,000). */
 const CACHE_KIB = 16_384
 
@@ -77,7 +77,8 @@ export function openDatabase(
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
     db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
-    db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
+    const pageSize = db.pragma('page_size', { simple: true }) as number
+    db.pragma(`wal_autocheckpoint = ${Math.ceil(AUTOCHECKPOINT_BYTES / pageSize)}`)
     db.pragma(`cache_size = -${CACHE_KIB}`)
     createTables(db, table)
     return { db, statements: prepare(db, table) }
