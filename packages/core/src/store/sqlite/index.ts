@@ -14,11 +14,10 @@
  * their duplicates answer without touching the file. After a failed sync the store refuses all
  * work until it is reopened.
  */
-import { optionalDriver } from '../driver.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
-import { checkMs, closedError, commandError, invalidOption, PACKAGE } from './errors.js'
+import { checkMs, closedError, commandError, invalidOption } from './errors.js'
 import { Purger } from './purge.js'
-import { type Database, type DatabaseConstructor, openDatabase, type Statements } from './schema.js'
+import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
 
 /** Table used when `table` is not given; leases go to `<table>_lease`. */
@@ -61,12 +60,6 @@ interface PendingComplete extends Pending<boolean> {
   retentionMs: number
   done: boolean
 }
-
-const loadDriver = optionalDriver<DatabaseConstructor>(
-  'better-sqlite3',
-  (module) => module as DatabaseConstructor,
-  `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
-)
 
 /**
  * Dedup store in a SQLite file.

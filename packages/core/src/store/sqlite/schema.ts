@@ -4,6 +4,7 @@
  * event); live leases in `<table>_lease` (small: a row per event in flight, deleted by its
  * complete). Neither has a secondary index: purge walks `<table>` in key order (purge.ts).
  */
+import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
 
 /** The part of a better-sqlite3 statement the store uses. */
@@ -22,6 +23,13 @@ export interface Database {
   close(): unknown
 }
 export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
+
+/** better-sqlite3's Database class, loaded on first use; a `driver_missing` DedupStoreError when it cannot load. */
+export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseConstructor>(
+  'better-sqlite3',
+  (module) => module as DatabaseConstructor,
+  `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
+)
 
 /** The store's prepared statements; parameters are positional, in the order of the `?`s. */
 export interface Statements {
