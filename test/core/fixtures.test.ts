@@ -60,7 +60,8 @@ async function answer(delivery: { headers: Record<string, string>; body: string 
     return { status: 200, type: event.type }
   } catch (error) {
     if (!(error instanceof WebhookVerificationError)) throw error
-    return { status: error.status, code: error.code }
+    // The receiver acknowledges a signed body that is not an envelope (200) instead of refusing it.
+    return { status: error.code === 'invalid_envelope' ? 200 : error.status, code: error.code }
   }
 }
 
@@ -91,7 +92,7 @@ describe('fixtures/deliveries.json', () => {
   it('has unique delivery names and covers every email type, the unknown type and each refusal code', () => {
     const names = fixtures.deliveries.map((d) => d.name)
     expect(new Set(names).size).toBe(names.length)
-    const accepted = fixtures.deliveries.filter((d) => d.expected.status === 200).map((d) => d.expected.type)
+    const accepted = fixtures.deliveries.filter((d) => d.expected.status === 200 && d.expected.type).map((d) => d.expected.type)
     expect(new Set(accepted)).toEqual(new Set([...EMAIL_EVENT_TYPES, UNKNOWN_EVENT_TYPE]))
     const codes = new Set(fixtures.deliveries.map((d) => d.expected.code).filter(Boolean))
     expect(codes).toEqual(

@@ -20,17 +20,6 @@ export {
   unknownEventFixture,
 } from './fixtures.js'
 export { type OrderingConformanceOptions, orderingConformance } from './ordering-conformance.js'
-export {
-  type CreateEmailSequenceInput,
-  createEmailSequence,
-  delayedOne,
-  type EmailSequence,
-  type EmailSequenceStep,
-  MAX_PERMUTATION_ITEMS,
-  permutations,
-  reversed,
-  shuffled,
-} from './sequences.js'
 export { createFaithfulSender } from './sender.js'
 export { listenSender, type SenderListener } from './sender-listen.js'
 export {
@@ -52,3 +41,14 @@ export {
   type SenderEndpoint,
   TEST_API_KEY,
 } from './sender-types.js'
+export {
+  type CreateEmailSequenceInput,
+  createEmailSequence,
+  delayedOne,
+  type EmailSequence,
+  type EmailSequenceStep,
+  MAX_PERMUTATION_ITEMS,
+  permutations,
+  reversed,
+  shuffled,
+} from './sequences.js'

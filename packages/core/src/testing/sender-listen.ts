@@ -36,7 +36,10 @@ export interface SenderListener {
  * await api.close()
  */
 export async function listenSender(sender: Pick<FaithfulSender, 'fetch'>, options: { port?: number } = {}): Promise<SenderListener> {
-  const http = await import('node:http')
+  // A specifier bundlers cannot see: bundling the testing kit for a Worker or a browser (esbuild,
+  // Vite) must not fail on a Node built-in that only this Node-only helper loads, on first call.
+  const specifier = 'node:http'
+  const http = (await import(/* @vite-ignore */ specifier)) as typeof import('node:http')
   const server = http.createServer((req, res) => {
     const chunks: Uint8Array[] = []
     req.on('data', (chunk: Uint8Array) => chunks.push(chunk))
