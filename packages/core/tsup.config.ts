@@ -10,8 +10,8 @@ const config: Options = {
     api: 'src/api/index.ts',
     'crypto-node': 'src/crypto/node.ts',
     'crypto-web': 'src/crypto/web.ts',
-    'default-store-node': 'src/default-store-node.ts',
-    'default-store-web': 'src/default-store-web.ts',
+    'default-store-node': 'src/store/default-store-node.ts',
+    'default-store-web': 'src/store/default-store-web.ts',
   },
   format: ['esm', 'cjs'],
   dts: {

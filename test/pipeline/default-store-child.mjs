@@ -4,7 +4,7 @@
 // and the crypto backend, or the error thrown when the receiver was built.
 // Started as `node default-store-child.mjs` (Node default: SQLite) or with
 // `--conditions=workerd` (the non-Node default: memory with a warning at construction).
-import { createReceiver, cryptoBackendName } from '@email-webhooks/core'
+import { createReceiver, cryptoBackendName, DedupStoreError } from '@email-webhooks/core'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 
 const deliveries = JSON.parse(process.env.DELIVERIES ?? '[]')
@@ -21,7 +21,8 @@ try {
     },
   })
 } catch (error) {
-  console.log(JSON.stringify({ error: { name: error.name, code: error.code, message: error.message } }))
+  const isDedupStoreError = error instanceof DedupStoreError
+  console.log(JSON.stringify({ error: { name: error.name, code: error.code, message: error.message, isDedupStoreError } }))
   process.exit(0)
 }
 console.error('built')

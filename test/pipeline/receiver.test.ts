@@ -762,7 +762,7 @@ describe('createReceiver default store', () => {
     answers: { status: number; body: string }[]
     handled: number
     backend: string
-    error?: { name: string; code: string; message: string }
+    error?: { name: string; code: string; message: string; isDedupStoreError: boolean }
     stderr: string
   }
 
@@ -793,7 +793,8 @@ describe('createReceiver default store', () => {
     // Thrown when the receiver is built: no delivery was answered, none with a non-durable 200.
     expect(result.answers).toBeUndefined()
     expect(result.stderr).not.toContain('built')
-    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'misconfigured' })
+    // The class users import: the default store's bundle must not throw a copy of it.
+    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'misconfigured', isDedupStoreError: true })
     const message = result.error?.message ?? ''
     expect(message).toContain(path)
     expect(message).toMatch(osError)

@@ -6,6 +6,7 @@
  */
 import { getDefaultStore } from '#default-store'
 import { isEmailEventType } from '../events.js'
+import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory.js'
 import type { DedupStore } from '../store/types.js'
 import type { ReceiverOptions, WebhookEventHandler, WebhookLogger } from './types.js'
@@ -60,7 +61,7 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
 
 function checkStore(store: unknown): DedupStore {
   // No store given: the runtime's default, opened now so that a broken default fails here, loudly.
-  if (store === undefined) return getDefaultStore()
+  if (store === undefined) return getDefaultStore(DedupStoreError)
   if (store === 'memory') return new MemoryDedupStore()
   const candidate = store as Partial<DedupStore> | null
   if (

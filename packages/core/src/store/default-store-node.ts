@@ -8,8 +8,15 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { DedupStoreError } from './store/errors.js'
-import type { DedupStore } from './store/types.js'
+import type { DedupStoreError } from './errors.js'
+import type { DedupStore } from './types.js'
+
+/**
+ * The receiver passes its own `DedupStoreError`: this module is a separate bundle (chosen by the
+ * `#default-store` import condition), and a copy of the class bundled here would fail the user's
+ * `error instanceof DedupStoreError`.
+ */
+type ErrorClass = typeof DedupStoreError
 
 /** Where the default SQLite file lives when `EMAIL_WEBHOOKS_DB` is not set. */
 export const DEFAULT_DB_PATH = './.email-webhooks/dedup.db'
@@ -24,7 +31,7 @@ function causeText(error: unknown): string {
   return error.cause instanceof Error ? `${text} (${error.cause.message.split('\n')[0]})` : text
 }
 
-function openError(path: string, error: unknown): DedupStoreError {
+function openError(DedupStoreError: ErrorClass, path: string, error: unknown): InstanceType<ErrorClass> {
   const why = causeText(error)
   if (/better-sqlite3 could not be loaded/.test(why)) {
     return new DedupStoreError(
@@ -42,9 +49,10 @@ function openError(path: string, error: unknown): DedupStoreError {
 
 /**
  * Opens (or reuses) the default store for this runtime.
+ * @param errorClass The `DedupStoreError` class of the calling bundle.
  * @throws {DedupStoreError} `misconfigured` when the file cannot be opened, `driver_missing` when better-sqlite3 cannot load.
  */
-export function getDefaultStore(): DedupStore {
+export function getDefaultStore(errorClass: ErrorClass): DedupStore {
   const path = resolve(process.env.EMAIL_WEBHOOKS_DB || DEFAULT_DB_PATH)
   let store = stores.get(path)
   if (!store) {
@@ -52,7 +60,7 @@ export function getDefaultStore(): DedupStore {
       mkdirSync(dirname(path), { recursive: true })
       store = new SqliteDedupStore({ path })
     } catch (error) {
-      throw openError(path, error)
+      throw openError(errorClass, path, error)
     }
     stores.set(path, store)
   }
