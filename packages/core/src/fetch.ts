@@ -15,6 +15,7 @@ import {
   type WebhookOptions,
 } from './receiver.js'
 import type { WebhookSecret } from './secret.js'
+import type { DedupStore } from './store/types.js'
 
 /** Extra handler context of the fetch handler: the incoming `Request`. */
 export interface FetchHandlerContext {
@@ -61,6 +62,11 @@ const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed',
 export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & {
   /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
   stats(): ReceiverStats
+  /**
+   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
+   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
+   */
+  store(): DedupStore
 }
 
 /**
@@ -101,5 +107,5 @@ export function emailWebhook(
     }
     return toResponse(await receiver.receive({ headers: request.headers, body, context: { request } }))
   }
-  return Object.assign(emailWebhookFetchHandler, { stats: receiver.stats })
+  return Object.assign(emailWebhookFetchHandler, { stats: receiver.stats, store: receiver.store })
 }

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   bodyTooLargeError,
   createReceiver,
+  type DedupStore,
   declaredLengthExceeds,
   type EmailEventHandlers,
   type HandlerContext,
@@ -44,6 +45,11 @@ export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
 export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) & {
   /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
   stats(): ReceiverStats
+  /**
+   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
+   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
+   */
+  store(): DedupStore
 }
 
 type RawBodyRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; _body?: unknown }
@@ -204,5 +210,5 @@ export function emailWebhook(
       next(error)
     }
   }
-  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats })
+  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store })
 }

@@ -9,6 +9,7 @@
 import {
   bodyTooLargeError,
   createReceiver,
+  type DedupStore,
   declaredLength,
   type EmailEventHandlers,
   type HandlerContext,
@@ -40,6 +41,11 @@ export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoCont
 export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & {
   /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
   stats(): ReceiverStats
+  /**
+   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
+   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
+   */
+  store(): DedupStore
 }
 
 const RAW_BODY_GONE =
@@ -115,5 +121,5 @@ export function emailWebhook<E extends Env = Env>(
     const headers = { get: (name: string): string | null => c.req.header(name) ?? null }
     return answer(c, await receiver.receive({ headers, body, context: { c } }))
   }
-  return Object.assign(emailWebhookHandler, { stats: receiver.stats })
+  return Object.assign(emailWebhookHandler, { stats: receiver.stats, store: receiver.store })
 }

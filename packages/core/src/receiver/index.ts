@@ -70,7 +70,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
 
   return {
     receive,
-    store: () => Promise.resolve(p.store),
+    store: () => p.store,
     refuse: (error) => p.fail(error),
     stats: () => p.reporter.stats(),
     maxBodyBytes: p.maxBodyBytes,

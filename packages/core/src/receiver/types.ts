@@ -129,8 +129,11 @@ export interface ReceiveInput<Extra = object> {
 /** A configured pipeline; adapters call `receive` for each request. */
 export interface Receiver<Extra = object> {
   receive(input: ReceiveInput<Extra>): Promise<ReceiverResponse>
-  /** The store in use. */
-  store(): Promise<DedupStore>
+  /**
+   * The dedup store in use (opened when the receiver was built), for admin scripts and recovery:
+   * `lookup` what it knows of an event, or pass it to `recoverEndpoint`.
+   */
+  store(): DedupStore
   /** The answer to a request refused before `receive` (body too large while streaming, raw body gone); reports it. */
   refuse(error: WebhookVerificationError | WebhookHandlingError): ReceiverResponse
   /** A snapshot of this receiver's counters (handled, duplicates, rejections and failures by code). */
