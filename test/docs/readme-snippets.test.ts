@@ -24,6 +24,8 @@ const USER_MODULES: Record<string, string> = {
     'export declare function markBounced(emailId: string): Promise<void>',
     'export declare function suppress(emailId: string): Promise<void>',
   ].join('\n'),
+  'app.d.ts':
+    "export declare function startApp(secret: string): Promise<{ port: number; store: import('@email-webhooks/core').DedupStore }>",
   'my-store.d.ts':
     "export declare class MyDedupStore implements import('@email-webhooks/core').DedupStore {\n  claim: import('@email-webhooks/core').DedupStore['claim']\n  complete: import('@email-webhooks/core').DedupStore['complete']\n  release: import('@email-webhooks/core').DedupStore['release']\n}",
 }

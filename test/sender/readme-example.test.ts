@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net'
 import { MemoryDedupStore } from '@email-webhooks/core'
 import { createWebhooksClient, recoverEndpoint } from '@email-webhooks/core/api'
-import { createFaithfulSender, listenSender, TEST_API_KEY } from '@email-webhooks/core/testing'
+import { createFaithfulSender, listenSender, TEST_API_KEY, TEST_SECRET } from '@email-webhooks/core/testing'
 import { emailWebhook } from '@email-webhooks/hono'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
@@ -13,9 +13,8 @@ import { expect, it } from 'vitest'
 
 it('runs the README example: deliver, then rehearse a recovery', async () => {
   const store = new MemoryDedupStore()
-  let secretForApp = ''
   const app = new Hono()
-  app.post('/hooks', (c) => emailWebhook(secretForApp, { 'email.bounced': () => {} }, { store })(c, async () => {}))
+  app.post('/hooks', emailWebhook(TEST_SECRET, { 'email.bounced': () => {} }, { store }))
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
   })
@@ -23,8 +22,7 @@ it('runs the README example: deliver, then rehearse a recovery', async () => {
   try {
     // --- README ---
     const sender = createFaithfulSender({ timeScale: 0.001 })
-    const { id, secret } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`)
-    secretForApp = secret
+    const { id } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`, { secret: TEST_SECRET })
     sender.emit({ type: 'email.bounced' })
     await sender.idle()
     expect(sender.deliveries(id)[0]?.state).toBe('succeeded')

@@ -162,8 +162,11 @@ export function checkEndpointUrl(
 export interface FaithfulSender {
   /** The management API as a web-standard handler (paths under `/v1`). */
   fetch(request: Request): Promise<Response>
-  /** Creates an endpoint without the API; the secret is returned here only. */
-  createEndpoint(url: string): { id: string; secret: string }
+  /**
+   * Creates an enabled endpoint without the API, as `POST /webhooks` does. `options.secret` picks its signing secret
+   * (a test's app may already be running with one, e.g. `TEST_SECRET`); by default a new random one.
+   */
+  createEndpoint(url: string, options?: { secret?: string }): { id: string; secret: string }
   /** Emits an event to every enabled endpoint (a fresh `email.queued` event by default). */
   emit(input?: { event?: WebhookEvent; type?: string; data?: Record<string, unknown> }): EmitResult
   /** The endpoint as the API lists it, or undefined. */

@@ -245,9 +245,9 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
 
   const sender: FaithfulSender = {
     fetch: (request) => handleApiRequest(state, request),
-    createEndpoint(url) {
+    createEndpoint(url, options) {
       const id = crypto.randomUUID()
-      const secret = randomSecret()
+      const secret = options?.secret ?? randomSecret()
       endpoints.set(id, { id, url, secret, enabled: true, failures: 0, created_at: new Date(now()).toISOString() })
       return { id, secret }
     },
