@@ -63,6 +63,7 @@ export async function dispatchEvent<Extra>(
     },
     attempt: claimed.claim.attempt,
     timestamp,
+    order: claimed.order,
   } as HandlerContext & Extra
   const running = runHandlers(p, event, ctx)
   let timeout: WebhookHandlingError | undefined
@@ -77,7 +78,8 @@ export async function dispatchEvent<Extra>(
     })
   } catch (cause) {
     if (timeout !== undefined && cause === timeout) {
-      const { store, completeOptions } = p
+      const { store } = p
+      const { completeOptions } = claimed
       running.then(
         () => attempt(() => store.complete(claimed.claim, completeOptions)).catch(() => false),
         () => attempt(() => store.release(claimed.claim)).catch(() => false),
