@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { DedupStoreError, MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
+import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
-import { AlternatingStore, conformance } from './conformance-helpers.js'
+import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
@@ -16,7 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-conformance-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 conformance('MemoryDedupStore', () => new MemoryDedupStore())
-orderingConformance('MemoryDedupStore', { describe, it }, { createStore: () => new MemoryDedupStore() })
+ordering('MemoryDedupStore', () => new MemoryDedupStore())
 
 // A new store (and connection) per test on one file per durability: the suite also checks
 // that a reopened file keeps working.
