@@ -1,12 +1,16 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { DedupStoreError } from '@email-webhooks/core'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
 
 // Proves, from the system calls, that a `complete` of the SQLite store with durability 'full'
 // resolves only after the WAL file was synced to disk following that complete's commit, and
 // that the sync runs off the main thread. strace records every write to and sync of the -wal file.
+// strace also injects faults: a WAL fdatasync that fails (EIO) or takes 400 ms, to check what
+// the store answers meanwhile and afterwards.
 
 function hasStrace(): boolean {
   try {
@@ -19,7 +23,7 @@ function hasStrace(): boolean {
 const available = hasStrace()
 if (!available && process.env.CI) throw new Error('strace is needed by this test: apt-get install strace (.ci/run installs it).')
 
-const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-durability-'))
+const dir = realpathSync(mkdtempSync(join(tmpdir(), 'email-webhooks-durability-')))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const child = join(import.meta.dirname, 'sqlite-durability-child.mjs')
 const EVENTS = 20
@@ -113,5 +117,77 @@ describe.skipIf(!available)('SqliteDedupStore durability, seen in system calls',
     const { steps } = trace('normal')
     expect(steps).toHaveLength(EVENTS)
     for (const step of steps) expect(step.syncedAfterLastWrite, step.key).toBe(false)
+  })
+})
+
+const syncChild = join(import.meta.dirname, 'sqlite-sync-child.mjs')
+type Settled = { step: string; value?: unknown; error?: { name: string; code: string; message: string } }
+
+/** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
+function underFault(mode: 'fail' | 'delay', inject: string): { path: string; settled: Settled[] } {
+  const path = join(dir, `${mode}.db`)
+  const result = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-o',
+      '/dev/null',
+      '-P',
+      `${path}-wal`,
+      '-e',
+      'trace=fdatasync',
+      '-e',
+      `inject=fdatasync:${inject}`,
+      process.execPath,
+      syncChild,
+      path,
+      mode,
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  )
+  expect(result.status, result.stderr).toBe(0)
+  return { path, settled: JSON.parse(result.stdout) as Settled[] }
+}
+
+describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow (faults injected by strace)', () => {
+  it('rejects the complete with a DedupStoreError after a failed fdatasync, then refuses all work until reopened', async () => {
+    const { path, settled } = underFault('fail', 'error=EIO')
+    expect(settled.map((entry) => entry.step)).toEqual(['complete', 'claim', 'complete again', 'release', 'lookup'])
+    for (const entry of settled) {
+      expect(entry.value, entry.step).toBeUndefined()
+      expect(entry.error, entry.step).toMatchObject({ name: 'DedupStoreError', code: 'command_failed' })
+      expect(entry.error?.message, entry.step).toMatch(
+        /could not be synced to disk \(fdatasync: EIO\).*refuses all further work until it is reopened/,
+      )
+      expect(entry.error?.message, entry.step).toContain(path)
+    }
+    // Reopened without the fault, the file works again.
+    const store = new SqliteDedupStore({ path })
+    try {
+      const claimed = await store.claim('event-3', { leaseMs: 60_000, retentionMs: 3_600_000 })
+      expect(claimed.status).toBe('acquired')
+      if (claimed.status === 'acquired') expect(await store.complete(claimed.claim, { retentionMs: 3_600_000 })).toBe(true)
+      expect(await store.lookup('event-3')).toBe('done')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('answers a duplicate (and lookup "done") only after the sync that makes the completed record durable has ended', () => {
+    const { settled } = underFault('delay', 'delay_exit=400000')
+    // The second claim and the lookup read the committed record while its sync was still running.
+    expect(settled.map((entry) => entry.step)).toEqual(['complete', 'lookup', 'claim again'])
+    expect(settled.map((entry) => entry.value)).toEqual([true, 'done', { status: 'duplicate' }])
+  })
+})
+
+describe('DedupStoreError across entry points', () => {
+  it('is the same class in @email-webhooks/core and in the errors of @email-webhooks/core/sqlite', async () => {
+    const store = new SqliteDedupStore({ path: join(dir, 'closed.db') })
+    await store.close()
+    const error = await store.claim('x', { leaseMs: 1_000, retentionMs: 1_000 }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(DedupStoreError)
+    expect(error).toMatchObject({ code: 'closed' })
   })
 })

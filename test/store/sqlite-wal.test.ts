@@ -16,10 +16,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const MiB = 1024 * 1024
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 
-function countRows(path: string): number {
+function countRows(path: string, table = 'email_webhook_dedup'): number {
   const db = new Database(path, { readonly: true })
   try {
-    return (db.prepare('SELECT count(*) AS n FROM email_webhook_dedup').get() as { n: number }).n
+    return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
   } finally {
     db.close()
   }
@@ -52,25 +52,30 @@ describe('SqliteDedupStore on disk', () => {
     expect(existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0).toBe(0)
   }, 120_000)
 
-  it('purges expired rows 500 at a time and keeps the live ones', async () => {
+  it('purgeExpired() deletes every expired done record in one call and keeps live records and leases', async () => {
     const path = join(dir, 'purge.db')
     const clock = createTestClock(1_800_000_000_000)
     const store = new SqliteDedupStore({ path, now: clock.now })
     try {
-      // 1,200 completed keys retained 1 s, 30 completed keys retained 1 hour, 20 live leases of 1 minute.
-      for (let i = 0; i < 1_250; i++) {
-        const result = await store.claim(`purge-${i}`, LONG)
-        if (result.status !== 'acquired') throw new Error(`purge-${i} was ${result.status}`)
-        await store.complete(result.claim, { retentionMs: i < 1_200 ? 1_000 : 3_600_000 })
-      }
+      // 3,000 completed keys retained 1 s, 30 completed keys retained 1 hour, 20 live leases of 1 minute.
+      await Promise.all(
+        Array.from({ length: 3_030 }, async (_, i) => {
+          const result = await store.claim(`purge-${i}`, LONG)
+          if (result.status !== 'acquired') throw new Error(`purge-${i} was ${result.status}`)
+          await store.complete(result.claim, { retentionMs: i < 3_000 ? 1_000 : 3_600_000 })
+        }),
+      )
       for (let i = 0; i < 20; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
-      expect(countRows(path)).toBe(1_270)
+      expect(countRows(path)).toBe(3_030)
+      expect(countRows(path, 'email_webhook_dedup_lease')).toBe(20)
 
       expect(store.purgeExpired()).toBe(0)
       clock.advance(2_000)
-      expect([store.purgeExpired(), store.purgeExpired(), store.purgeExpired(), store.purgeExpired()]).toEqual([500, 500, 200, 0])
-      expect(countRows(path)).toBe(70)
-      expect((await store.claim('purge-1249', LONG)).status).toBe('duplicate')
+      expect(store.purgeExpired()).toBe(3_000)
+      expect(store.purgeExpired()).toBe(0)
+      expect(countRows(path)).toBe(30)
+      expect(countRows(path, 'email_webhook_dedup_lease')).toBe(20)
+      expect((await store.claim('purge-3029', LONG)).status).toBe('duplicate')
       expect((await store.claim('live-0', LONG)).status).toBe('in_flight')
       const forgotten = await store.claim('purge-0', LONG)
       expect(forgotten.status === 'acquired' && forgotten.claim.attempt).toBe(1)
@@ -79,23 +84,34 @@ describe('SqliteDedupStore on disk', () => {
     }
   })
 
-  it('purges expired rows by itself every 1,000 claims', async () => {
-    const path = join(dir, 'auto-purge.db')
+  it('keeps the table bounded over 20,000 events retained 1 s, one event per clock millisecond', async () => {
+    // At most ~1,000 records are live at any time; without a purge that keeps up, the table grows
+    // with every event (0.1 purged 500 rows per 1,000 claims and was left with 10,000 here).
+    const path = join(dir, 'bounded.db')
     const clock = createTestClock(1_800_000_000_000)
-    const store = new SqliteDedupStore({ path, now: clock.now })
+    // durability 'normal' keeps this run quick; purge does not depend on it.
+    const store = new SqliteDedupStore({ path, durability: 'normal', now: clock.now })
+    const samples: number[] = []
     try {
-      for (let i = 0; i < 999; i++) {
-        const result = await store.claim(`auto-${i}`, LONG)
-        if (result.status !== 'acquired') throw new Error(`auto-${i} was ${result.status}`)
-        await store.complete(result.claim, { retentionMs: 1_000 })
+      let next = 0
+      const worker = async () => {
+        while (next < 20_000) {
+          const i = next++
+          clock.advance(1)
+          const result = await store.claim(`bounded-${i}`, LONG)
+          if (result.status !== 'acquired') throw new Error(`bounded-${i} was ${result.status}`)
+          await store.complete(result.claim, { retentionMs: 1_000 })
+          if (i % 1_000 === 999) samples.push(countRows(path))
+        }
       }
-      clock.advance(2_000)
-      expect(countRows(path)).toBe(999)
-      // The 1,000th claim runs one purge batch (500 rows) before claiming.
-      expect((await store.claim('auto-last', LONG)).status).toBe('acquired')
-      expect(countRows(path)).toBe(999 - 500 + 1)
+      await Promise.all(Array.from({ length: 20 }, worker))
     } finally {
       await store.close()
     }
-  })
+    console.log(`rows every 1,000 events: ${samples.join(', ')}`)
+    expect(samples).toHaveLength(20)
+    // ~2x the live records, plus one purge step's worth of writes.
+    expect(Math.max(...samples)).toBeLessThanOrEqual(2_600)
+    expect(samples.at(-1)).toBeLessThanOrEqual(2_600)
+  }, 60_000)
 })

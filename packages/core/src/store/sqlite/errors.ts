@@ -7,7 +7,7 @@
 // class, so `error instanceof DedupStoreError` (imported by users from '@email-webhooks/core')
 // would be false. postgres.ts and driver.ts do the same. It is only used inside functions, so the
 // import cycle index → default store → sqlite → index is harmless.
-import { accessSync, closeSync, constants, existsSync, openSync } from 'node:fs'
+import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 
@@ -24,6 +24,11 @@ export function invalidMs(name: string, value: unknown): DedupStoreError {
     'invalid_options',
     `${PACKAGE} ${name} must be a whole number of milliseconds ≥ 1 (got ${typeof value === 'number' ? value : typeof value}); round it before passing it.`,
   )
+}
+
+/** The error for a duration that is not a whole number of milliseconds ≥ 1, or undefined when it is one. */
+export function checkMs(name: string, value: number): DedupStoreError | undefined {
+  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
 }
 
 /** Constructor options the store cannot use. */
@@ -82,8 +87,13 @@ export function openError(path: string, cause: unknown): DedupStoreError {
 function osError(path: string): string | undefined {
   if (path === ':memory:') return undefined
   try {
-    if (existsSync(path)) closeSync(openSync(path, 'r+'))
-    else accessSync(dirname(path), constants.W_OK)
+    if (existsSync(path)) {
+      closeSync(openSync(path, 'r+'))
+      return undefined
+    }
+    const parent = dirname(path)
+    if (!statSync(parent).isDirectory()) return `ENOTDIR: ${parent} is not a folder`
+    accessSync(parent, constants.W_OK)
     return undefined
   } catch (error) {
     return (error as Error).message

@@ -14,11 +14,10 @@
  * their duplicates answer without touching the file. After a failed sync the store refuses all
  * work until it is reopened.
  */
-import { optionalDriver } from '../driver.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
-import { closedError, commandError, invalidMs, invalidOption, PACKAGE } from './errors.js'
+import { checkMs, closedError, commandError, invalidOption } from './errors.js'
 import { Purger } from './purge.js'
-import { type Database, type DatabaseConstructor, openDatabase, type Statements } from './schema.js'
+import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
 
 /** Table used when `table` is not given; leases go to `<table>_lease`. */
@@ -61,12 +60,6 @@ interface PendingComplete extends Pending<boolean> {
   retentionMs: number
   done: boolean
 }
-
-const loadDriver = optionalDriver<DatabaseConstructor>(
-  'better-sqlite3',
-  (module) => module as DatabaseConstructor,
-  `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
-)
 
 /**
  * Dedup store in a SQLite file.
@@ -133,7 +126,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
-    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs)
+    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs) ?? checkMs('retentionMs', opts.retentionMs)
     if (refused) return Promise.reject(refused)
     const remembered = this.#remembered.get(key)
     if (remembered !== undefined) {
@@ -159,7 +152,9 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused()
     if (refused) return Promise.reject(refused)
     try {
-      return Promise.resolve(this.#sql.releaseLease.run(claim.key, claim.token).changes === 1)
+      const released = this.#sql.releaseLease.run(claim.key, claim.token).changes === 1
+      if (this.#purger.wrote(0, 1)) this.#schedulePurge()
+      return Promise.resolve(released)
     } catch (error) {
       return Promise.reject(commandError(this.#path, error))
     }
@@ -261,7 +256,7 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes)
-    if (this.#purger.wrote(completes.length)) this.#schedulePurge()
+    if (this.#purger.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
   #answer(claims: PendingClaim[], completes: PendingComplete[]): void {
@@ -315,8 +310,4 @@ export class SqliteDedupStore implements DedupStore {
       }
     })
   }
-}
-
-function checkMs(name: string, value: number): Error | undefined {
-  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
 }

@@ -8,7 +8,7 @@
  */
 import type { Statements } from './schema.js'
 
-/** Done records written between two purge steps. */
+/** Rows (done records and leases) written between two purge steps. */
 export const PURGE_EVERY_WRITES: number = 256
 /** Rows walked per done record written. */
 const WALK_PER_WRITE = 4
@@ -17,26 +17,32 @@ const MIN_WALK = 1_024
 /** A released or lapsed lease row is kept this long (it carries the attempt count), then purged. */
 export const LEASE_MEMORY_MS: number = 60 * 60 * 1000
 
+/** The purge cursor of one store and the writes owed since its last step. */
 export class Purger {
   readonly #statements: Statements
   /** The last key of the previous window; '' = from the start of the table. */
   #cursor = ''
+  /** Done records written since the last step. */
   #writes = 0
+  /** All rows written since the last step (done records, leases). */
+  #rows = 0
 
   constructor(statements: Statements) {
     this.#statements = statements
   }
 
-  /** Counts done records written; true when a step is due. */
-  wrote(count: number): boolean {
-    this.#writes += count
-    return this.#writes >= PURGE_EVERY_WRITES
+  /** Counts done records and leases written; true when a step is due. */
+  wrote(doneRecords: number, leases: number): boolean {
+    this.#writes += doneRecords
+    this.#rows += doneRecords + leases
+    return this.#rows >= PURGE_EVERY_WRITES
   }
 
   /** One step (call inside a write transaction): walks the window owed and returns the rows deleted. */
   step(now: number): number {
     const walk = Math.max(MIN_WALK, this.#writes * WALK_PER_WRITE)
     this.#writes = 0
+    this.#rows = 0
     return this.#window(walk, now) + this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
   }
 
@@ -52,6 +58,7 @@ export class Purger {
     do deleted += this.#window(MIN_WALK, now)
     while (this.#cursor !== '' && (start === '' || this.#cursor < start))
     this.#writes = 0
+    this.#rows = 0
     return deleted
   }
 

@@ -4,6 +4,7 @@
  * event); live leases in `<table>_lease` (small: a row per event in flight, deleted by its
  * complete). Neither has a secondary index: purge walks `<table>` in key order (purge.ts).
  */
+import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
 
 /** The part of a better-sqlite3 statement the store uses. */
@@ -22,6 +23,13 @@ export interface Database {
   close(): unknown
 }
 export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
+
+/** better-sqlite3's Database class, loaded on first use; a `driver_missing` DedupStoreError when it cannot load. */
+export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseConstructor>(
+  'better-sqlite3',
+  (module) => module as DatabaseConstructor,
+  `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
+)
 
 /** The store's prepared statements; parameters are positional, in the order of the `?`s. */
 export interface Statements {
@@ -52,8 +60,8 @@ export interface Statements {
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
 const PAGE_SIZE_BYTES = 1_024
-/** Pages of WAL (4 MiB) after which the writing connection checkpoints (SQLite's default is 1,000 pages). */
-const AUTOCHECKPOINT_PAGES = 4_000
+/** WAL after which the writing connection checkpoints (SQLite's default is 1,000 pages, 4 MiB at 4 KiB pages). */
+const AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
 /** Page cache of the connection, in KiB (SQLite's default is 2,000). */
 const CACHE_KIB = 16_384
 
@@ -77,7 +85,8 @@ export function openDatabase(
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = NORMAL')
     db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
-    db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`)
+    const pageSize = db.pragma('page_size', { simple: true }) as number
+    db.pragma(`wal_autocheckpoint = ${Math.ceil(AUTOCHECKPOINT_BYTES / pageSize)}`)
     db.pragma(`cache_size = -${CACHE_KIB}`)
     createTables(db, table)
     return { db, statements: prepare(db, table) }

@@ -12,6 +12,7 @@ import { syncError } from './errors.js'
 /** Called once the data committed before the ask is on disk, or with the reason it may not be. */
 export type Synced = (error?: DedupStoreError) => void
 
+/** The WAL file of one store and the syncs of it that run or wait. */
 export class WalSync {
   readonly #fd: number
   readonly #path: string

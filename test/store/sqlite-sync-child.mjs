@@ -1,0 +1,34 @@
+// Run under strace by sqlite-durability.test.ts, which fails or delays the fdatasync of the WAL.
+//   <path> fail   claim+complete one event while every WAL sync fails, then try each method
+//   <path> delay  complete an event, then claim it again while the complete's sync is still running
+// Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+
+const [path, mode] = process.argv.slice(2)
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const store = new SqliteDedupStore({ path, durability: 'full' })
+const settled = []
+const outcome = (step, promise) =>
+  promise.then(
+    (value) => settled.push({ step, value }),
+    (error) => settled.push({ step, error: { name: error.name, code: error.code, message: error.message } }),
+  )
+const turn = () => new Promise((resolve) => setImmediate(resolve))
+
+const first = await store.claim('event-1', LONG)
+if (first.status !== 'acquired') throw new Error(`event-1 was ${first.status}`)
+if (mode === 'fail') {
+  await outcome('complete', store.complete(first.claim, LONG))
+  await outcome('claim', store.claim('event-2', LONG))
+  await outcome('complete again', store.complete(first.claim, LONG))
+  await outcome('release', store.release(first.claim))
+  await outcome('lookup', store.lookup('event-1'))
+} else if (mode === 'delay') {
+  const completed = outcome('complete', store.complete(first.claim, LONG))
+  // Two turns: the complete is committed and its sync (delayed by strace) is running.
+  await turn()
+  await turn()
+  await Promise.all([completed, outcome('claim again', store.claim('event-1', LONG)), outcome('lookup', store.lookup('event-1'))])
+}
+await store.close()
+process.stdout.write(`${JSON.stringify(settled)}\n`)
