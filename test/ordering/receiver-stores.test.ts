@@ -116,4 +116,38 @@ describe('ordering with PostgreSQL over HTTP', () => {
       { status: 'unknown', key: `email:${emailId}`, newestHandled: null, reason: 'store_without_ordering' },
     ])
   })
+
+  it('on a table from before ordering, for a role that may not create the mark table, deduplicates and reports ordering unknown', async () => {
+    const table = 'legacy_least_privilege'
+    const role = 'ordering_rw'
+    const password = `pw-${crypto.randomUUID()}`
+    await pool.query(
+      `CREATE TABLE ${table} (key text PRIMARY KEY, done boolean NOT NULL, token text, attempt integer NOT NULL, expires_at timestamptz NOT NULL)`,
+    )
+    await pool.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+    await pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO ${role}`)
+    const url = new URL(postgres.url)
+    url.username = role
+    url.password = password
+    // One connection: after the failed creation of the mark table, the same connection serves every call.
+    const rolePool = new pg.Pool({ connectionString: url.toString(), max: 1 })
+    const store = new PostgresDedupStore({ pool: rolePool, table })
+    const seen: Seen = []
+    const target = await receiverOn({ store }, seen)
+    try {
+      const { deliveries } = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
+      for (const delivery of deliveries) expect((await target.send(delivery)).json).toEqual({ ok: true })
+      expect((await target.send(deliveries[0] as NonNullable<(typeof deliveries)[0]>)).json).toEqual({ ok: true, duplicate: true })
+    } finally {
+      await target.close()
+      await store.close()
+      await rolePool.end()
+    }
+    expect(seen.map(({ order }) => [order.status, order.status === 'unknown' && order.reason])).toEqual([
+      ['unknown', 'store_without_ordering'],
+      ['unknown', 'store_without_ordering'],
+    ])
+    const marks = await pool.query('SELECT to_regclass($1) AS t', [`${table}_order`])
+    expect(marks.rows[0].t).toBeNull()
+  })
 })

@@ -35,6 +35,17 @@ conformance(
     new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
 )
 
+ordering("SqliteDedupStore (durability 'full', temp file)", () => new SqliteDedupStore({ path: join(dir, 'full.db'), durability: 'full' }))
+ordering(
+  "SqliteDedupStore (durability 'normal', temp file)",
+  () => new SqliteDedupStore({ path: join(dir, 'normal.db'), durability: 'normal' }),
+)
+ordering(
+  'SqliteDedupStore (two connections on one file, calls alternate)',
+  () =>
+    new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
+)
+
 describe('dedupStoreConformance under node:test', () => {
   it('runs every conformance test green with node:test describe/it', async () => {
     // Count the tests the suite registers, so the child's report is checked against the real number.

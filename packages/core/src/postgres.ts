@@ -256,23 +256,30 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
 
   /**
    * Creates the tables only when missing (CREATE … IF NOT EXISTS needs CREATE on the schema even
-   * when they exist). A dedup table from before the mark table, with a role that may not create
-   * it (or `createTable: false`), keeps working without ordering.
+   * when they exist). Ordering needs a mark table this role may read and write: a dedup table from
+   * before it, with a role that may not create it (or `createTable: false`), or a mark table the
+   * role has no rights on, keeps working without ordering.
    */
   async #ensureTable(): Promise<void> {
-    const found = await this.#query<{ present: boolean; marks: boolean }>(
-      'SELECT to_regclass($1) IS NOT NULL AS present, to_regclass($2) IS NOT NULL AS marks',
+    const privilege = (right: string) => `has_table_privilege($2, '${right}')`
+    const found = await this.#query<{ present: boolean; marks: boolean | null }>(
+      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN to_regclass($2) IS NULL THEN NULL
+       ELSE ${['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map(privilege).join(' AND ')} END AS marks`,
       [this.#table, `${this.#table}_order`],
     )
-    const present = found.rows[0]?.present === true
-    this.#marks = found.rows[0]?.marks === true
-    if (!this.#createTable || this.#marks) return
-    if (!present) {
+    const row = found.rows[0]
+    this.#marks = row?.marks === true
+    // The mark table exists (usable or not), or creating it is not ours to do.
+    if (!this.#createTable || (row?.marks ?? null) !== null) return
+    if (!row?.present) {
       await this.#query(this.#sql.createTable)
       this.#marks = true
       return
     }
-    this.#marks = await this.#query(createTableSql(this.#table, postgresOrderTableSql(this.#table))).then(
+    // No BEGIN: a multi-statement query is one implicit transaction, rolled back whole on a failure
+    // (an explicit block would leave the pooled connection in an aborted transaction).
+    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
+    this.#marks = await this.#query(ddl).then(
       () => true,
       () => false,
     )

@@ -45,15 +45,14 @@ export function assertTableName(table: string): void {
 }
 
 /**
- * `ddl` in one transaction under an advisory lock keyed by the table name: two sessions creating
- * the tables at once would otherwise collide in the catalog.
+ * Every table and index of the store in one transaction under an advisory lock keyed by the table
+ * name: two sessions creating the tables at once would otherwise collide in the catalog.
  * @param table The table name.
- * @param ddl What to create; default every table and index of the store.
  * @example
  * await pool.query(createTableSql('email_webhook_dedup'))
  */
-export function createTableSql(table: string, ddl: string = postgresDedupTableSql(table)): string {
+export function createTableSql(table: string): string {
   return `BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${ddl}COMMIT;`
+${postgresDedupTableSql(table)}COMMIT;`
 }

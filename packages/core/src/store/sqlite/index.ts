@@ -12,10 +12,12 @@
  * loop never waits for the disk. Claims that acquire need no sync: a claim lost to a power cut
  * was never acknowledged. Keys this process completed and synced are remembered for a while, so
  * their duplicates answer without touching the file. After a failed sync the store refuses all
- * work until it is reopened.
+ * work until it is reopened. Ordering: a claim with `order` reads the mark in the same batch, a
+ * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, StoreOrderInput } from '../types.js'
 import { checkMs, closedError, commandError, invalidOption } from './errors.js'
+import { advanceMark, readMark } from './order.js'
 import { Purger } from './purge.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
@@ -52,12 +54,14 @@ interface Pending<T> {
 interface PendingClaim extends Pending<ClaimResult> {
   key: string
   leaseMs: number
+  order: StoreOrderInput | undefined
   result: ClaimResult | undefined
 }
 interface PendingComplete extends Pending<boolean> {
   key: string
   token: string
   retentionMs: number
+  order: StoreOrderInput | undefined
   done: boolean
 }
 
@@ -68,6 +72,8 @@ interface PendingComplete extends Pending<boolean> {
  * const store = new SqliteDedupStore({ path: './data/webhooks.db' })
  */
 export class SqliteDedupStore implements DedupStore {
+  /** Ordering capability: marks in `<table>_order`. */
+  readonly ordering = true as const
   readonly #db: Database
   readonly #sql: Statements
   readonly #path: string
@@ -110,11 +116,13 @@ export class SqliteDedupStore implements DedupStore {
     this.#sync = this.#durable ? WalSync.open(options.path) : undefined
     this.#purger = new Purger(statements)
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void => {
-      for (const item of claims) item.result = this.#claimSync(item.key, item.leaseMs, now)
-      const { endLease, markDone } = this.#sql
+      for (const item of claims) item.result = this.#claimSync(item, now)
+      const { endLease, markDone, marks } = this.#sql
       for (const item of completes) {
         item.done = endLease.run(item.key, item.token).changes === 1
-        if (item.done) markDone.run(item.key, now + item.retentionMs)
+        if (!item.done) continue
+        markDone.run(item.key, now + item.retentionMs)
+        if (item.order) advanceMark(marks, item.order, now + item.retentionMs, now)
       }
     }).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
@@ -134,7 +142,7 @@ export class SqliteDedupStore implements DedupStore {
       this.#remembered.delete(key)
     }
     return new Promise((resolve, reject) => {
-      this.#claims.push({ key, leaseMs: opts.leaseMs, result: undefined, resolve, reject })
+      this.#claims.push({ key, leaseMs: opts.leaseMs, order: opts.order, result: undefined, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -143,7 +151,8 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused() ?? checkMs('retentionMs', opts.retentionMs)
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
-      this.#completes.push({ key: claim.key, token: claim.token, retentionMs: opts.retentionMs, done: false, resolve, reject })
+      const { key, token } = claim
+      this.#completes.push({ key, token, retentionMs: opts.retentionMs, order: opts.order, done: false, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -217,14 +226,19 @@ export class SqliteDedupStore implements DedupStore {
     }
   }
 
-  /** One claim inside the batch's transaction: duplicate, a new lease, or the live lease that holds the key. */
-  #claimSync(key: string, leaseMs: number, now: number): ClaimResult {
+  /** One claim inside the batch's transaction: duplicate, a new lease (with the mark when asked), or the live lease that holds the key. */
+  #claimSync({ key, leaseMs, order }: PendingClaim, now: number): ClaimResult {
     const { findDone, takeLease, findLease } = this.#sql
     const done = findDone.get(key) as number | undefined
     if (done !== undefined && done > now) return DUPLICATE
     const token = crypto.randomUUID()
     const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
-    if (attempt !== undefined) return { status: 'acquired', claim: { key, token, attempt } }
+    if (attempt !== undefined) {
+      const claim = { key, token, attempt }
+      return order
+        ? { status: 'acquired', claim, order: { mark: readMark(this.#sql.marks, order.key, now) } }
+        : { status: 'acquired', claim }
+    }
     // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
     const expiresAt = findLease.get(key) as number
     return { status: 'in_flight', retryAfterMs: Math.max(1, expiresAt - now) }
