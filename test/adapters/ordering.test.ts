@@ -36,7 +36,7 @@ for (const kind of ALL_TARGETS) {
       const seen: { type: string; order: EventOrder }[] = []
       const record = (event: WebhookEvent, ctx: { order: EventOrder }) => void seen.push({ type: event.type, order: ctx.order })
       const handlers = { 'email.queued': record, 'email.deferred': record, 'email.submitted': record }
-      target = await kind.create(TEST_SECRET, handlers, { store: new MemoryDedupStore(), onUnknown: record, ...options })
+      target = await kind.create(TEST_SECRET, handlers, { store: new MemoryDedupStore(), onUnknown: record, ordering: true, ...options })
       return { seen, send: (delivery: Delivery) => (target as Target).send(delivery) }
     }
 
@@ -110,6 +110,23 @@ for (const kind of ALL_TARGETS) {
         expect(seen.at(-1)?.order).toMatchObject({ status: 'unknown', reason })
       }
       expect(seen).toHaveLength(cases.length)
+    })
+
+    it('is off by default: ctx.order is unknown (ordering_off), no mark is kept, and the order options need ordering: true', async () => {
+      const store = new MemoryDedupStore()
+      const { seen, send } = await start({ store, ordering: undefined })
+      const { deliveries } = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
+      const [queued, submitted] = deliveries as [Delivery, Delivery]
+      expect((await send(submitted)).json).toEqual({ ok: true })
+      expect(seen.map(({ order }) => order)).toEqual([{ status: 'unknown', key: null, newestHandled: null, reason: 'ordering_off' }])
+      await target?.close()
+      // The same store with ordering on: the first receiver left no mark, so the older event is `first`.
+      const on = await start({ store })
+      expect((await on.send(queued)).json).toEqual({ ok: true })
+      expect(on.seen.map(({ order }) => order.status)).toEqual(['first'])
+      for (const option of [{ skipStale: true }, { onStale: () => {} }, { orderKey: () => 'k' }] as const) {
+        await expect(kind.create(TEST_SECRET, {}, { store: new MemoryDedupStore(), ...option })).rejects.toThrow(/needs ordering: true/)
+      }
     })
 
     it('orders non-email events by the orderKey option', async () => {

@@ -19,7 +19,8 @@ type Seen = { type: string; order: EventOrder }[]
 
 async function receiverOn(options: WebhookOptions<{ order: EventOrder }>, seen: Seen): Promise<Target> {
   const record = (event: WebhookEvent, ctx: { order: EventOrder }) => void seen.push({ type: event.type, order: ctx.order })
-  return express5Listen.create(TEST_SECRET, { 'email.queued': record, 'email.deferred': record, 'email.submitted': record }, options)
+  const handlers = { 'email.queued': record, 'email.deferred': record, 'email.submitted': record }
+  return express5Listen.create(TEST_SECRET, handlers, { ordering: true, ...options })
 }
 
 /** Sends queued and submitted to one receiver, then the late deferred to a second one on a fresh store over the same database. */

@@ -41,7 +41,7 @@ export async function claimKey<Ctx>(
     return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   }
   if (result.status === 'acquired') {
-    return { claim: result.claim, startedAt, order: eventOrderOf(ordering, result), completeOptions: ordering.completeOptions }
+    return { claim: result.claim, startedAt, order: eventOrderOf(p, ordering, result), completeOptions: ordering.completeOptions }
   }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++

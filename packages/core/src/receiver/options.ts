@@ -10,7 +10,7 @@ import { supportsOrdering } from '../ordering/contract.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { MemoryDedupStore } from '../store/memory.js'
 import type { DedupStore } from '../store/types.js'
-import { skipStaleTest } from './order.js'
+import { type OrderingMode, orderingMode, skipStaleTest } from './order.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
 export const PACKAGE = '[@email-webhooks/core]'
@@ -34,8 +34,8 @@ export interface ResolvedOptions<Ctx> {
   storeTimeoutMs: number
   store: DedupStore
   logger: WebhookLogger | undefined
-  /** The store keeps order marks (`supportsOrdering`): the receiver passes `order` to claim and complete. */
-  ordering: boolean
+  /** `on`: the receiver passes `order` to claim and complete (`ordering: true` and a store that keeps marks). */
+  ordering: OrderingMode
   orderInputOptions: OrderInputOptions
   /** Whether a stale event of this type is acknowledged without running a handler; undefined: none is. */
   skipStale: ((type: string) => boolean) | undefined
@@ -141,7 +141,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     storeTimeoutMs,
     store,
     logger,
-    ordering: supportsOrdering(store),
+    ordering: orderingMode(options, supportsOrdering(store), PACKAGE),
     orderInputOptions,
     skipStale: skipStaleTest(options.skipStale, PACKAGE),
     onStale: options.onStale,

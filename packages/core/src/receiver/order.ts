@@ -18,11 +18,20 @@ export interface EventOrdering {
   input: OrderInput | undefined
 }
 
+const ORDERING_OFF: EventOrder = Object.freeze(unknownOrder('ordering_off'))
 const WITHOUT_ORDERING: EventOrder = Object.freeze(unknownOrder('store_without_ordering'))
 
-/** The store options of one event: with `order` only when the store keeps marks and the event has a usable order key and time. */
+/** How a receiver orders events: off (the default), on with a store that keeps marks, or on with one that does not. */
+export type OrderingMode = 'off' | 'on' | 'store_without_ordering'
+
+/** The one `EventOrdering` of every event that passes no `order` to the store (built once per receiver). */
+export function plainOrdering(claimOptions: ClaimOptions, completeOptions: CompleteOptions): EventOrdering {
+  return Object.freeze({ claimOptions, completeOptions, input: undefined })
+}
+
+/** The store options of one event: with `order` only when ordering is on, the store keeps marks and the event has a usable order key and time. */
 export function orderingOf<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent | undefined): EventOrdering {
-  if (!p.ordering || event === undefined) return { claimOptions: p.claimOptions, completeOptions: p.completeOptions, input: undefined }
+  if (p.ordering !== 'on' || event === undefined) return p.plainOrdering
   const input = orderInputOf(event, p.orderInputOptions)
   if (!input.ok) return { claimOptions: p.claimOptions, completeOptions: p.completeOptions, input }
   const order = { key: `${p.namespace}:${input.key}`, mark: input.mark }
@@ -34,9 +43,28 @@ export function orderingOf<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent | undefine
 }
 
 /** `ctx.order` from the event's input and the acquired claim's result; never throws, never guesses. */
-export function eventOrderOf(ordering: EventOrdering, result: ClaimResult): EventOrder {
-  if (ordering.input === undefined) return WITHOUT_ORDERING
+export function eventOrderOf<Ctx>(p: Pipeline<Ctx>, ordering: EventOrdering, result: ClaimResult): EventOrder {
+  if (ordering.input === undefined) return p.ordering === 'off' ? ORDERING_OFF : WITHOUT_ORDERING
   return orderFromClaim(ordering.input, result.status === 'acquired' ? result.order : undefined)
+}
+
+/**
+ * The receiver's ordering mode from its options; `skipStale`, `onStale` and `orderKey` need `ordering: true`.
+ * @throws {TypeError} when `ordering` is not a boolean, or one of those is given without `ordering: true`.
+ */
+export function orderingMode(
+  options: { ordering?: unknown; skipStale?: unknown; onStale?: unknown; orderKey?: unknown },
+  storeKeepsMarks: boolean,
+  prefix: string,
+): OrderingMode {
+  const { ordering } = options
+  if (ordering !== undefined && typeof ordering !== 'boolean') throw new TypeError(`${prefix} ordering must be true or false.`)
+  if (ordering !== true) {
+    const needs = (['skipStale', 'onStale', 'orderKey'] as const).find((name) => options[name] !== undefined && options[name] !== false)
+    if (needs) throw new TypeError(`${prefix} ${needs} needs ordering: true (ctx.order and the store's marks are off by default).`)
+    return 'off'
+  }
+  return storeKeepsMarks ? 'on' : 'store_without_ordering'
 }
 
 /**

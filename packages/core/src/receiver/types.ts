@@ -17,9 +17,10 @@ export interface HandlerContext {
   /** The verified `webhook-timestamp`, seconds since the epoch. */
   timestamp: number
   /**
-   * This event's order against the events already handled for the same email (or `orderKey`):
-   * `first`, `latest`, `stale` (a newer one was handled: `newestHandled` names its type and time)
-   * or `unknown` (with `reason`: the store lacks the capability, or `created_at`/`data.id` is unusable).
+   * This event's order against the events already handled for the same email (or `orderKey`), with
+   * `ordering: true`: `first`, `latest`, `stale` (a newer one was handled: `newestHandled` names its
+   * type and time) or `unknown` (with `reason`: ordering is off, the store lacks the capability, or
+   * `created_at`/`data.id` is unusable).
    */
   order: EventOrder
 }
@@ -106,18 +107,26 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   /** Clock in milliseconds since the epoch for the timestamp window; default `Date.now`. */
   now?: () => number
   /**
+   * Keep a high-water mark per email in the store and tell handlers where each event stands
+   * (`ctx.order`); default false, as it costs one more row written per event (see the README's
+   * "Ordering"). Off, `ctx.order` is `unknown` with reason `ordering_off`.
+   */
+  ordering?: boolean
+  /**
    * Order key of events that are not `email.*` events (those are keyed by `data.id`): events with the
    * same key are ordered against each other in `ctx.order`. Return `undefined` for "not ordered"
    * (the default for every such event). What it throws only makes that event's order `unknown`.
+   * Needs `ordering: true`.
    */
   orderKey?: OrderKeyFunction
   /**
    * Acknowledge stale events (older than one already handled for the same key) without running any
    * handler: `true` for every type, or a list of email event types. They are answered 2xx and
    * recorded as handled; `onStale` sees each. Default: none is skipped, handlers decide with `ctx.order`.
+   * Needs `ordering: true`.
    */
   skipStale?: true | EmailEventType[]
-  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. */
+  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `ordering: true`. */
   onStale?: StaleObserver
 }
 
