@@ -43,7 +43,7 @@ for (const kind of ALL_TARGETS) {
     it('tells a late older event it is stale, naming the newest handled event; the answer is unchanged', async () => {
       const { seen, send } = await start()
       const { deliveries, events } = await createEmailSequence({ types: ['email.queued', 'email.deferred', 'email.submitted'] })
-      const [queued, deferred, submitted] = deliveries as [Delivery, Delivery, Delivery]
+      const [queued, deferred, submitted] = deliveries as unknown as [Delivery, Delivery, Delivery]
       for (const delivery of [queued, submitted, deferred]) {
         const answer = await send(delivery)
         expect([answer.status, answer.json]).toEqual([200, { ok: true }])
@@ -68,7 +68,7 @@ for (const kind of ALL_TARGETS) {
         onStale: (event: WebhookEvent, order: EventOrder) => void stale.push({ type: event.type, newest: order.newestHandled?.type }),
       })
       const { deliveries, events } = await createEmailSequence({ types: ['email.queued', 'email.deferred', 'email.submitted'] })
-      const [queued, deferred, submitted] = deliveries as [Delivery, Delivery, Delivery]
+      const [queued, deferred, submitted] = deliveries as unknown as [Delivery, Delivery, Delivery]
       expect((await send(submitted)).json).toEqual({ ok: true })
       const skipped = await send(deferred)
       expect([skipped.status, skipped.json]).toEqual([200, { ok: true, skipped: 'stale' }])
@@ -116,7 +116,7 @@ for (const kind of ALL_TARGETS) {
       const store = new MemoryDedupStore()
       const { seen, send } = await start({ store, ordering: undefined })
       const { deliveries } = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
-      const [queued, submitted] = deliveries as [Delivery, Delivery]
+      const [queued, submitted] = deliveries as unknown as [Delivery, Delivery]
       expect((await send(submitted)).json).toEqual({ ok: true })
       expect(seen.map(({ order }) => order)).toEqual([{ status: 'unknown', key: null, newestHandled: null, reason: 'ordering_off' }])
       await target?.close()
