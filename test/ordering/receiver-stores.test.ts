@@ -1,7 +1,7 @@
 /**
  * Ordering end to end over real HTTP (Express 5 on a listener) with the durable stores: the SQLite
- * default store (no `store` option, `EMAIL_WEBHOOKS_DB` in a temp folder) and PostgreSQL 15 (see
- * test/services/servers.ts). The mark outlives the receiver: a late older event sent to a new
+ * default store (no `store` option, `EMAIL_WEBHOOKS_DB` in a temp folder), PostgreSQL 15 and
+ * Redis 7 (see test/services/servers.ts). The mark outlives the receiver: a late older event sent to a new
  * receiver on a new store over the same database is still `stale`.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DedupStore, EventOrder, WebhookEvent, WebhookOptions } from '@email-webhooks/core'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { type RedisClient, RedisDedupStore } from '@email-webhooks/core/redis'
 import { createEmailSequence, TEST_SECRET } from '@email-webhooks/core/testing'
+import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { express5Listen, type Target } from '../adapters/targets.js'
-import { type RunningServer, startPostgres } from '../services/servers.js'
+import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 
 type Seen = { type: string; order: EventOrder }[]
 
@@ -150,5 +152,58 @@ describe('ordering with PostgreSQL over HTTP', () => {
     ])
     const marks = await pool.query('SELECT to_regclass($1) AS t', [`${table}_order`])
     expect(marks.rows[0].t).toBeNull()
+  })
+})
+
+describe('ordering with Redis over HTTP', () => {
+  let redis: RunningServer
+  let client: Redis
+  const stores: DedupStore[] = []
+  beforeAll(async () => {
+    redis = await startRedis()
+    client = new Redis(redis.url)
+  })
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close?.()))
+    await client?.quit()
+    await redis?.stop()
+  })
+
+  it('keeps the mark in the scripts: a late older event is stale, skipped when asked, across stores', async () => {
+    const seen = await lateEventAcrossRestart(() => {
+      const store = new RedisDedupStore({ url: redis.url, prefix: 'ordering-http:' })
+      stores.push(store)
+      return { store }
+    })
+    expect(seen.map(({ type, order }) => [type, order.status])).toEqual(EXPECTED)
+  })
+
+  it('declares no ordering on a Cluster client (mark and event keys may be in different slots): ordering unknown, dedup works', async () => {
+    // The store only reads `isCluster` to tell a Cluster client; the commands go to the real server.
+    const cluster: RedisClient & { isCluster: true } = {
+      isCluster: true,
+      evalsha: (...args) => client.evalsha(...(args as [string, number])),
+      eval: (...args) => client.eval(...(args as [string, number])),
+      config: (...args) => client.config(...args),
+      quit: () => Promise.resolve('OK'),
+    }
+    const store = new RedisDedupStore({ client: cluster, prefix: 'ordering-cluster:' })
+    stores.push(store)
+    expect(store.ordering).toBeUndefined()
+    const seen: Seen = []
+    const target = await receiverOn({ store }, seen)
+    const { deliveries } = await createEmailSequence({ types: ['email.queued'] })
+    try {
+      const delivery = deliveries[0] as NonNullable<(typeof deliveries)[0]>
+      expect((await target.send(delivery)).json).toEqual({ ok: true })
+      expect((await target.send(delivery)).json).toEqual({ ok: true, duplicate: true })
+    } finally {
+      await target.close()
+    }
+    // A store without the capability costs no order input: no key is computed.
+    expect(seen.map(({ order }) => order)).toEqual([
+      { status: 'unknown', key: null, newestHandled: null, reason: 'store_without_ordering' },
+    ])
+    expect(await client.keys('ordering-cluster:*')).toEqual([`ordering-cluster:default:${deliveries[0]?.headers['webhook-id']}`])
   })
 })

@@ -15,9 +15,9 @@
  * work until it is reopened. Ordering: a claim with `order` reads the mark in the same batch, a
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, StoreOrderInput } from '../types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
 import { checkMs, closedError, commandError, invalidOption } from './errors.js'
-import { advanceMark, readMark } from './order.js'
 import { Purger } from './purge.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
@@ -28,7 +28,6 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 /** Keys completed by this process kept in memory to answer their duplicates without SQL. */
 const REMEMBERED_KEYS = 10_000
-const DUPLICATE: ClaimResult = Object.freeze({ status: 'duplicate' })
 
 /** Options of {@link SqliteDedupStore}. */
 export interface SqliteDedupStoreOptions {
@@ -45,24 +44,6 @@ export interface SqliteDedupStoreOptions {
   table?: string
   /** Clock in milliseconds; default `Date.now`. For tests. */
   now?: () => number
-}
-
-interface Pending<T> {
-  resolve: (value: T) => void
-  reject: (error: unknown) => void
-}
-interface PendingClaim extends Pending<ClaimResult> {
-  key: string
-  leaseMs: number
-  order: StoreOrderInput | undefined
-  result: ClaimResult | undefined
-}
-interface PendingComplete extends Pending<boolean> {
-  key: string
-  token: string
-  retentionMs: number
-  order: StoreOrderInput | undefined
-  done: boolean
 }
 
 /**
@@ -115,16 +96,9 @@ export class SqliteDedupStore implements DedupStore {
     this.#durable = durability === 'full'
     this.#sync = this.#durable ? WalSync.open(options.path) : undefined
     this.#purger = new Purger(statements)
-    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void => {
-      for (const item of claims) item.result = this.#claimSync(item, now)
-      const { endLease, markDone, marks } = this.#sql
-      for (const item of completes) {
-        item.done = endLease.run(item.key, item.token).changes === 1
-        if (!item.done) continue
-        markDone.run(item.key, now + item.retentionMs)
-        if (item.order) advanceMark(marks, item.order, now + item.retentionMs, now)
-      }
-    }).immediate
+    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
+      commitBatch(statements, claims, completes, now),
+    ).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
       const done = this.#sql.findDone.get(key) as number | undefined
       if (done !== undefined && done > now) return 'done'
@@ -224,24 +198,6 @@ export class SqliteDedupStore implements DedupStore {
       this.#flushScheduled = true
       setImmediate(this.#flush)
     }
-  }
-
-  /** One claim inside the batch's transaction: duplicate, a new lease (with the mark when asked), or the live lease that holds the key. */
-  #claimSync({ key, leaseMs, order }: PendingClaim, now: number): ClaimResult {
-    const { findDone, takeLease, findLease } = this.#sql
-    const done = findDone.get(key) as number | undefined
-    if (done !== undefined && done > now) return DUPLICATE
-    const token = crypto.randomUUID()
-    const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
-    if (attempt !== undefined) {
-      const claim = { key, token, attempt }
-      return order
-        ? { status: 'acquired', claim, order: { mark: readMark(this.#sql.marks, order.key, now) } }
-        : { status: 'acquired', claim }
-    }
-    // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
-    const expiresAt = findLease.get(key) as number
-    return { status: 'in_flight', retryAfterMs: Math.max(1, expiresAt - now) }
   }
 
   /** Commits every pending claim and complete in one transaction, then answers them (after a sync where a 2xx relies on them). */
