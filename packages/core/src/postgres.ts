@@ -94,7 +94,9 @@ export class PostgresDedupStore implements DedupStore {
   #ready: Promise<void> | undefined
   #purging: Promise<unknown> | undefined
   #claimsSincePurge = 0
-  #lastPurgeAt = Number.NEGATIVE_INFINITY
+  // The first background purge comes a second (or 1,000 claims) after the store is made, not on its
+  // first claim: a purge racing a fresh store's first calls could drop a just-released key's attempt count.
+  #lastPurgeAt = performance.now()
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
