@@ -219,3 +219,43 @@ describe('SqliteDedupStore on a file of version 0.1', () => {
     }
   })
 })
+
+describe('SqliteDedupStore keys remembered in memory', () => {
+  it('answers duplicate for its own completed keys until their retention ends, then lets them be claimed again', async () => {
+    const clock = createTestClock(1_800_000_000_000)
+    const store = new SqliteDedupStore({ path: newFile(), now: clock.now })
+    try {
+      const claimed = await store.claim('k', LONG)
+      if (claimed.status !== 'acquired') throw new Error(claimed.status)
+      await store.complete(claimed.claim, { retentionMs: 5_000 })
+      expect(await store.claim('k', LONG)).toEqual({ status: 'duplicate' })
+      clock.advance(4_999)
+      expect(await store.claim('k', LONG)).toEqual({ status: 'duplicate' })
+      clock.advance(1)
+      const again = await store.claim('k', LONG)
+      expect(again.status === 'acquired' && again.claim.attempt).toBe(1)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('still answers duplicate (from the file) for keys pushed out of memory by 10,000 newer ones', async () => {
+    const store = new SqliteDedupStore({ path: newFile(), durability: 'normal' })
+    try {
+      let next = 0
+      const worker = async () => {
+        while (next < 10_050) {
+          const key = `many-${next++}`
+          const claimed = await store.claim(key, LONG)
+          if (claimed.status !== 'acquired') throw new Error(`${key} was ${claimed.status}`)
+          await store.complete(claimed.claim, LONG)
+        }
+      }
+      await Promise.all(Array.from({ length: 20 }, worker))
+      for (const key of ['many-0', 'many-49', 'many-5000', 'many-10049'])
+        expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+    } finally {
+      await store.close()
+    }
+  })
+})

@@ -68,6 +68,9 @@ export class SqliteDedupStore implements DedupStore {
   readonly #read: (key: string, now: number) => DedupKeyState
   /** Keys completed (and synced) by this store → when their record expires. */
   readonly #remembered = new Map<string, number>()
+  /** The remembered keys in the order they came, to evict the oldest. */
+  readonly #ring: (string | undefined)[] = new Array(REMEMBERED_KEYS)
+  #ringNext = 0
   #claims: PendingClaim[] = []
   #completes: PendingComplete[] = []
   #flushScheduled = false
@@ -185,6 +188,7 @@ export class SqliteDedupStore implements DedupStore {
       this.#db.close()
       this.#sync?.close()
       this.#remembered.clear()
+      this.#ring.fill(undefined)
     }
   }
 
@@ -225,11 +229,12 @@ export class SqliteDedupStore implements DedupStore {
       for (const item of completes) item.reject(failure)
       return
     }
-    this.#answer(claims, completes)
+    this.#answer(claims, completes, now)
     if (this.#purger.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
-  #answer(claims: PendingClaim[], completes: PendingComplete[]): void {
+  /** Settles a committed batch; `now` is the clock the batch was committed at. */
+  #answer(claims: PendingClaim[], completes: PendingComplete[], now: number): void {
     let duplicates = 0
     for (const item of claims) {
       if (item.result === DUPLICATE && this.#sync) duplicates++
@@ -242,7 +247,6 @@ export class SqliteDedupStore implements DedupStore {
         if (error) item.reject(error)
         else item.resolve(DUPLICATE)
       }
-      const now = this.#now()
       for (const item of completes) {
         if (error) item.reject(error)
         else {
@@ -260,10 +264,12 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   #remember(key: string, expiresAt: number): void {
-    if (this.#remembered.size >= REMEMBERED_KEYS) {
-      const oldest = this.#remembered.keys().next()
-      if (!oldest.done) this.#remembered.delete(oldest.value)
-    }
+    // Evicts in insertion order through a ring of keys: taking the first key of a Map that keeps
+    // losing its first entries walks over every deleted slot (V8), which cost ~10 µs per event.
+    const oldest = this.#ring[this.#ringNext]
+    if (oldest !== undefined) this.#remembered.delete(oldest)
+    this.#ring[this.#ringNext] = key
+    this.#ringNext = (this.#ringNext + 1) % REMEMBERED_KEYS
     this.#remembered.set(key, expiresAt)
   }
 
