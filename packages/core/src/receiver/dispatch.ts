@@ -6,6 +6,7 @@
  */
 import { WebhookHandlingError } from '../errors.js'
 import { isEmailEventType, type WebhookEvent } from '../events.js'
+import type { EventOrder } from '../ordering/status.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
@@ -36,6 +37,28 @@ class LazyAbort {
   }
 }
 
+/**
+ * The handler context: `signal` is a getter on the prototype, so building one is a plain object
+ * allocation (an object literal with an accessor takes V8's slow path, ~2 µs per request).
+ */
+class Context {
+  readonly #abort: LazyAbort
+  readonly attempt: number
+  readonly timestamp: number
+  readonly order: EventOrder
+
+  constructor(abort: LazyAbort, attempt: number, timestamp: number, order: EventOrder) {
+    this.#abort = abort
+    this.attempt = attempt
+    this.timestamp = timestamp
+    this.order = order
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal
+  }
+}
+
 async function runHandlers<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent, ctx: Ctx): Promise<boolean> {
   if (p.onEvent) await p.onEvent(event, ctx)
   if (isEmailEventType(event.type)) {
@@ -56,15 +79,7 @@ export async function dispatchEvent<Extra>(
   extra: Extra | undefined,
 ): Promise<boolean | ReceiverResponse> {
   const controller = new LazyAbort()
-  const ctx = {
-    ...(extra as Extra),
-    get signal() {
-      return controller.signal
-    },
-    attempt: claimed.claim.attempt,
-    timestamp,
-    order: claimed.order,
-  } as HandlerContext & Extra
+  const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp, claimed.order), extra) as HandlerContext & Extra
   const running = runHandlers(p, event, ctx)
   let timeout: WebhookHandlingError | undefined
   try {

@@ -13,12 +13,19 @@ import type { DedupStore } from '../store/types.js'
 import { type OrderingMode, orderingMode, skipStaleTest } from './order.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
+/** The prefix of every message of this package. */
 export const PACKAGE = '[@email-webhooks/core]'
+/** Largest body accepted by default: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES: number = 1024 * 1024
+/** How long a claim holds by default before another worker may take the event over (after a crash). */
 export const DEFAULT_LEASE_MS: number = 30_000
+/** How long handled events are remembered by default: 7 days, longer than the sender's retry span. */
 export const DEFAULT_RETENTION_MS: number = 7 * 24 * 60 * 60 * 1000
+/** Default prefix of dedup keys. */
 export const DEFAULT_NAMESPACE = 'default'
+/** Default handler deadline, counted from the claim; with the complete's store time it stays under the sender's 10 s. */
 export const DEFAULT_HANDLER_TIMEOUT_MS: number = 7_000
+/** Default longest wait for the store's claim, and again for its complete. */
 export const DEFAULT_STORE_TIMEOUT_MS: number = 1_500
 
 /** Options after the checks, with defaults filled in. */

@@ -1,0 +1,43 @@
+/** `ctx.res` for handlers: Express's response, except that sending the answer throws (the middleware sends it after the event is recorded). */
+import type { ServerResponse } from 'node:http'
+// Types only: the runtime never imports express.
+import type { Response } from 'express'
+
+/** Methods that would send an answer; a handler calling them would acknowledge before the event is recorded. */
+const SENDING = new Set<PropertyKey>([
+  'writeHead',
+  'write',
+  'end',
+  'send',
+  'json',
+  'jsonp',
+  'sendStatus',
+  'sendFile',
+  'download',
+  'redirect',
+  'render',
+  'flushHeaders',
+])
+
+function refuseToSend(name: string): never {
+  throw new TypeError(
+    `[@email-webhooks/express] ctx.res.${name}() was called in a webhook handler. The middleware answers after the event is recorded as done (a 2xx sent earlier would be lost on a crash), so handlers cannot send. Return to acknowledge, throw to get a retry; use ctx.res.locals or headers only.`,
+  )
+}
+
+/** `res` for handlers: reads and header changes pass through; sending throws. */
+export function guardedResponse(res: ServerResponse): Response {
+  const guarded: ServerResponse = new Proxy(res, {
+    get(target, property) {
+      if (SENDING.has(property)) return () => refuseToSend(String(property))
+      const value = Reflect.get(target, property, target)
+      if (typeof value !== 'function') return value
+      // Chained calls (`res.status(200).send()`) must stay on the guarded object.
+      return (...args: unknown[]) => {
+        const result = value.apply(target, args)
+        return result === target ? guarded : result
+      }
+    },
+  })
+  return guarded as unknown as Response
+}
