@@ -180,8 +180,8 @@ describe('orderStatusOf and orderFromClaim', () => {
 })
 
 describe('supportsOrdering', () => {
-  it('is false for MemoryDedupStore today and for a store that says anything but true', () => {
-    expect(supportsOrdering(new MemoryDedupStore())).toBe(false)
+  it('is true for the built-in MemoryDedupStore, false for a store that says anything but true', () => {
+    expect(supportsOrdering(new MemoryDedupStore())).toBe(true)
     const base = { claim: async () => ({ status: 'duplicate' as const }), complete: async () => true, release: async () => true }
     expect(supportsOrdering({ ...base, ordering: 'yes' } as never)).toBe(false)
     expect(supportsOrdering({ ...base, ordering: true } as never)).toBe(true)

@@ -1,6 +1,6 @@
-/** Shared by conformance.test.ts and server-conformance.test.ts: the suite under vitest, and a store made of two. */
+/** Shared by conformance.test.ts and server-conformance.test.ts: the suites under vitest, and a store made of two. */
 import type { Claim, ClaimOptions, CompleteOptions, DedupKeyState, DedupStore } from '@email-webhooks/core'
-import { dedupStoreConformance } from '@email-webhooks/core/testing'
+import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
 import { describe, it } from 'vitest'
 
 /** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test (a built-in store: durations checked too). */
@@ -8,15 +8,22 @@ export function conformance(name: string, createStore: () => DedupStore): void {
   dedupStoreConformance(name, { describe, it }, { createStore, checkDurations: true })
 }
 
+/** Registers the ordering conformance suite with vitest's describe/it, on a new store per test. */
+export function ordering(name: string, createStore: () => DedupStore): void {
+  orderingConformance(name, { describe, it }, { createStore })
+}
+
 /**
  * Two stores on one database (two connections to one file, two pools or clients on one server),
  * used in turn: a claim made through one is seen and fenced by the other. It has `lookup` when
- * both stores have it.
+ * both stores have it, and the ordering capability when both have it.
  */
 export class AlternatingStore implements DedupStore {
   #turn = 0
   readonly lookup?: (key: string) => Promise<DedupKeyState>
+  readonly ordering?: boolean
   constructor(readonly stores: readonly [DedupStore, DedupStore]) {
+    if (stores.every((store) => store.ordering === true)) this.ordering = true
     if (stores.every((store) => typeof store.lookup === 'function')) {
       this.lookup = (key) => (this.#next().lookup as (key: string) => Promise<DedupKeyState>)(key)
     }

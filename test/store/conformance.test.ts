@@ -8,7 +8,7 @@ import { DedupStoreError, MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
-import { AlternatingStore, conformance } from './conformance-helpers.js'
+import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
@@ -16,6 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-conformance-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 conformance('MemoryDedupStore', () => new MemoryDedupStore())
+ordering('MemoryDedupStore', () => new MemoryDedupStore())
 
 // A new store (and connection) per test on one file per durability: the suite also checks
 // that a reopened file keeps working.
@@ -29,6 +30,17 @@ conformance(
 )
 
 conformance(
+  'SqliteDedupStore (two connections on one file, calls alternate)',
+  () =>
+    new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
+)
+
+ordering("SqliteDedupStore (durability 'full', temp file)", () => new SqliteDedupStore({ path: join(dir, 'full.db'), durability: 'full' }))
+ordering(
+  "SqliteDedupStore (durability 'normal', temp file)",
+  () => new SqliteDedupStore({ path: join(dir, 'normal.db'), durability: 'normal' }),
+)
+ordering(
   'SqliteDedupStore (two connections on one file, calls alternate)',
   () =>
     new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),

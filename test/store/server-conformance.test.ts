@@ -1,7 +1,7 @@
 /**
- * The dedup-store conformance suite against a real PostgreSQL 15 and a real Redis 7 (started for
- * this file, see test/services/servers.ts): stores that create their own pool or client, stores
- * on a pool or client the application gives, and two stores on one server used in turn.
+ * The dedup-store and ordering conformance suites against a real PostgreSQL 15 and a real Redis 7
+ * (started for this file, see test/services/servers.ts): stores that create their own pool or
+ * client, stores on a pool or client the application gives, and two stores on one server used in turn.
  */
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
-import { AlternatingStore, conformance } from './conformance-helpers.js'
+import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
 let postgres: RunningServer
 let redis: RunningServer
@@ -44,6 +44,26 @@ conformance(
 conformance('RedisDedupStore (url, real Redis 7 with appendfsync always)', () => new RedisDedupStore({ url: redis.url }))
 conformance('RedisDedupStore (a given ioredis client, prefix "given:")', () => new RedisDedupStore({ client, prefix: 'given:' }))
 conformance(
+  'RedisDedupStore (two clients on one server, calls alternate)',
+  () => new AlternatingStore([new RedisDedupStore({ url: redis.url }), new RedisDedupStore({ url: redis.url })]),
+)
+
+ordering('PostgresDedupStore (connectionString, real PostgreSQL 15)', () => new PostgresDedupStore({ connectionString: postgres.url }))
+ordering(
+  'PostgresDedupStore (a given pg.Pool, table "hooks_given_pool")',
+  () => new PostgresDedupStore({ pool, table: 'hooks_given_pool' }),
+)
+ordering(
+  'PostgresDedupStore (two pools on one database, calls alternate)',
+  () =>
+    new AlternatingStore([
+      new PostgresDedupStore({ connectionString: postgres.url }),
+      new PostgresDedupStore({ connectionString: postgres.url }),
+    ]),
+)
+ordering('RedisDedupStore (url, real Redis 7 with appendfsync always)', () => new RedisDedupStore({ url: redis.url }))
+ordering('RedisDedupStore (a given ioredis client, prefix "given:")', () => new RedisDedupStore({ client, prefix: 'given:' }))
+ordering(
   'RedisDedupStore (two clients on one server, calls alternate)',
   () => new AlternatingStore([new RedisDedupStore({ url: redis.url }), new RedisDedupStore({ url: redis.url })]),
 )

@@ -84,6 +84,7 @@ export {
   type ReceiverOptions,
   type ReceiverResponse,
   type ReceiverStats,
+  type StaleObserver,
   type WebhookEventHandler,
   type WebhookLogger,
   type WebhookOptions,

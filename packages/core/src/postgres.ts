@@ -4,18 +4,21 @@
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged off the hot path, batch after batch until
- * none is left, at least once a second while claims arrive.
+ * none is left, at least once a second while claims arrive. Ordering capability: marks live in
+ * `<table>_order`, read by the claim statement and advanced by the complete statement.
  */
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './store/driver.js'
 import { durationProblem } from './store/durations.js'
 import { classify } from './store/postgres-errors.js'
+import { markOfRow, orderParams, type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './store/postgres-order.js'
+import { assertTableName, createTableSql, DEFAULT_POSTGRES_TABLE } from './store/postgres-schema.js'
 import { passwordOf, redactUrl, scrub } from './store/redact.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
 
+export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './store/postgres-schema.js'
+
 const PACKAGE = '[@email-webhooks/core/postgres]'
-/** Table used when `table` is not given. */
-export const DEFAULT_POSTGRES_TABLE = 'email_webhook_dedup'
 const DEFAULT_MAX_CONNECTIONS = 10
 const CONNECT_TIMEOUT_MS = 5_000
 // A background purge starts on a claim once a second has passed or 1,000 claims came since the
@@ -26,7 +29,7 @@ const PURGE_EVERY_CLAIMS = 1_000
 const PURGE_BATCH_ROWS = 1_000
 const PURGE_MAX_BATCHES = 100
 const CLAIM_ATTEMPTS = 3
-const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
+type MarkRow = { attempt: number; created_at_ms: number | null; event_id: string | null; type: string | null }
 
 /** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
 export interface PostgresPool {
@@ -67,40 +70,6 @@ const loadDriver = optionalDriver(
 )
 
 /**
- * The SQL that creates the store's table and index, for users who migrate by hand (then pass
- * `createTable: false`). The table is a regular, logged table: an `UNLOGGED` one loses its rows in a crash.
- * @param table Table name; default `email_webhook_dedup`.
- * @example
- * await migrate(postgresDedupTableSql())
- */
-export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): string {
-  assertTableName(table)
-  return `CREATE TABLE IF NOT EXISTS ${table} (
-  key text PRIMARY KEY,
-  done boolean NOT NULL,
-  token text,
-  attempt integer NOT NULL,
-  expires_at timestamptz NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
-`
-}
-
-function assertTableName(table: string): void {
-  if (typeof table !== 'string' || !TABLE_NAME_PATTERN.test(table)) {
-    throw new TypeError(`${PACKAGE} table must be a plain SQL identifier (letters, digits, _; at most 51 characters).`)
-  }
-}
-
-// Two sessions creating the table at once can collide in the catalog; a transaction-scoped
-// advisory lock (keyed by the table name) makes the creation one at a time.
-function createTableSql(table: string): string {
-  return `BEGIN;
-SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${postgresDedupTableSql(table)}COMMIT;`
-}
-
-/**
  * Dedup store in a PostgreSQL table, shared by every instance that points at the same database.
  * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
  * that is not a whole number of milliseconds ≥ 1; the server's failures by their own codes).
@@ -110,6 +79,8 @@ ${postgresDedupTableSql(table)}COMMIT;`
  * const store = new PostgresDedupStore({ connectionString: process.env.DATABASE_URL })
  */
 export class PostgresDedupStore implements DedupStore {
+  /** Ordering capability (marks in `<table>_order`; a missing mark table that cannot be created makes ordering `unknown`). */
+  readonly ordering = true as const
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
   readonly #target: string
@@ -117,10 +88,15 @@ export class PostgresDedupStore implements DedupStore {
   readonly #createTable: boolean
   readonly #table: string
   readonly #sql: { claim: string; inspect: string; lookup: string; complete: string; release: string; purge: string; createTable: string }
+  readonly #orderSql: PostgresOrderSql
+  /** Whether the mark table exists (known after the first call's preparation). */
+  #marks = false
   #ready: Promise<void> | undefined
   #purging: Promise<unknown> | undefined
   #claimsSincePurge = 0
-  #lastPurgeAt = Number.NEGATIVE_INFINITY
+  // The first background purge comes a second (or 1,000 claims) after the store is made, not on its
+  // first claim: a purge racing a fresh store's first calls could drop a just-released key's attempt count.
+  #lastPurgeAt = performance.now()
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
@@ -178,17 +154,24 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
 ) AND expires_at <= clock_timestamp()`,
       createTable: createTableSql(table),
     }
+    this.#orderSql = postgresOrderSql(table, this.#sql.claim, expiresIn, PURGE_BATCH_ROWS)
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     this.#checkDurations(opts, true)
     await this.#prepare()
     this.#schedulePurge()
+    const order = this.#marks ? opts.order : undefined
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
-      const won = await this.#query<{ attempt: number }>(this.#sql.claim, [key, token, opts.leaseMs])
+      const won = order
+        ? await this.#query<MarkRow>(this.#orderSql.claim, [key, token, opts.leaseMs, order.key])
+        : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
       const row = won.rows[0]
-      if (row) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+      if (row) {
+        const claim = { key, token, attempt: row.attempt }
+        return order ? { status: 'acquired', claim, order: { mark: markOfRow(row) } } : { status: 'acquired', claim }
+      }
       const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
       // Released or purged between the two statements, or the lease ended just now: claim again.
       if (!held || held.left_ms <= 0) continue
@@ -201,7 +184,9 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
     this.#checkDurations(opts, false)
     await this.#prepare()
-    return (await this.#query(this.#sql.complete, [claim.key, claim.token, opts.retentionMs])).rowCount === 1
+    const params = [claim.key, claim.token, opts.retentionMs]
+    if (!this.#marks || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
+    return (await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order)])).rows[0]?.n === 1
   }
 
   async release(claim: Claim): Promise<boolean> {
@@ -224,10 +209,12 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   async purgeExpired(): Promise<number> {
     await this.#prepare()
     let total = 0
-    for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
-      const deleted = (await this.#query(this.#sql.purge)).rowCount ?? 0
-      total += deleted
-      if (deleted < PURGE_BATCH_ROWS || this.#closed) break
+    for (const purge of this.#marks ? [this.#sql.purge, this.#orderSql.purge] : [this.#sql.purge]) {
+      for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
+        const deleted = (await this.#query(purge)).rowCount ?? 0
+        total += deleted
+        if (deleted < PURGE_BATCH_ROWS || this.#closed) break
+      }
     }
     return total
   }
@@ -261,7 +248,6 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
 
   #prepare(): Promise<void> {
     if (this.#closed) return Promise.reject(new DedupStoreError('closed', `${PACKAGE} this PostgresDedupStore was closed.`))
-    if (!this.#createTable) return Promise.resolve()
     this.#ready ??= this.#ensureTable().catch((error: unknown) => {
       // Try again on the next call: the server may come up later.
       this.#ready = undefined
@@ -270,10 +256,35 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     return this.#ready
   }
 
-  /** Creates the table only when it is missing: CREATE … IF NOT EXISTS needs CREATE on the schema even when the table exists. */
+  /**
+   * Creates the tables only when missing (CREATE … IF NOT EXISTS needs CREATE on the schema even
+   * when they exist). Ordering needs a mark table this role may read and write: a dedup table from
+   * before it, with a role that may not create it (or `createTable: false`), or a mark table the
+   * role has no rights on, keeps working without ordering.
+   */
   async #ensureTable(): Promise<void> {
-    const found = await this.#query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [this.#table])
-    if (!found.rows[0]?.present) await this.#query(this.#sql.createTable)
+    const privilege = (right: string) => `has_table_privilege($2, '${right}')`
+    const found = await this.#query<{ present: boolean; marks: boolean | null }>(
+      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN to_regclass($2) IS NULL THEN NULL
+       ELSE ${['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map(privilege).join(' AND ')} END AS marks`,
+      [this.#table, `${this.#table}_order`],
+    )
+    const row = found.rows[0]
+    this.#marks = row?.marks === true
+    // The mark table exists (usable or not), or creating it is not ours to do.
+    if (!this.#createTable || (row?.marks ?? null) !== null) return
+    if (!row?.present) {
+      await this.#query(this.#sql.createTable)
+      this.#marks = true
+      return
+    }
+    // No BEGIN: a multi-statement query is one implicit transaction, rolled back whole on a failure
+    // (an explicit block would leave the pooled connection in an aborted transaction).
+    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
+    this.#marks = await this.#query(ddl).then(
+      () => true,
+      () => false,
+    )
   }
 
   async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {

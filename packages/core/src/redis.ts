@@ -1,12 +1,14 @@
 /**
  * `RedisDedupStore`: dedup shared by every instance of an app, in Redis, through ioredis (an
  * optional peer dependency, loaded only by this module). Each operation is one Lua script on one
- * key, so it runs atomically on the server's clock and works on a cluster. Durability comes from
+ * key, so it runs atomically on the server's clock and works on a cluster. Ordering (not on a
+ * Cluster client): claim and complete scripts also read and advance the mark key `<prefix>order:<key>`. Durability comes from
  * the server: `appendonly yes` with `appendfsync always`, and `maxmemory-policy noeviction`; the
  * store checks these once and refuses a server that would lose completions (or warns once when
  * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
  */
 import { DedupStoreError } from '@email-webhooks/core'
+import type { OrderMark } from './ordering/position.js'
 import { optionalDriver } from './store/driver.js'
 import { passwordOf, redactUrl, scrub } from './store/redact.js'
 import { classify, withoutCommand } from './store/redis-errors.js'
@@ -73,6 +75,16 @@ const loadDriver = optionalDriver(
   `${PACKAGE} ioredis could not be loaded, so the Redis dedup store is unavailable. Install it with \`npm install ioredis\` (version 5).`,
 )
 
+/** Where marks live, after the prefix: apart from the dedup keys (`<prefix><namespace>:<id>`). */
+const ORDER_KEY = 'order:'
+
+function markOf(ms: string | null | undefined, id: string | null | undefined, type: string | null | undefined): OrderMark | null {
+  if (ms === null || ms === undefined || id === null || id === undefined || type === null || type === undefined) return null
+  return { createdAtMs: Number(ms), eventId: id, type }
+}
+
+const markArgs = (mark: OrderMark): (string | number)[] => [mark.createdAtMs, mark.eventId, mark.type]
+
 /**
  * Dedup store in Redis, shared by every instance that points at the same server (or cluster).
  * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
@@ -85,6 +97,11 @@ const loadDriver = optionalDriver(
  * const store = new RedisDedupStore({ url: process.env.REDIS_URL })
  */
 export class RedisDedupStore implements DedupStore {
+  /**
+   * Ordering capability: `true`, except on an ioredis Cluster client, where the mark key and the
+   * event's key may live in different slots (one script cannot touch both): ordering is then `unknown`.
+   */
+  readonly ordering?: true
   readonly #client: RedisClient
   readonly #ownsClient: boolean
   readonly #prefix: string
@@ -130,20 +147,33 @@ export class RedisDedupStore implements DedupStore {
       this.#secret = passwordOf(url)
     }
     this.#waitFor = options.waitFor === undefined ? undefined : checkWaitFor(options.waitFor, this.#client)
+    if ((this.#client as { isCluster?: unknown }).isCluster !== true) this.ordering = true
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     checkDurations(opts, true)
     const token = crypto.randomUUID()
-    const reply = (await this.#run(SCRIPTS.claim, key, token, opts.leaseMs, opts.retentionMs)) as [number, number]
-    if (reply[0] === 2) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
+    const order = this.ordering ? opts.order : undefined
+    const reply = (
+      order
+        ? await this.#run(SCRIPTS.claimOrder, [key, ORDER_KEY + order.key], token, opts.leaseMs, opts.retentionMs)
+        : await this.#run(SCRIPTS.claim, key, token, opts.leaseMs, opts.retentionMs)
+    ) as [number, number, ...(string | null | undefined)[]]
+    if (reply[0] === 2) {
+      const claim = { key, token, attempt: reply[1] }
+      return order ? { status: 'acquired', claim, order: { mark: markOf(reply[2], reply[3], reply[4]) } } : { status: 'acquired', claim }
+    }
     if (reply[0] === 0) return { status: 'duplicate' }
     return { status: 'in_flight', retryAfterMs: Math.max(1, reply[1]) }
   }
 
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
     checkDurations(opts, false)
-    const done = (await this.#run(SCRIPTS.complete, claim.key, claim.token, opts.retentionMs)) === 1
+    const order = this.ordering ? opts.order : undefined
+    const reply = order
+      ? await this.#run(SCRIPTS.completeOrder, [claim.key, ORDER_KEY + order.key], claim.token, opts.retentionMs, ...markArgs(order.mark))
+      : await this.#run(SCRIPTS.complete, claim.key, claim.token, opts.retentionMs)
+    const done = reply === 1
     if (done && this.#waitFor) await this.#awaitCopies(this.#waitFor)
     return done
   }
@@ -171,7 +201,8 @@ export class RedisDedupStore implements DedupStore {
     }
   }
 
-  async #run(script: Script, key: string, ...args: (string | number)[]): Promise<unknown> {
+  /** Runs `script` on `key` (or on the dedup key and the mark key), loading it once if the server lost it. */
+  async #run(script: Script, key: string | [string, string], ...args: (string | number)[]): Promise<unknown> {
     if (this.#closed) throw new DedupStoreError('closed', `${PACKAGE} this RedisDedupStore was closed.`)
     if (this.#checkDurability) {
       this.#checked ??= this.#checkServer().catch((error: unknown) => {
@@ -180,13 +211,13 @@ export class RedisDedupStore implements DedupStore {
       })
       await this.#checked
     }
-    const fullKey = this.#prefix + key
+    const keys = typeof key === 'string' ? [this.#prefix + key] : [this.#prefix + key[0], this.#prefix + key[1]]
     try {
       try {
-        return await this.#client.evalsha(script.sha, 1, fullKey, ...args)
+        return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)
       } catch (error) {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-        return await this.#client.eval(script.source, 1, fullKey, ...args)
+        return await this.#client.eval(script.source, keys.length, ...keys, ...args)
       }
     } catch (error) {
       throw this.#wrap(error)

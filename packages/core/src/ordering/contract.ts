@@ -1,43 +1,20 @@
 /**
- * The ordering capability of a dedup store: an optional extension of the `DedupStore` contract
- * (to be merged into store/types.ts). A store that has it returns the current high-water mark of
- * an order key with an `acquired` claim, and advances the mark atomically with `complete`, only
- * when the completed event is newer. A store without it still works: ordering is then `unknown`.
+ * The ordering capability of a dedup store: the optional part of the `DedupStore` contract
+ * (store/types.ts holds its options and results). A store that has it returns the current
+ * high-water mark of an order key with an `acquired` claim, and advances the mark atomically with
+ * `complete`, only when the completed event is newer. A store without it still works: ordering is
+ * then `unknown`.
  */
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from '../store/types.js'
-import type { OrderMark } from './position.js'
 
-/**
- * The `order` option of `claim` and `complete`: which mark, and the event's own position. The
- * receiver builds it once per event and passes the same object to both calls.
- */
-export interface StoreOrderInput {
-  /** The mark key: the receiver's `namespace` + `:` + the event's order key (at most `MAX_ORDER_KEY_LENGTH` characters more than the namespace). */
-  key: string
-  /** The event's position and type: what the mark becomes when this event completes and is the newest. */
-  mark: OrderMark
-}
+export type { ClaimOrder, StoreOrderInput } from '../store/types.js'
 
-/** Claim options of an ordering store. */
-export interface OrderingClaimOptions extends ClaimOptions {
-  /** When given, an `acquired` result carries `order.mark` for `order.key`. A claim never changes a mark. */
-  order?: StoreOrderInput
-}
-
-/** Complete options of an ordering store. */
-export interface OrderingCompleteOptions extends CompleteOptions {
-  /** When given, the mark of `order.key` advances to `order.mark` if that is newer, atomically with the complete. */
-  order?: StoreOrderInput
-}
-
-/** What an ordering store adds to an `acquired` claim made with an `order` option. */
-export interface ClaimOrder {
-  /** The newest completed event for the key, or `null` when none is remembered (never completed, or expired). */
-  mark: OrderMark | null
-}
-
+/** Claim options of an ordering store (the `order` option is part of `ClaimOptions`). */
+export type OrderingClaimOptions = ClaimOptions
+/** Complete options of an ordering store (the `order` option is part of `CompleteOptions`). */
+export type OrderingCompleteOptions = CompleteOptions
 /** Claim result of an ordering store: an `acquired` result made with `order` carries `order`. */
-export type OrderingClaimResult = { status: 'acquired'; claim: Claim; order?: ClaimOrder } | Exclude<ClaimResult, { status: 'acquired' }>
+export type OrderingClaimResult = ClaimResult
 
 /**
  * A dedup store with the ordering capability. Rules (checked by `orderingConformance` from

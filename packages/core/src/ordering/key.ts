@@ -31,6 +31,8 @@ export type OrderUnknownReason =
   | 'order_key_failed'
   /** The store does not implement the ordering capability (see `supportsOrdering`). */
   | 'store_without_ordering'
+  /** The receiver was built without `ordering: true`: no mark is read or written. */
+  | 'ordering_off'
   /** The store answered with a mark that is not an {@link OrderMark}. */
   | 'store_mark_invalid'
 

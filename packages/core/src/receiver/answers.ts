@@ -6,6 +6,7 @@ import type { ReceiveOutcome, ReceiverResponse } from './types.js'
 const OK_BODY = '{"ok":true}'
 const DUPLICATE_BODY = '{"ok":true,"duplicate":true}'
 const IGNORED_BODY = '{"ok":true,"ignored":"invalid_envelope"}'
+const STALE_BODY = '{"ok":true,"skipped":"stale"}'
 
 function jsonHeaders(): Record<string, string> {
   return { 'content-type': 'application/json' }
@@ -14,6 +15,11 @@ function jsonHeaders(): Record<string, string> {
 /** 200 after the handler ran and the event was recorded. */
 export function okAnswer(event: WebhookEvent, outcome: ReceiveOutcome): ReceiverResponse {
   return { status: 200, headers: jsonHeaders(), body: OK_BODY, outcome, event }
+}
+
+/** 200 to a stale event skipped by `skipStale`: recorded as handled, no handler ran. */
+export function staleSkippedAnswer(event: WebhookEvent): ReceiverResponse {
+  return { status: 200, headers: jsonHeaders(), body: STALE_BODY, outcome: 'handled', event }
 }
 
 /** 200 to a redelivery of an event already handled. */

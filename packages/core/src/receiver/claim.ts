@@ -1,9 +1,11 @@
 /** Claim step: ask the store for the event's key and map duplicate, in-flight and store failure to answers. */
 import { WebhookHandlingError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
-import type { Claim } from '../store/types.js'
+import type { EventOrder } from '../ordering/status.js'
+import type { Claim, CompleteOptions } from '../store/types.js'
 import { duplicateAnswer, storeUnavailable } from './answers.js'
 import { attempt } from './deadline.js'
+import { type EventOrdering, eventOrderOf } from './order.js'
 import type { Pipeline } from './pipeline.js'
 import type { ReceiverResponse } from './types.js'
 
@@ -11,12 +13,21 @@ import type { ReceiverResponse } from './types.js'
 export interface Claimed {
   claim: Claim
   startedAt: number
+  /** `ctx.order`, from the claim's answer. */
+  order: EventOrder
+  /** What `complete` passes to the store (with the event's `order` when its mark advances). */
+  completeOptions: CompleteOptions
 }
 
 /** Claims `key`; returns the claim, or the answer when there is nothing to run (duplicate, in flight, store down). */
-export async function claimKey<Ctx>(p: Pipeline<Ctx>, key: string, event: WebhookEvent | undefined): Promise<Claimed | ReceiverResponse> {
+export async function claimKey<Ctx>(
+  p: Pipeline<Ctx>,
+  key: string,
+  event: WebhookEvent | undefined,
+  ordering: EventOrdering,
+): Promise<Claimed | ReceiverResponse> {
   const startedAt = performance.now()
-  const pending = attempt(() => p.store.claim(key, p.claimOptions))
+  const pending = attempt(() => p.store.claim(key, ordering.claimOptions))
   let timedOut = false
   let result: Awaited<typeof pending>
   try {
@@ -29,7 +40,9 @@ export async function claimKey<Ctx>(p: Pipeline<Ctx>, key: string, event: Webhoo
   } catch (cause) {
     return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   }
-  if (result.status === 'acquired') return { claim: result.claim, startedAt }
+  if (result.status === 'acquired') {
+    return { claim: result.claim, startedAt, order: eventOrderOf(p, ordering, result), completeOptions: ordering.completeOptions }
+  }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++
     return duplicateAnswer(event)

@@ -6,6 +6,7 @@
  */
 import { WebhookHandlingError } from '../errors.js'
 import { isEmailEventType, type WebhookEvent } from '../events.js'
+import type { EventOrder } from '../ordering/status.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
@@ -44,11 +45,13 @@ class Context {
   readonly #abort: LazyAbort
   readonly attempt: number
   readonly timestamp: number
+  readonly order: EventOrder
 
-  constructor(abort: LazyAbort, attempt: number, timestamp: number) {
+  constructor(abort: LazyAbort, attempt: number, timestamp: number, order: EventOrder) {
     this.#abort = abort
     this.attempt = attempt
     this.timestamp = timestamp
+    this.order = order
   }
 
   get signal(): AbortSignal {
@@ -76,7 +79,7 @@ export async function dispatchEvent<Extra>(
   extra: Extra | undefined,
 ): Promise<boolean | ReceiverResponse> {
   const controller = new LazyAbort()
-  const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp), extra) as HandlerContext & Extra
+  const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp, claimed.order), extra) as HandlerContext & Extra
   const running = runHandlers(p, event, ctx)
   let timeout: WebhookHandlingError | undefined
   try {
@@ -90,7 +93,8 @@ export async function dispatchEvent<Extra>(
     })
   } catch (cause) {
     if (timeout !== undefined && cause === timeout) {
-      const { store, completeOptions } = p
+      const { store } = p
+      const { completeOptions } = claimed
       running.then(
         () => attempt(() => store.complete(claimed.claim, completeOptions)).catch(() => false),
         () => attempt(() => store.release(claimed.claim)).catch(() => false),

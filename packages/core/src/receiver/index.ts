@@ -11,8 +11,9 @@ import { bodyTooLargeError } from './answers.js'
 import { claimKey } from './claim.js'
 import { dispatchEvent } from './dispatch.js'
 import { PACKAGE, resolveOptions } from './options.js'
+import { orderingOf } from './order.js'
 import { createPipeline } from './pipeline.js'
-import { settleHandled, settleInvalid } from './settle.js'
+import { settleHandled, settleInvalid, settleSkipped } from './settle.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverOptions, ReceiverResponse } from './types.js'
 
 function exceeds(body: WebhookBody, maxBytes: number): boolean {
@@ -60,9 +61,10 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     }
     const parsed = parse(body, verified.id)
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
-    const claimed = await claimKey(p, `${p.namespace}:${verified.id}`, event)
+    const claimed = await claimKey(p, `${p.namespace}:${verified.id}`, event, orderingOf(p, event))
     if (!('claim' in claimed)) return claimed
     if (event === undefined) return settleInvalid(p, claimed, verified.id, parsed as WebhookVerificationError)
+    if (claimed.order.status === 'stale' && p.skipStale?.(event.type)) return settleSkipped(p, claimed, event)
     const known = await dispatchEvent(p, event, claimed, verified.timestamp, input.context)
     if (typeof known !== 'boolean') return known
     return settleHandled(p, claimed, event, known)

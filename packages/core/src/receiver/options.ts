@@ -6,10 +6,13 @@
  */
 import { getDefaultStore } from '#default-store'
 import { isEmailEventType } from '../events.js'
+import { supportsOrdering } from '../ordering/contract.js'
+import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory.js'
 import type { DedupStore } from '../store/types.js'
-import type { ReceiverOptions, WebhookEventHandler, WebhookLogger } from './types.js'
+import { type OrderingMode, orderingMode, skipStaleTest } from './order.js'
+import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
 /** The prefix of every message of this package. */
 export const PACKAGE = '[@email-webhooks/core]'
@@ -39,6 +42,12 @@ export interface ResolvedOptions<Ctx> {
   storeTimeoutMs: number
   store: DedupStore
   logger: WebhookLogger | undefined
+  /** `on`: the receiver passes `order` to claim and complete (`ordering: true` and a store that keeps marks). */
+  ordering: OrderingMode
+  orderInputOptions: OrderInputOptions
+  /** Whether a stale event of this type is acknowledged without running a handler; undefined: none is. */
+  skipStale: ((type: string) => boolean) | undefined
+  onStale: StaleObserver | undefined
 }
 
 function wholePositive(name: string, value: unknown, fallback: number, unit: 'milliseconds' | 'bytes'): number {
@@ -59,7 +68,7 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
     if (handler !== undefined && typeof handler !== 'function')
       throw new TypeError(`${PACKAGE} the handler for "${type}" must be a function.`)
   }
-  for (const name of ['onEvent', 'onUnknown', 'onError'] as const) {
+  for (const name of ['onEvent', 'onUnknown', 'onError', 'onStale', 'orderKey'] as const) {
     const fn = options[name]
     if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`${PACKAGE} ${name} must be a function.`)
   }
@@ -127,6 +136,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
   }
   const logger = checkLogger(options.logger)
   const store = checkStore(options.store)
+  const orderInputOptions: OrderInputOptions = options.orderKey ? { orderKey: options.orderKey } : {}
   return {
     handlers,
     onEvent: options.onEvent,
@@ -139,5 +149,9 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     storeTimeoutMs,
     store,
     logger,
+    ordering: orderingMode(options, supportsOrdering(store), PACKAGE),
+    orderInputOptions,
+    skipStale: skipStaleTest(options.skipStale, PACKAGE),
+    onStale: options.onStale,
   }
 }

@@ -6,6 +6,7 @@ import type { ClaimOptions, CompleteOptions } from '../store/types.js'
 import { errorAnswer } from './answers.js'
 import { Deadlines } from './deadline.js'
 import type { ResolvedOptions } from './options.js'
+import { type EventOrdering, plainOrdering } from './order.js'
 import { Reporter } from './report.js'
 import type { ErrorInfo, ReceiverResponse } from './types.js'
 
@@ -13,6 +14,8 @@ import type { ErrorInfo, ReceiverResponse } from './types.js'
 export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   claimOptions: ClaimOptions
   completeOptions: CompleteOptions
+  /** What an event that passes no `order` to the store uses (ordering off, no event, or no usable order). */
+  plainOrdering: EventOrdering
   deadlines: Deadlines
   /** False for the in-process memory store, which answers before the next tick and cannot hang: no store deadline. */
   storeMayHang: boolean
@@ -27,10 +30,13 @@ export function createPipeline<Ctx>(
   onError: ((error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void) | undefined,
 ): Pipeline<Ctx> {
   const reporter = new Reporter(onError, resolved.logger)
+  const claimOptions = { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs }
+  const completeOptions = { retentionMs: resolved.retentionMs }
   return {
     ...resolved,
-    claimOptions: { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs },
-    completeOptions: { retentionMs: resolved.retentionMs },
+    claimOptions,
+    completeOptions,
+    plainOrdering: plainOrdering(claimOptions, completeOptions),
     deadlines: new Deadlines(Math.min(resolved.storeTimeoutMs, resolved.handlerTimeoutMs)),
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),
     reporter,

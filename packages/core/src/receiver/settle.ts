@@ -1,7 +1,7 @@
 /** Settle step: record the event as done (durable before the store resolves), then the final answer. */
 import { WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
-import { ignoredAnswer, okAnswer, storeUnavailable } from './answers.js'
+import { ignoredAnswer, okAnswer, staleSkippedAnswer, storeUnavailable } from './answers.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
@@ -12,7 +12,7 @@ async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookE
   let timedOut = false
   let completed: boolean
   try {
-    const pending = attempt(() => p.store.complete(claimed.claim, p.completeOptions))
+    const pending = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
     completed = await p.deadlines.within(pending, p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined, () => {
       timedOut = true
       return new Error(`store complete took longer than ${p.storeTimeoutMs} ms`)
@@ -55,4 +55,24 @@ export async function settleInvalid<Ctx>(
   if (failed) return failed
   p.reporter.report(error, { status: 200, eventId: id })
   return ignoredAnswer()
+}
+
+/**
+ * 200 to a stale event that `skipStale` covers, once it is recorded as handled (no handler ran);
+ * then `onStale` sees it. Counted as handled.
+ */
+export async function settleSkipped<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent): Promise<ReceiverResponse> {
+  const failed = await complete(p, claimed, event)
+  if (failed) return failed
+  p.reporter.handled++
+  const order = claimed.order
+  if (p.onStale && order.status === 'stale') {
+    try {
+      // An observer: a rejected promise it returns must not surface as an unhandled rejection.
+      Promise.resolve(p.onStale(event, order as typeof order & { status: 'stale' })).catch(() => {})
+    } catch {
+      // What onStale throws does not change the answer.
+    }
+  }
+  return staleSkippedAnswer(event)
 }

@@ -2,6 +2,8 @@
 import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
 import type { EmailEventOf, EmailEventType, WebhookEvent } from '../events.js'
 import type { WebhookHeaders } from '../headers.js'
+import type { OrderKeyFunction } from '../ordering/key.js'
+import type { EventOrder } from '../ordering/status.js'
 import type { WebhookSecret } from '../secret.js'
 import type { DedupStore } from '../store/types.js'
 import type { WebhookBody } from '../verify.js'
@@ -14,7 +16,17 @@ export interface HandlerContext {
   attempt: number
   /** The verified `webhook-timestamp`, seconds since the epoch. */
   timestamp: number
+  /**
+   * This event's order against the events already handled for the same email (or `orderKey`), with
+   * `ordering: true`: `first`, `latest`, `stale` (a newer one was handled: `newestHandled` names its
+   * type and time) or `unknown` (with `reason`: ordering is off, the store lacks the capability, or
+   * `created_at`/`data.id` is unusable).
+   */
+  order: EventOrder
 }
+
+/** Sees each stale event that `skipStale` acknowledged without running a handler, once it is recorded. What it throws is ignored. */
+export type StaleObserver = (event: WebhookEvent, order: EventOrder & { status: 'stale' }) => void
 
 /** A handler for one email event type. Resolve when the work is durably done; throw to get a retry. */
 export type EmailEventHandler<T extends EmailEventType, Ctx = HandlerContext> = (
@@ -94,6 +106,28 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   storeTimeoutMs?: number
   /** Clock in milliseconds since the epoch for the timestamp window; default `Date.now`. */
   now?: () => number
+  /**
+   * Keep a high-water mark per email in the store and tell handlers where each event stands
+   * (`ctx.order`); default false, as it costs one more row written per event (see the README's
+   * "Ordering"). Off, `ctx.order` is `unknown` with reason `ordering_off`.
+   */
+  ordering?: boolean
+  /**
+   * Order key of events that are not `email.*` events (those are keyed by `data.id`): events with the
+   * same key are ordered against each other in `ctx.order`. Return `undefined` for "not ordered"
+   * (the default for every such event). What it throws only makes that event's order `unknown`.
+   * Needs `ordering: true`.
+   */
+  orderKey?: OrderKeyFunction
+  /**
+   * Acknowledge stale events (older than one already handled for the same key) without running any
+   * handler: `true` for every type, or a list of email event types. They are answered 2xx and
+   * recorded as handled; `onStale` sees each. Default: none is skipped, handlers decide with `ctx.order`.
+   * Needs `ordering: true`.
+   */
+  skipStale?: true | EmailEventType[]
+  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `ordering: true`. */
+  onStale?: StaleObserver
 }
 
 /** Options of `createReceiver`. */

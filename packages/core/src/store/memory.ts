@@ -3,9 +3,12 @@
  * restart run handlers again. For tests and single short-lived processes; use the SQLite
  * store (or a shared one) in production.
  */
+
+import type { OrderMark } from '../ordering/position.js'
+import { compareOrderPositions } from '../ordering/position.js'
 import { durationProblem } from './durations.js'
 import { DedupStoreError } from './errors.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, StoreOrderInput } from './types.js'
 
 const PACKAGE = '[@email-webhooks/core]'
 
@@ -28,16 +31,27 @@ interface Entry {
   expiresAt: number
 }
 
+/** The high-water mark of one order key (ordering capability). */
+interface MarkEntry {
+  mark: OrderMark
+  expiresAt: number
+}
+
 /**
  * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time. A claim rejects
  * with a {@link DedupStoreError}: `invalid_options` when `leaseMs` or `retentionMs` is not a
- * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room.
+ * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room. It has the
+ * ordering capability: marks live in a second `Map`, also bounded by `maxKeys` (when full, the
+ * expired marks, else the oldest written one, are forgotten: that key's next event is `first`).
  * @throws {TypeError} when `maxKeys` is not a whole number ≥ 1.
  * @example
  * const store = new MemoryDedupStore({ maxKeys: 10_000 })
  */
 export class MemoryDedupStore implements DedupStore {
+  /** Ordering capability: claims with `order` return the mark, completes advance it. */
+  readonly ordering = true as const
   readonly #entries = new Map<string, Entry>()
+  readonly #marks = new Map<string, MarkEntry>()
   readonly #maxKeys: number
   readonly #now: () => number
 
@@ -75,7 +89,10 @@ export class MemoryDedupStore implements DedupStore {
     }
     const token = crypto.randomUUID()
     this.#entries.set(key, { done: false, token, attempt, expiresAt: now + opts.leaseMs })
-    return Promise.resolve({ status: 'acquired', claim: { key, token, attempt } })
+    const claim = { key, token, attempt }
+    if (!opts.order) return Promise.resolve({ status: 'acquired', claim })
+    const held = this.#marks.get(opts.order.key)
+    return Promise.resolve({ status: 'acquired', claim, order: { mark: held && held.expiresAt > now ? { ...held.mark } : null } })
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
@@ -83,9 +100,11 @@ export class MemoryDedupStore implements DedupStore {
     if (invalid) return Promise.reject(invalid)
     const entry = this.#entries.get(claim.key)
     if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
+    const now = this.#now()
     entry.done = true
     entry.token = null
-    entry.expiresAt = this.#now() + opts.retentionMs
+    entry.expiresAt = now + opts.retentionMs
+    if (opts.order) this.#advance(opts.order, now, now + opts.retentionMs)
     return Promise.resolve(true)
   }
 
@@ -105,7 +124,31 @@ export class MemoryDedupStore implements DedupStore {
 
   close(): Promise<void> {
     this.#entries.clear()
+    this.#marks.clear()
     return Promise.resolve()
+  }
+
+  /** Sets the mark of `order.key` to `order.mark` if none is live or it is newer; renews its expiry either way. */
+  #advance(order: StoreOrderInput, now: number, expiresAt: number): void {
+    const held = this.#marks.get(order.key)
+    if (held && held.expiresAt > now) {
+      if (compareOrderPositions(order.mark, held.mark) > 0) held.mark = { ...order.mark }
+      held.expiresAt = expiresAt
+      return
+    }
+    if (held) this.#marks.delete(order.key)
+    else if (this.#marks.size >= this.#maxKeys) this.#evictMark(now)
+    this.#marks.set(order.key, { mark: { ...order.mark }, expiresAt })
+  }
+
+  /** Frees room for marks: every expired mark, else a batch of the oldest written ones (so a full map is not scanned per event). */
+  #evictMark(now: number): void {
+    for (const [key, held] of this.#marks) if (held.expiresAt <= now) this.#marks.delete(key)
+    let budget = this.#marks.size < this.#maxKeys ? 0 : Math.max(1, Math.floor(this.#maxKeys / 100))
+    for (const key of this.#marks.keys()) {
+      if (budget-- <= 0) break
+      this.#marks.delete(key)
+    }
   }
 
   /** Frees room: all expired keys, else the oldest completed key. False when only live claims remain. */

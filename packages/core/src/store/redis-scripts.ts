@@ -1,6 +1,8 @@
 /**
  * The Lua scripts of `RedisDedupStore`: each one reads and writes one key atomically, on the
- * server's clock (`TIME`). Bundled into the Redis subpath.
+ * server's clock (`TIME`); the ordering variants of claim and complete also read or advance the
+ * mark key (a hash: ms, id, type; expiring with the retention) in the same script. Bundled into
+ * the Redis subpath.
  */
 import { createHash } from 'node:crypto'
 
@@ -53,6 +55,37 @@ if tonumber(exp) <= now then return 0 end
 if done == '1' then return 2 end
 return 1`
 
+// Ordering: a claim also returns the live mark of KEYS[2]; a complete that succeeds advances it
+// (ARGV[3..5]: created_at ms, event id, type) when newer. Ids compare byte by byte: Lua's `<` on
+// strings follows the server's locale (strcoll).
+const CLAIM_ORDER_SCRIPT = CLAIM_SCRIPT.replace(
+  'return {2, attempt}',
+  `local m = redis.call('HMGET', KEYS[2], 'ms', 'id', 'type')
+return {2, attempt, m[1], m[2], m[3]}`,
+)
+
+const NEWER = `local function newer(ms, id, cur_ms, cur_id)
+  if not cur_ms or not cur_id then return true end
+  local a, b = tonumber(ms), tonumber(cur_ms)
+  if a ~= b then return a > b end
+  for i = 1, math.min(#id, #cur_id) do
+    local x, y = string.byte(id, i), string.byte(cur_id, i)
+    if x ~= y then return x > y end
+  end
+  return #id > #cur_id
+end
+`
+
+const COMPLETE_ORDER_SCRIPT =
+  NEWER +
+  COMPLETE_SCRIPT.replace(
+    /return 1$/,
+    `local m = redis.call('HMGET', KEYS[2], 'ms', 'id')
+if newer(ARGV[3], ARGV[4], m[1], m[2]) then redis.call('HSET', KEYS[2], 'ms', ARGV[3], 'id', ARGV[4], 'type', ARGV[5]) end
+redis.call('PEXPIRE', KEYS[2], retention)
+return 1`,
+  )
+
 /** A Lua script and its SHA-1, for EVALSHA. */
 export interface Script {
   source: string
@@ -60,10 +93,12 @@ export interface Script {
 }
 
 const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
-/** The store's scripts, each run on one key. */
-export const SCRIPTS: Record<'claim' | 'complete' | 'release' | 'lookup', Script> = {
+/** The store's scripts: each run on one key, `claimOrder` and `completeOrder` on the dedup key and the mark key. */
+export const SCRIPTS: Record<'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'lookup', Script> = {
   claim: script(CLAIM_SCRIPT),
   complete: script(COMPLETE_SCRIPT),
+  claimOrder: script(CLAIM_ORDER_SCRIPT),
+  completeOrder: script(COMPLETE_ORDER_SCRIPT),
   release: script(RELEASE_SCRIPT),
   lookup: script(LOOKUP_SCRIPT),
 }

@@ -1,8 +1,9 @@
 /**
- * The dedup store contract (DESIGN.md). Every store, built-in or custom, implements it; the
- * conformance suite in `@email-webhooks/core/testing` checks it. All durations are in
- * milliseconds and every expiry is computed on the store's own clock.
+ * The dedup store contract (DESIGN.md), with its optional ordering capability. Every store,
+ * built-in or custom, implements it; the conformance suites in `@email-webhooks/core/testing`
+ * check it. All durations are in milliseconds and every expiry is computed on the store's own clock.
  */
+import type { OrderMark } from '../ordering/position.js'
 
 /** Proof of ownership of one key, returned by an `acquired` claim. */
 export interface Claim {
@@ -13,8 +14,31 @@ export interface Claim {
   attempt: number
 }
 
-/** Result of {@link DedupStore.claim}. */
-export type ClaimResult = { status: 'acquired'; claim: Claim } | { status: 'duplicate' } | { status: 'in_flight'; retryAfterMs: number }
+/**
+ * The `order` option of `claim` and `complete` (ordering capability): which high-water mark, and
+ * the event's own position. The receiver builds it once per event and passes it to both calls.
+ */
+export interface StoreOrderInput {
+  /** The mark key: the receiver's `namespace` + `:` + the event's order key (at most `MAX_ORDER_KEY_LENGTH` characters more than the namespace). */
+  key: string
+  /** The event's position and type: what the mark becomes when this event completes and is the newest. */
+  mark: OrderMark
+}
+
+/** What an ordering store adds to an `acquired` claim made with an `order` option. */
+export interface ClaimOrder {
+  /** The newest completed event for the key, or `null` when none is remembered (never completed, or expired). */
+  mark: OrderMark | null
+}
+
+/**
+ * Result of {@link DedupStore.claim}. A store with the ordering capability adds `order` to an
+ * `acquired` result of a claim made with the `order` option; other stores leave it out.
+ */
+export type ClaimResult =
+  | { status: 'acquired'; claim: Claim; order?: ClaimOrder }
+  | { status: 'duplicate' }
+  | { status: 'in_flight'; retryAfterMs: number }
 
 /**
  * What a store knows of one key, from {@link DedupStore.lookup}: `'done'` (handled and still
@@ -29,12 +53,22 @@ export interface ClaimOptions {
   leaseMs: number
   /** How long a completed key is remembered (passed again to `complete`). */
   retentionMs: number
+  /**
+   * Ordering capability only (a store without it ignores this): the acquired result carries
+   * `order.mark` for `order.key`. A claim never changes a mark.
+   */
+  order?: StoreOrderInput
 }
 
 /** Options of {@link DedupStore.complete}. */
 export interface CompleteOptions {
   /** How long the completed key is remembered as a duplicate. */
   retentionMs: number
+  /**
+   * Ordering capability only (a store without it ignores this): the mark of `order.key` advances
+   * to `order.mark` if that is newer, in the same atomic step as the complete.
+   */
+  order?: StoreOrderInput
 }
 
 /**
@@ -42,6 +76,11 @@ export interface CompleteOptions {
  * concurrent claims of a key, at most one is `acquired`.
  */
 export interface DedupStore {
+  /**
+   * `true` declares the optional ordering capability (see `OrderingDedupStore`, checked by
+   * `orderingConformance`). Without it the store still works; ordering is then reported `unknown`.
+   */
+  readonly ordering?: boolean
   /** Atomically takes the key if it is new, released, or its lease or retention expired. */
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult>
   /** Marks the claim's key done; durable before the promise resolves. False if the token no longer owns the key. */

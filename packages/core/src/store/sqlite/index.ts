@@ -12,9 +12,11 @@
  * loop never waits for the disk. Claims that acquire need no sync: a claim lost to a power cut
  * was never acknowledged. Keys this process completed and synced are remembered for a while, so
  * their duplicates answer without touching the file. After a failed sync the store refuses all
- * work until it is reopened.
+ * work until it is reopened. Ordering: a claim with `order` reads the mark in the same batch, a
+ * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
 import { checkMs, closedError, commandError, invalidOption } from './errors.js'
 import { Purger } from './purge.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
@@ -26,7 +28,6 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 /** Keys completed by this process kept in memory to answer their duplicates without SQL. */
 const REMEMBERED_KEYS = 10_000
-const DUPLICATE: ClaimResult = Object.freeze({ status: 'duplicate' })
 
 /** Options of {@link SqliteDedupStore}. */
 export interface SqliteDedupStoreOptions {
@@ -45,22 +46,6 @@ export interface SqliteDedupStoreOptions {
   now?: () => number
 }
 
-interface Pending<T> {
-  resolve: (value: T) => void
-  reject: (error: unknown) => void
-}
-interface PendingClaim extends Pending<ClaimResult> {
-  key: string
-  leaseMs: number
-  result: ClaimResult | undefined
-}
-interface PendingComplete extends Pending<boolean> {
-  key: string
-  token: string
-  retentionMs: number
-  done: boolean
-}
-
 /**
  * Dedup store in a SQLite file.
  * @throws {DedupStoreError} `driver_missing` when better-sqlite3 cannot load, `misconfigured` when the file cannot be opened or is not a database, `invalid_options` for bad options.
@@ -68,6 +53,8 @@ interface PendingComplete extends Pending<boolean> {
  * const store = new SqliteDedupStore({ path: './data/webhooks.db' })
  */
 export class SqliteDedupStore implements DedupStore {
+  /** Ordering capability: marks in `<table>_order`. */
+  readonly ordering = true as const
   readonly #db: Database
   readonly #sql: Statements
   readonly #path: string
@@ -112,14 +99,9 @@ export class SqliteDedupStore implements DedupStore {
     this.#durable = durability === 'full'
     this.#sync = this.#durable ? WalSync.open(options.path) : undefined
     this.#purger = new Purger(statements)
-    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void => {
-      for (const item of claims) item.result = this.#claimSync(item.key, item.leaseMs, now)
-      const { endLease, markDone } = this.#sql
-      for (const item of completes) {
-        item.done = endLease.run(item.key, item.token).changes === 1
-        if (item.done) markDone.run(item.key, now + item.retentionMs)
-      }
-    }).immediate
+    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
+      commitBatch(statements, claims, completes, now),
+    ).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
       const done = this.#sql.findDone.get(key) as number | undefined
       if (done !== undefined && done > now) return 'done'
@@ -137,7 +119,7 @@ export class SqliteDedupStore implements DedupStore {
       this.#remembered.delete(key)
     }
     return new Promise((resolve, reject) => {
-      this.#claims.push({ key, leaseMs: opts.leaseMs, result: undefined, resolve, reject })
+      this.#claims.push({ key, leaseMs: opts.leaseMs, order: opts.order, result: undefined, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -146,7 +128,8 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused() ?? checkMs('retentionMs', opts.retentionMs)
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
-      this.#completes.push({ key: claim.key, token: claim.token, retentionMs: opts.retentionMs, done: false, resolve, reject })
+      const { key, token } = claim
+      this.#completes.push({ key, token, retentionMs: opts.retentionMs, order: opts.order, done: false, resolve, reject })
       this.#scheduleFlush()
     })
   }
@@ -219,19 +202,6 @@ export class SqliteDedupStore implements DedupStore {
       this.#flushScheduled = true
       setImmediate(this.#flush)
     }
-  }
-
-  /** One claim inside the batch's transaction: duplicate, a new lease, or the live lease that holds the key. */
-  #claimSync(key: string, leaseMs: number, now: number): ClaimResult {
-    const { findDone, takeLease, findLease } = this.#sql
-    const done = findDone.get(key) as number | undefined
-    if (done !== undefined && done > now) return DUPLICATE
-    const token = crypto.randomUUID()
-    const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
-    if (attempt !== undefined) return { status: 'acquired', claim: { key, token, attempt } }
-    // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
-    const expiresAt = findLease.get(key) as number
-    return { status: 'in_flight', retryAfterMs: Math.max(1, expiresAt - now) }
   }
 
   /** Commits every pending claim and complete in one transaction, then answers them (after a sync where a 2xx relies on them). */

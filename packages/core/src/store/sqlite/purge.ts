@@ -3,10 +3,12 @@
  * key order, a window at a time, and deletes the expired rows it passes. Each step walks four
  * rows per done record written since the step before, so one full round over the table takes
  * at most a quarter of its size in new records; a record is gone at most two rounds after it
- * expired, which keeps the table under about twice its live records at any arrival rate. Steps
- * run after the batch that triggered them has answered, in one short transaction each.
+ * expired, which keeps the table under about twice its live records at any arrival rate. Order
+ * marks (at most one per email, so no more than done records) are walked the same way, by a
+ * cursor of their own, as many rows per step. Steps run after the batch that triggered them has
+ * answered, in one short transaction each.
  */
-import type { Statements } from './schema.js'
+import type { Statement, Statements } from './schema.js'
 
 /** Rows (done records and leases) written between two purge steps. */
 export const PURGE_EVERY_WRITES: number = 256
@@ -17,11 +19,51 @@ const MIN_WALK = 1_024
 /** A released or lapsed lease row is kept this long (it carries the attempt count), then purged. */
 export const LEASE_MEMORY_MS: number = 60 * 60 * 1000
 
-/** The purge cursor of one store and the writes owed since its last step. */
+/** The statements one cursor walks with. */
+interface Walked {
+  purgeWindowEnd: Statement
+  purgeRange: Statement
+  purgeTail: Statement
+}
+
+/** A cursor over one table in key order, deleting the expired rows it passes. */
+class Cursor {
+  /** The last key of the previous window; '' = from the start of the table. */
+  at = ''
+  constructor(private readonly statements: Walked) {}
+
+  /** Walks `walk` rows from the cursor (to the end of the table, then wraps) and returns the rows deleted. */
+  window(walk: number, now: number): number {
+    const { purgeWindowEnd, purgeRange, purgeTail } = this.statements
+    const after = this.at
+    const end = purgeWindowEnd.get(after, walk - 1) as string | undefined
+    if (end === undefined) {
+      this.at = ''
+      return purgeTail.run(after, now).changes
+    }
+    this.at = end
+    return purgeRange.run(after, end, now).changes
+  }
+
+  /** Walks the whole table once from where the cursor is: to its end, then from its start back to there. */
+  round(walk: number, now: number): number {
+    let deleted = 0
+    const start = this.at
+    if (start !== '') {
+      do deleted += this.window(walk, now)
+      while (this.at !== '')
+    }
+    do deleted += this.window(walk, now)
+    while (this.at !== '' && (start === '' || this.at < start))
+    return deleted
+  }
+}
+
+/** The purge cursors of one store and the writes owed since its last step. */
 export class Purger {
   readonly #statements: Statements
-  /** The last key of the previous window; '' = from the start of the table. */
-  #cursor = ''
+  readonly #done: Cursor
+  readonly #marks: Cursor
   /** Done records written since the last step. */
   #writes = 0
   /** All rows written since the last step (done records, leases). */
@@ -29,6 +71,8 @@ export class Purger {
 
   constructor(statements: Statements) {
     this.#statements = statements
+    this.#done = new Cursor(statements)
+    this.#marks = new Cursor(statements.marks)
   }
 
   /** Counts done records and leases written; true when a step is due. */
@@ -43,34 +87,16 @@ export class Purger {
     const walk = Math.max(MIN_WALK, this.#writes * WALK_PER_WRITE)
     this.#writes = 0
     this.#rows = 0
-    return this.#window(walk, now) + this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
+    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
+    return this.#done.window(walk, now) + this.#marks.window(walk, now) + leases
   }
 
-  /** Walks the whole table once from where the cursor is (call inside a write transaction). */
+  /** Walks the done records and the marks once each from where their cursors are (call inside a write transaction). */
   round(now: number): number {
-    let deleted = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
-    const start = this.#cursor
-    // Up to the end of the table, then from its start back to where this round began.
-    if (start !== '') {
-      do deleted += this.#window(MIN_WALK, now)
-      while (this.#cursor !== '')
-    }
-    do deleted += this.#window(MIN_WALK, now)
-    while (this.#cursor !== '' && (start === '' || this.#cursor < start))
+    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
+    const deleted = leases + this.#done.round(MIN_WALK, now) + this.#marks.round(MIN_WALK, now)
     this.#writes = 0
     this.#rows = 0
     return deleted
-  }
-
-  #window(walk: number, now: number): number {
-    const { purgeWindowEnd, purgeRange, purgeTail } = this.#statements
-    const after = this.#cursor
-    const end = purgeWindowEnd.get(after, walk - 1) as string | undefined
-    if (end === undefined) {
-      this.#cursor = ''
-      return purgeTail.run(after, now).changes
-    }
-    this.#cursor = end
-    return purgeRange.run(after, end, now).changes
   }
 }

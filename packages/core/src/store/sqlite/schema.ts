@@ -1,11 +1,13 @@
 /**
- * The SQLite store's file: pragmas, the two tables, the move from the one-table layout of 0.1,
+ * The SQLite store's file: pragmas, the three tables, the move from the one-table layout of 0.1,
  * and the prepared statements. Done records live in `<table>` (key → expiry, written once per
  * event); live leases in `<table>_lease` (small: a row per event in flight, deleted by its
- * complete). Neither has a secondary index: purge walks `<table>` in key order (purge.ts).
+ * complete); order marks in `<table>_order` (order.ts). None has a secondary index: purge walks
+ * `<table>` and `<table>_order` in key order (purge.ts).
  */
 import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
+import { type MarkStatements, markTableSql, prepareMarks } from './order.js'
 
 /** The part of a better-sqlite3 statement the store uses. */
 export interface Statement {
@@ -13,6 +15,7 @@ export interface Statement {
   all(...params: unknown[]): unknown[]
   get(...params: unknown[]): unknown
   pluck(toggle?: boolean): Statement
+  raw(toggle?: boolean): Statement
 }
 /** The part of a better-sqlite3 database the store uses. */
 export interface Database {
@@ -55,6 +58,8 @@ export interface Statements {
   purgeTail: Statement
   /** (cutoff): lease rows that ended before `cutoff`. */
   purgeLeases: Statement
+  /** The mark table's statements (ordering capability). */
+  marks: MarkStatements
 }
 
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
@@ -101,10 +106,12 @@ function createTables(db: Database, table: string): void {
     CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS ${table}_lease (
       key TEXT PRIMARY KEY NOT NULL, token TEXT, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL
-    ) WITHOUT ROWID;`
+    ) WITHOUT ROWID;
+    ${markTableSql(table)}`
   db.transaction(() => {
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
     if (!columns.includes('done')) {
+      // CREATE … IF NOT EXISTS: also adds the mark table to a file from before ordering.
       db.exec(create)
       return
     }
@@ -146,5 +153,6 @@ function prepare(db: Database, table: string): Statements {
     purgeRange: db.prepare(`DELETE FROM ${table} WHERE key > ? AND key <= ? AND expires_at <= ?`),
     purgeTail: db.prepare(`DELETE FROM ${table} WHERE key > ? AND expires_at <= ?`),
     purgeLeases: db.prepare(`DELETE FROM ${lease} WHERE expires_at <= ?`),
+    marks: prepareMarks(db, table),
   }
 }
