@@ -23,6 +23,7 @@ const USER_MODULES: Record<string, string> = {
   'db.d.ts': [
     'export declare function markBounced(emailId: string): Promise<void>',
     'export declare function suppress(emailId: string): Promise<void>',
+    'export declare function setStatus(emailId: string, status: string): Promise<void>',
   ].join('\n'),
   'app.d.ts':
     "export declare function startApp(secret: string): Promise<{ port: number; store: import('@email-webhooks/core').DedupStore }>",
