@@ -1,5 +1,7 @@
 /** Loading the optional client library of a server-backed store. Bundled into each store subpath. */
 import { createRequire } from 'node:module'
+// Imported by name, not './errors.js': each store subpath is bundled on its own, and a bundled copy of the
+// class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 
 /**

@@ -1,4 +1,6 @@
 /** Checks of `RedisDedupStore`'s options and call durations. Bundled into the Redis subpath. */
+// By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
+// class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 import { durationProblem } from './durations.js'
 import type { ClaimOptions } from './types.js'

@@ -7,16 +7,18 @@
  * none is left, at least once a second while claims arrive. Ordering capability: marks live in
  * `<table>_order`, read by the claim statement and advanced by the complete statement.
  */
+// By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
+// class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
-import { optionalDriver } from './store/driver.js'
-import { durationProblem } from './store/durations.js'
-import { classify } from './store/postgres-errors.js'
-import { markOfRow, orderParams, type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './store/postgres-order.js'
-import { assertTableName, createTableSql, DEFAULT_POSTGRES_TABLE } from './store/postgres-schema.js'
-import { passwordOf, redactUrl, scrub } from './store/redact.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
+import { optionalDriver } from './driver.js'
+import { durationProblem } from './durations.js'
+import { classify } from './postgres-errors.js'
+import { markOfRow, orderParams, type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './postgres-order.js'
+import { assertTableName, createTableSql, DEFAULT_POSTGRES_TABLE } from './postgres-schema.js'
+import { passwordOf, redactUrl, scrub } from './redact.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
 
-export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './store/postgres-schema.js'
+export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './postgres-schema.js'
 
 const PACKAGE = '[@email-webhooks/core/postgres]'
 const DEFAULT_MAX_CONNECTIONS = 10

@@ -7,17 +7,19 @@
  * store checks these once and refuses a server that would lose completions (or warns once when
  * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
  */
+// By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
+// class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
-import type { OrderMark } from './ordering/position.js'
-import { optionalDriver } from './store/driver.js'
-import { passwordOf, redactUrl, scrub } from './store/redact.js'
-import { classify, withoutCommand } from './store/redis-errors.js'
-import type { RedisWaitFor } from './store/redis-options.js'
-import { checkDurations, checkWaitFor, invalidOption } from './store/redis-options.js'
-import { SCRIPTS, type Script } from './store/redis-scripts.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
+import type { OrderMark } from '../ordering/position.js'
+import { optionalDriver } from './driver.js'
+import { passwordOf, redactUrl, scrub } from './redact.js'
+import { classify, withoutCommand } from './redis-errors.js'
+import type { RedisWaitFor } from './redis-options.js'
+import { checkDurations, checkWaitFor, invalidOption } from './redis-options.js'
+import { SCRIPTS, type Script } from './redis-scripts.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
 
-export type { RedisWaitFor } from './store/redis-options.js'
+export type { RedisWaitFor } from './redis-options.js'
 
 const PACKAGE = '[@email-webhooks/core/redis]'
 /** Key prefix used when `prefix` is not given. */
