@@ -2,16 +2,7 @@
 // The claim is one atomic upsert: it takes the key if it is new, released, or expired, and
 // otherwise changes nothing; complete and release act only while the claim's token owns the key.
 
-import { DedupStoreError } from '@email-webhooks/core'
-
 /** @typedef {import('@email-webhooks/core').DedupStore} DedupStore */
-
-/** The store contract's durations are whole milliseconds ≥ 1; anything else is refused, and nothing is written. */
-function wholeMs(name, value) {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new DedupStoreError('invalid_options', `${name} must be a whole number of milliseconds ≥ 1, got ${value}.`)
-  }
-}
 
 const TABLE = 'email_webhook_dedup'
 
@@ -30,9 +21,7 @@ export class D1DedupStore {
     return this.ready
   }
 
-  async claim(key, { leaseMs, retentionMs }) {
-    wholeMs('leaseMs', leaseMs)
-    wholeMs('retentionMs', retentionMs)
+  async claim(key, { leaseMs }) {
     await this.init()
     const now = Date.now()
     const token = crypto.randomUUID()
@@ -55,7 +44,6 @@ export class D1DedupStore {
   }
 
   async complete(claim, { retentionMs }) {
-    wholeMs('retentionMs', retentionMs)
     await this.init()
     const now = Date.now()
     const result = await this.db

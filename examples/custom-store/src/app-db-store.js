@@ -3,16 +3,7 @@
 // is atomic even across processes). Checked with the conformance suite from
 // @email-webhooks/core/testing, like the built-in stores.
 
-import { DedupStoreError } from '@email-webhooks/core'
-
 /** @typedef {import('@email-webhooks/core').DedupStore} DedupStore */
-
-/** The store contract's durations are whole milliseconds ≥ 1; anything else is refused, and nothing is written. */
-function wholeMs(name, value) {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new DedupStoreError('invalid_options', `${name} must be a whole number of milliseconds ≥ 1, got ${value}.`)
-  }
-}
 
 /** @implements {DedupStore} */
 export class AppDbDedupStore {
@@ -42,15 +33,12 @@ export class AppDbDedupStore {
     )
   }
 
-  async claim(key, { leaseMs, retentionMs }) {
-    wholeMs('leaseMs', leaseMs)
-    wholeMs('retentionMs', retentionMs)
+  async claim(key, { leaseMs }) {
     // .immediate takes the write lock first, so two processes cannot both read "free".
     return this.claimTx.immediate(key, leaseMs)
   }
 
   async complete(claim, { retentionMs }) {
-    wholeMs('retentionMs', retentionMs)
     return this.completeStmt.run(Date.now() + retentionMs, claim.key, claim.token).changes === 1
   }
 

@@ -12,7 +12,6 @@ import {
   type ClaimResult,
   type CompleteOptions,
   type DedupStore,
-  DedupStoreError,
   EMAIL_EVENT_TYPES,
   emailWebhook as fetchWebhook,
   MemoryDedupStore,
@@ -90,9 +89,7 @@ export class CompareAndSetStore implements DedupStore {
     return true
   }
 
-  async claim(key: string, { leaseMs, retentionMs }: ClaimOptions): Promise<ClaimResult> {
-    wholeMs('leaseMs', leaseMs)
-    wholeMs('retentionMs', retentionMs)
+  async claim(key: string, { leaseMs }: ClaimOptions): Promise<ClaimResult> {
     for (;;) {
       const row = await this.#get(key)
       const now = Date.now()
@@ -109,7 +106,6 @@ export class CompareAndSetStore implements DedupStore {
   }
 
   async complete(claim: Claim, { retentionMs }: CompleteOptions): Promise<boolean> {
-    wholeMs('retentionMs', retentionMs)
     const row = await this.#get(claim.key)
     if (row?.value.state !== 'pending' || row.value.token !== claim.token || row.value.expiresAt <= Date.now()) return false
     return this.#set(claim.key, row.version, { state: 'done', token: '', attempt: row.value.attempt, expiresAt: Date.now() + retentionMs })
@@ -119,13 +115,6 @@ export class CompareAndSetStore implements DedupStore {
     const row = await this.#get(claim.key)
     if (row?.value.state !== 'pending' || row.value.token !== claim.token) return false
     return this.#set(claim.key, row.version, { state: 'pending', token: '', attempt: row.value.attempt, expiresAt: 0 })
-  }
-}
-
-/** The store contract's durations are whole milliseconds ≥ 1; anything else is refused, and nothing is written. */
-function wholeMs(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new DedupStoreError('invalid_options', `${name} must be a whole number of milliseconds ≥ 1, got ${value}.`)
   }
 }
 
