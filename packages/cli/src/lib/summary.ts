@@ -103,7 +103,7 @@ export function printSummary(summary: Summary, out: Output): void {
   out.line(columns.map(([, value], i) => value.padStart(widths[i] as number)).join('  '))
   const verdict =
     summary.unexpected === 0
-      ? colors.green(`every answer was ${summary.expected}${summary['409'] ? ' (or 409 for a repeat still in flight)' : ''}`)
+      ? colors.green(`every answer was ${summary.expected}${summary['409'] ? ' (or 409 for a copy whose twin was in flight)' : ''}`)
       : colors.red(`${summary.unexpected} answer(s) were not ${summary.expected}`)
   out.line(`${STOPPED[summary.stoppedBy]} in ${(summary.durationMs / 1000).toFixed(2)} s; ${summary.duplicatesSent} repeats; ${verdict}`)
 }
