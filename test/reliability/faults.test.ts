@@ -213,7 +213,8 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
       expect([down.status, codeOf(down)]).toEqual([503, 'handler_timeout'])
       // The answer did not wait for a handler that ignores the signal.
       expect(strayFinished).toBe(false)
-      expect(abortedAt).toBeGreaterThanOrEqual(140)
+      // The deadline counts from the claim, a little before the handler starts: aborted near 150 ms, not at once.
+      expect(abortedAt).toBeGreaterThanOrEqual(100)
       if (!cooperative) {
         // The first run is still going: the key is not handed to a second run at the same time.
         const during = await r.send(raw(await redeliver(delivery)))

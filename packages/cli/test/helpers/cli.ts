@@ -10,6 +10,18 @@ import { expect } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '../../../..')
 /** The built bin, as `npx email-webhooks` runs it. */
+
+/**
+ * What a clean child environment keeps from ours: PATH, and the hook that points better-sqlite3 at
+ * a build for this Node when the suite runs on another Node version (test/runtimes/node-versions.mjs).
+ */
+const BASE_ENV: Record<string, string> = Object.fromEntries(
+  ['PATH', 'NODE_OPTIONS', 'EMAIL_WEBHOOKS_BETTER_SQLITE3_DIR'].flatMap((name) => {
+    const value = process.env[name]
+    return value === undefined ? [] : [[name, value]]
+  }),
+)
+
 export const BIN = join(ROOT, 'packages/cli/bin/email-webhooks.js')
 /** The secret the example servers are started with in these tests. */
 export const SECRET = 'whsec_cli_test_secret_5b2f1c0e9d8a'
@@ -64,7 +76,7 @@ export async function startExample(name: 'express' | 'hono-node'): Promise<Examp
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort()
     const child = spawn(process.execPath, [join(ROOT, `examples/${name}/src/server.js`)], {
-      env: { PATH: process.env.PATH, EMAIL_WEBHOOK_SECRET: SECRET, PORT: String(port), EMAIL_WEBHOOKS_DB: join(dir, 'dedup.db') },
+      env: { ...BASE_ENV, EMAIL_WEBHOOK_SECRET: SECRET, PORT: String(port), EMAIL_WEBHOOKS_DB: join(dir, 'dedup.db') },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     const log = { text: '' }
@@ -99,7 +111,7 @@ export function runCli(args: readonly string[], options: RunOptions = {}): Promi
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? tmpdir(),
-      env: { PATH: process.env.PATH, ...options.env },
+      env: { ...BASE_ENV, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -128,7 +140,7 @@ export const HAS_SCRIPT: boolean = (process.env.PATH ?? '').split(':').some((dir
 export function runCliInTty(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const quoted = [process.execPath, BIN, ...args].map((arg) => `'${arg.replaceAll("'", `'\\''`)}'`).join(' ')
   return new Promise((done, fail) => {
-    const child = spawn('script', ['-qec', quoted, '/dev/null'], { cwd: tmpdir(), env: { PATH: process.env.PATH, TERM: 'xterm', ...env } })
+    const child = spawn('script', ['-qec', quoted, '/dev/null'], { cwd: tmpdir(), env: { ...BASE_ENV, TERM: 'xterm', ...env } })
     let output = ''
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString()

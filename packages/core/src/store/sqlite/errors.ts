@@ -70,6 +70,15 @@ export function openError(path: string, cause: unknown): DedupStoreError {
   if (cause instanceof DedupStoreError) return cause
   const code = (cause as { code?: unknown } | null)?.code
   const text = cause instanceof Error ? cause.message : String(cause)
+  if (code === 'ERR_DLOPEN_FAILED' || /NODE_MODULE_VERSION/.test(text)) {
+    // better-sqlite3 loads its native module on the first `new Database()`: a build for another
+    // Node.js version fails here, not at require time. Not a problem of the file.
+    return new DedupStoreError(
+      'driver_missing',
+      `${PACKAGE} better-sqlite3 could not be loaded: its native module does not fit this Node.js (${process.version}): ${text.split('\n').join(' ')} Fix: \`npm rebuild better-sqlite3\` with this Node.js (or reinstall); on Node 24 use better-sqlite3 13.`,
+      { cause },
+    )
+  }
   const full = path === ':memory:' ? path : resolve(path)
   const os = osError(full)
   const what =
