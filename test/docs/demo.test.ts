@@ -19,7 +19,7 @@ function row(output: string, what: string): string {
 
 describe('the demo', () => {
   it('prints each answer, the receiver error codes and the handler outcomes, and exits 0', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, 'examples/express/src/demo.js')], {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(ROOT, 'examples/express/src/demo.js')], {
       timeout: 60_000,
     })
     expect(row(stdout, 'email.queued')).toMatch(/\s200\s+ok\s+none for this type$/)
@@ -34,6 +34,9 @@ describe('the demo', () => {
     )
     // The receiver's own message is printed under its row, not a text fixed in the demo.
     expect(stdout).toMatch(/timestamp_too_new.*\n {4}\S[^\n]*future/)
+    // The receiver's log line for the 500 comes after the table (the demo passes a logger), not on stderr before it.
+    expect(stdout).toMatch(/What the receiver logged[^\n]*\n {2}\[@email-webhooks\/core\] 500 handler_failed email\.bounced/)
+    expect(stderr).toBe('')
     expect(stdout).toContain('All 19 answers and handler outcomes are the ones the sender needs.')
   })
 })

@@ -9,7 +9,7 @@ import express from 'express'
  * @param {{ markBounced(emailId: string): Promise<void> | void, suppress(emailId: string): Promise<void> | void, markDelivered(emailId: string): Promise<void> | void }} options.actions what the app does with events
  * @param {(type: string) => void} [options.onUnknown] called for event types this version does not know
  */
-export function createApp({ secret, actions, onUnknown = () => {} }) {
+export function createApp({ secret, actions, onUnknown = () => {}, logger }) {
   const app = express()
 
   // The webhook route comes before express.json(): it needs the raw bytes to check the signature.
@@ -22,7 +22,7 @@ export function createApp({ secret, actions, onUnknown = () => {} }) {
         'email.complained': async (event) => actions.suppress(event.data.id),
         'email.recipient_accepted': async (event) => actions.markDelivered(event.data.id),
       },
-      { onUnknown: (event) => onUnknown(event.type) },
+      { onUnknown: (event) => onUnknown(event.type), ...(logger ? { logger } : {}) },
     ),
   )
 

@@ -31,6 +31,8 @@ function observed(name, action, { shortArg = true } = {}) {
     }
   }
 }
+/** @type {string[]} */
+const logged = []
 const app = createApp({
   secret: TEST_SECRET,
   actions: {
@@ -44,6 +46,8 @@ const app = createApp({
     markDelivered: observed('markDelivered', () => {}),
   },
   onUnknown: observed('onUnknown', () => {}, { shortArg: false }),
+  // The receiver logs each 5xx (console.error by default); kept here and printed after the table.
+  logger: { warn: (line) => logged.push(line), error: (line) => logged.push(line) },
 })
 const server = app.listen(0, '127.0.0.1')
 await new Promise((resolve) => server.once('listening', resolve))
@@ -140,6 +144,10 @@ cells.forEach((values, i) => {
   const message = rows[i].message
   if (message) for (const text of wrap(message, MESSAGE_WIDTH)) console.log(`${indent}${text}`)
 })
+if (logged.length > 0) {
+  console.log('\nWhat the receiver logged (without a logger option it goes to console.error):')
+  for (const text of logged) for (const part of wrap(text, MESSAGE_WIDTH + indent.length)) console.log(`  ${part}`)
+}
 const wrong = rows.filter((row) => !row.ok)
 console.log(
   wrong.length === 0
