@@ -184,6 +184,8 @@ export function resultsMarkdown({ title, header, method, targetRows, verify, sto
     `only by stripe's own ratio to that baseline${stripeLimits.length ? ` (this run: ${stripeLimits.join(', ')})` : ''}. \`verifyWebhook\` is held to`,
     '≤ 1.2× of the baseline instead (above); the peer-library rows below stay as information.',
     '',
+    'Targets not met: where the time goes, step by step, and what limits each one: [profile/README.md](profile/README.md).',
+    '',
   )
   if (summaries.length > 0) {
     parts.push('## HTTP', '', table(HTTP_HEADER, httpRows(summaries)), '')

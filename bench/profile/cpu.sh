@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# CPU µs per request of one variant of server.mjs: the server pinned to core 0, the load to core 1,
+# a warm-up of 20,000 requests, then COUNT (default 100,000) measured with the warm-up included.
+# usage: bench/profile/cpu.sh <variant> [count]
+set -euo pipefail
+cd "$(dirname "$0")"
+variant=$1
+count=${2:-100000}
+port_file=$(mktemp)
+taskset -c 0 node server.mjs "$variant" >"$port_file" &
+pid=$!
+for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.1; done
+port=$(cat "$port_file")
+rm -f "$port_file"
+taskset -c 1 node load.mjs "$port" 20000 >/dev/null
+taskset -c 1 node load.mjs "$port" "$count"
+kill -INT "$pid"
+wait "$pid" || true

@@ -1,0 +1,80 @@
+/**
+ * A Hono server on @hono/node-server that answers /hooks with one step of the receiving path
+ * more than the variant before it, for attributing server CPU to each step (see README.md here):
+ *
+ *   bare      the bench's bare baseline: arrayBuffer, then c.json
+ *   verify    + verifyWebhook (HMAC-SHA256, header shapes, window)
+ *   parse     + parseEnvelope (JSON.parse and envelope checks)
+ *   store     + a MemoryDedupStore claim and complete
+ *   memory    the Hono adapter with a MemoryDedupStore (what the bench's hono-memory runs)
+ *   sqlite    the Hono adapter with the default durable SQLite store (EMAIL_WEBHOOKS_DB or a temporary file)
+ *
+ * Prints its port on stdout; on SIGINT prints CPU µs per request (user and kernel) on stderr and exits.
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { MemoryDedupStore, parseEnvelope, verifyWebhook } from '@email-webhooks/core'
+import { emailWebhook } from '@email-webhooks/hono'
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import { BENCH_SECRET } from '../src/payloads.js'
+
+const OK = '{"ok":true}'
+const JSON_HEADERS = { 'content-type': 'application/json' }
+const RETENTION = { retentionMs: 86_400_000 }
+const headersOf = (c) => ({ get: (name) => c.req.header(name) ?? null })
+const handlers = { 'email.queued': async () => {} }
+const store = new MemoryDedupStore()
+
+async function verified(c) {
+  const body = await c.req.arrayBuffer()
+  return { body, ...(await verifyWebhook({ headers: headersOf(c), body, secret: BENCH_SECRET })) }
+}
+
+const variants = {
+  bare: async (c) => {
+    const body = await c.req.arrayBuffer()
+    return c.json({ ok: true, bytes: body.byteLength })
+  },
+  verify: async (c) => {
+    await verified(c)
+    return c.body(OK, 200, JSON_HEADERS)
+  },
+  parse: async (c) => {
+    const { body, id } = await verified(c)
+    parseEnvelope(body, id)
+    return c.body(OK, 200, JSON_HEADERS)
+  },
+  store: async (c) => {
+    const { body, id } = await verified(c)
+    parseEnvelope(body, id)
+    const claimed = await store.claim(`profile:${id}`, { leaseMs: 30_000, ...RETENTION })
+    await store.complete(claimed.claim, RETENTION)
+    return c.body(OK, 200, JSON_HEADERS)
+  },
+  memory: () => emailWebhook(BENCH_SECRET, handlers, { store: new MemoryDedupStore() }),
+  sqlite: () => {
+    process.env.EMAIL_WEBHOOKS_DB ??= join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'dedup.db')
+    return emailWebhook(BENCH_SECRET, handlers)
+  },
+}
+const variant = process.argv[2]
+if (!(variant in variants)) {
+  console.error(`usage: node server.mjs <${Object.keys(variants).join('|')}>`)
+  process.exit(2)
+}
+const app = new Hono()
+const handler = variants[variant]
+app.post('/hooks', handler.length === 0 ? handler() : handler)
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => console.log(info.port))
+let requests = 0
+server.on('request', () => requests++)
+process.on('SIGINT', () => {
+  const { user, system } = process.cpuUsage()
+  const per = (us) => (us / requests).toFixed(1)
+  console.error(
+    `${variant.padEnd(7)} ${requests} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})`,
+  )
+  process.exit(0)
+})
