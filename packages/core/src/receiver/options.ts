@@ -77,7 +77,7 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
 
 function checkStore(store: unknown): DedupStore {
   // No store given: the runtime's default, opened now so that a broken default fails here, loudly.
-  if (store === undefined) return getDefaultStore(DedupStoreError)
+  if (store === undefined) return getDefaultStore(DedupStoreError, () => new MemoryDedupStore())
   if (store === 'memory') return new MemoryDedupStore()
   const candidate = store as Partial<DedupStore> | null
   if (

@@ -19,7 +19,7 @@ import type { DedupStore } from './types.js'
 type ErrorClass = typeof DedupStoreError
 
 /** Where the default SQLite file lives when `EMAIL_WEBHOOKS_DB` is not set. */
-export const DEFAULT_DB_PATH = './.email-webhooks/dedup.db'
+const DEFAULT_DB_PATH = './.email-webhooks/dedup.db'
 
 const stores = new Map<string, DedupStore>()
 
@@ -33,7 +33,7 @@ function causeText(error: unknown): string {
 
 function openError(DedupStoreError: ErrorClass, path: string, error: unknown): InstanceType<ErrorClass> {
   const why = causeText(error)
-  if (/better-sqlite3 could not be loaded/.test(why)) {
+  if ((error as { code?: unknown } | null)?.code === 'driver_missing') {
     return new DedupStoreError(
       'driver_missing',
       `[@email-webhooks/core] No store was given, and the default durable store (SQLite at ${path}) needs better-sqlite3, which could not be loaded. Install it: \`npm install better-sqlite3\` (then \`npm rebuild better-sqlite3\` if its native build failed). Or pass a store (options.store), or store: 'memory' to accept non-durable dedup. Cause: ${why}`,
@@ -50,9 +50,10 @@ function openError(DedupStoreError: ErrorClass, path: string, error: unknown): I
 /**
  * Opens (or reuses) the default store for this runtime.
  * @param errorClass The `DedupStoreError` class of the calling bundle.
+ * @param _createMemoryStore Unused on Node (the web variant's fallback; Node never falls back).
  * @throws {DedupStoreError} `misconfigured` when the file cannot be opened, `driver_missing` when better-sqlite3 cannot load.
  */
-export function getDefaultStore(errorClass: ErrorClass): DedupStore {
+export function getDefaultStore(errorClass: ErrorClass, _createMemoryStore?: () => DedupStore): DedupStore {
   const path = resolve(process.env.EMAIL_WEBHOOKS_DB || DEFAULT_DB_PATH)
   let store = stores.get(path)
   if (!store) {

@@ -2,18 +2,24 @@
  * Default dedup store where SQLite cannot load (Bun, Deno, Workers, browsers): the memory
  * store, said once, when the first receiver is built: dedup is not durable, and how to fix it.
  */
-import { MemoryDedupStore } from './memory.js'
 import type { DedupStore } from './types.js'
 
 let shared: DedupStore | undefined
 
-/** Returns the process-wide memory store; warns once. */
-export function getDefaultStore(_errorClass?: unknown): DedupStore {
+/**
+ * Returns the process-wide memory store; warns once.
+ * @param _errorClass Unused here (the Node variant throws the caller's `DedupStoreError`).
+ * @param createMemoryStore Builds the caller's `MemoryDedupStore`: this module is a separate
+ * bundle (chosen by the `#default-store` import condition), and a copy of the class (and of
+ * `DedupStoreError`, which it throws) bundled here would fail `instanceof` in the user's code
+ * and in the receiver, which skips store deadlines only for its own `MemoryDedupStore`.
+ */
+export function getDefaultStore(_errorClass: unknown, createMemoryStore: () => DedupStore): DedupStore {
   if (!shared) {
     console.warn(
       "[@email-webhooks/core] No dedup store was given and SQLite is not available on this runtime, so deduplication uses memory and is NOT durable: after a restart, retried events run their handlers again, and separate instances do not share it. Pass a durable store (options.store: a DedupStore over your database or Redis), or store: 'memory' to say that this is intended (and silence this warning).",
     )
-    shared = new MemoryDedupStore()
+    shared = createMemoryStore()
   }
   return shared
 }
