@@ -93,18 +93,30 @@ export async function dispatchEvent<Extra>(
     })
   } catch (cause) {
     if (timeout !== undefined && cause === timeout) {
-      const { store } = p
+      const { store, reporter } = p
       const { completeOptions } = claimed
+      const info = { status: 503, eventId: event.id, type: event.type }
       running.then(
-        () => attempt(() => store.complete(claimed.claim, completeOptions)).catch(() => false),
-        () => attempt(() => store.release(claimed.claim)).catch(() => false),
+        () =>
+          attempt(() => store.complete(claimed.claim, completeOptions)).then(
+            (completed) => completed || reporter.storeStepFailed('complete', info, false),
+            (error: unknown) => reporter.storeStepFailed('complete', info, error),
+          ),
+        () =>
+          attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
       )
       return p.fail(timeout, event)
     }
     controller.abort(cause)
-    // A release that throws or hangs (a custom store) must not change the 500.
+    // A release that throws or hangs (a custom store) must not change the 500; it is logged.
     const released = attempt(() => p.store.release(claimed.claim))
-    await p.deadlines.within(released, performance.now() + p.storeTimeoutMs, () => undefined).catch(() => false)
+    await p.deadlines
+      .within(
+        released,
+        p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined,
+        () => new Error(`store release took longer than ${p.storeTimeoutMs} ms`),
+      )
+      .catch((error: unknown) => p.reporter.storeStepFailed('release', { status: 500, eventId: event.id, type: event.type }, error))
     const error = new WebhookHandlingError(
       'handler_failed',
       `The handler for ${event.type} threw; the event was released and the sender will retry it. See the error's cause.`,

@@ -4,10 +4,10 @@
  * and counters for everything, readable with `stats()`. Bad signatures are only counted.
  */
 import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
+import { PACKAGE } from './options.js'
 import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
 
 type ReceiverError = WebhookVerificationError | WebhookHandlingError
-const PACKAGE = '[@email-webhooks/core]'
 
 /** The counters and the reporting of one receiver. */
 export class Reporter {
@@ -40,6 +40,19 @@ export class Reporter {
     if (!this.#logger) return
     if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
     else if (info.status < 300) this.#logger.warn(logLine(error, info))
+  }
+
+  /**
+   * A store step whose failure does not change the answer (the late complete or release of a
+   * handler past its deadline, or the release after a handler threw): only logged, not counted
+   * (the answer is), since the key then stays claimed until its lease ends.
+   */
+  storeStepFailed(step: 'complete' | 'release', info: ErrorInfo, cause: unknown): void {
+    if (!this.#logger) return
+    const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : cause === false ? 'the lease had already ended' : String(cause)
+    this.#logger.error(
+      `${PACKAGE} ${info.status} ${step} failed${info.type !== undefined ? ` ${info.type}` : ''}${info.eventId !== undefined ? ` ${info.eventId}` : ''}: the event stays claimed until its lease ends (leaseMs), and retries get 409 in_flight until then. cause: ${why}`,
+    )
   }
 
   stats(): ReceiverStats {
