@@ -17,7 +17,7 @@
  */
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
-import { checkMs, closedError, commandError, invalidOption } from './errors.js'
+import { checkMs, closedError, commandError, invalidOption, openError } from './errors.js'
 import { Purger } from './purge.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
@@ -97,7 +97,12 @@ export class SqliteDedupStore implements DedupStore {
     this.#db = db
     this.#sql = statements
     this.#durable = durability === 'full'
-    this.#sync = this.#durable ? WalSync.open(options.path) : undefined
+    try {
+      this.#sync = this.#durable ? WalSync.open(options.path) : undefined
+    } catch (error) {
+      db.close()
+      throw openError(options.path, error)
+    }
     this.#purger = new Purger(statements)
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
       commitBatch(statements, claims, completes, now),

@@ -27,14 +27,19 @@ export class WalSync {
     this.#path = path
   }
 
-  /** The WAL SQLite keeps next to the (symlink-resolved) database, or undefined when it has none there. */
+  /**
+   * The WAL SQLite keeps next to the (symlink-resolved) database, or undefined when it has none
+   * (in-memory and URI databases, or a filesystem where SQLite could not turn WAL on): then each
+   * batch commits with synchronous = FULL instead. Any other failure to open it is thrown.
+   */
   static open(path: string): WalSync | undefined {
     if (path === ':memory:' || path === '' || path.startsWith('file:')) return undefined
+    const real = realpathSync(path)
     try {
-      const real = realpathSync(path)
       return new WalSync(openSync(`${real}-wal`, 'r+'), real)
-    } catch {
-      return undefined
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return undefined
+      throw error
     }
   }
 
