@@ -25,19 +25,21 @@ function refuseToSend(name: string): never {
   )
 }
 
+/** One handler for every guarded response: `guarded` (the trap's receiver) is the proxy itself. */
+const GUARD: ProxyHandler<ServerResponse> = {
+  get(target, property, guarded) {
+    if (SENDING.has(property)) return () => refuseToSend(String(property))
+    const value = Reflect.get(target, property, target)
+    if (typeof value !== 'function') return value
+    // Chained calls (`res.status(200).send()`) must stay on the guarded object.
+    return (...args: unknown[]) => {
+      const result = value.apply(target, args)
+      return result === target ? guarded : result
+    }
+  },
+}
+
 /** `res` for handlers: reads and header changes pass through; sending throws. */
 export function guardedResponse(res: ServerResponse): Response {
-  const guarded: ServerResponse = new Proxy(res, {
-    get(target, property) {
-      if (SENDING.has(property)) return () => refuseToSend(String(property))
-      const value = Reflect.get(target, property, target)
-      if (typeof value !== 'function') return value
-      // Chained calls (`res.status(200).send()`) must stay on the guarded object.
-      return (...args: unknown[]) => {
-        const result = value.apply(target, args)
-        return result === target ? guarded : result
-      }
-    },
-  })
-  return guarded as unknown as Response
+  return new Proxy(res, GUARD) as unknown as Response
 }

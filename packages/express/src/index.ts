@@ -6,11 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   createReceiver,
-  type DedupStore,
   type EmailEventHandlers,
   type HandlerContext,
+  type Receiver,
   type ReceiverResponse,
-  type ReceiverStats,
   WebhookHandlingError,
   type WebhookOptions,
   type WebhookSecret,
@@ -44,15 +43,8 @@ export type ExpressWebhookOptions = WebhookOptions<ExpressContext>
 export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
 
 /** The middleware: `(req, res, next) => Promise<void>`, usable with Express 4 and 5, with the receiver's counters. */
-export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) & {
-  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
-  stats(): ReceiverStats
-  /**
-   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
-   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
-   */
-  store(): DedupStore
-}
+export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) &
+  Pick<Receiver, 'stats' | 'store'>
 
 function send(res: ServerResponse, answer: ReceiverResponse, close = false): void {
   res.statusCode = answer.status
@@ -100,8 +92,17 @@ export function emailWebhook(
       }
       const context = { req: req as Request, res: guardedResponse(res) }
       const answer = await receiver.receive({ headers: req.headers, body, context })
-      // Only something outside the handlers (another middleware, a timer) can have answered by now.
-      if (!res.headersSent) send(res, answer)
+      // Only something outside the guard (another middleware, a timer, req.res) can have answered by
+      // now: the sender got that answer, not this one. Express's error handling reports it.
+      if (res.headersSent) {
+        next(
+          new Error(
+            `[@email-webhooks/express] the response was already sent when the receiver's ${answer.status} (${answer.code ?? answer.outcome}) answer was ready: the sender got that earlier answer instead. Nothing but emailWebhook may answer this route; handlers return to acknowledge and throw to get a retry.`,
+          ),
+        )
+        return
+      }
+      send(res, answer)
     } catch (error) {
       next(error)
     }
