@@ -11,11 +11,9 @@ import {
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
-  type ReceiverStats,
   type WebhookOptions,
 } from './receiver.js'
 import type { WebhookSecret } from './secret.js'
-import type { DedupStore } from './store/types.js'
 
 /** Extra handler context of the fetch handler: the incoming `Request`. */
 export interface FetchHandlerContext {
@@ -59,15 +57,7 @@ export function toResponse(answer: ReceiverResponse): Response {
 const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } })
 
 /** The fetch handler, with the receiver's counters. */
-export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & {
-  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
-  stats(): ReceiverStats
-  /**
-   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
-   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
-   */
-  store(): DedupStore
-}
+export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & Pick<Receiver, 'stats' | 'store'>
 
 /**
  * Answers web-standard requests with the full pipeline.

@@ -9,12 +9,11 @@
 import {
   bodyTooLargeError,
   createReceiver,
-  type DedupStore,
   declaredLength,
   type EmailEventHandlers,
   type HandlerContext,
+  type Receiver,
   type ReceiverResponse,
-  type ReceiverStats,
   readBodyWithLimit,
   WebhookHandlingError,
   type WebhookOptions,
@@ -38,15 +37,7 @@ export type HonoWebhookOptions<E extends Env = Env> = WebhookOptions<HonoContext
 export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoContext<E>>
 
 /** The Hono handler, with the receiver's counters. */
-export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & {
-  /** Counts of handled, duplicate, rejected (by code) and failed (by code) deliveries since it was built. */
-  stats(): ReceiverStats
-  /**
-   * The dedup store this receiver uses (the default SQLite one included), for admin scripts and
-   * recovery: `recoverEndpoint({ store: webhook.store(), … })`, or `webhook.store().lookup?.(key)`.
-   */
-  store(): DedupStore
-}
+export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & Pick<Receiver, 'stats' | 'store'>
 
 const RAW_BODY_GONE =
   '[@email-webhooks/hono] an earlier middleware read the body as text or JSON (c.req.json(), c.req.text(), c.req.parseBody()); Hono then keeps only decoded text, so the exact signed bytes are gone and re-encoding them would not verify. Fix: mount emailWebhook before that middleware for this route, or have it read c.req.arrayBuffer() (Hono derives json() and text() from it).'

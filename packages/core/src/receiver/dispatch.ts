@@ -102,8 +102,7 @@ export async function dispatchEvent<Extra>(
             (completed) => completed || reporter.storeStepFailed('complete', info, false),
             (error: unknown) => reporter.storeStepFailed('complete', info, error),
           ),
-        () =>
-          attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
+        () => attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
       )
       return p.fail(timeout, event)
     }
