@@ -10,3 +10,11 @@ export function durationProblem(name: string, value: unknown): string | undefine
   const shown = typeof value === 'number' ? String(value) : typeof value
   return `${name} must be a whole number of milliseconds ≥ 1, got ${shown}. Round it (Math.round) or fix its unit.`
 }
+
+/** Why a claim's (`withLease`) or a complete's durations are unusable, or undefined when they are fine. */
+export function callDurationProblem(
+  opts: { leaseMs?: unknown; retentionMs?: unknown } | undefined,
+  withLease: boolean,
+): string | undefined {
+  return (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+}

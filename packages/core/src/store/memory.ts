@@ -6,7 +6,7 @@
 
 import type { OrderMark } from '../ordering/position.js'
 import { compareOrderPositions } from '../ordering/position.js'
-import { durationProblem } from './durations.js'
+import { callDurationProblem } from './durations.js'
 import { DedupStoreError } from './errors.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, StoreOrderInput } from './types.js'
 
@@ -175,6 +175,6 @@ export class MemoryDedupStore implements DedupStore {
 
 /** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds. */
 function invalidDurations(opts: Partial<ClaimOptions>, withLease: boolean): DedupStoreError | undefined {
-  const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+  const problem = callDurationProblem(opts, withLease)
   return problem ? new DedupStoreError('invalid_options', `${PACKAGE} MemoryDedupStore: ${problem}`) : undefined
 }

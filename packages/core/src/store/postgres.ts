@@ -11,7 +11,7 @@
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './driver.js'
-import { durationProblem } from './durations.js'
+import { callDurationProblem } from './durations.js'
 import { classify } from './postgres-errors.js'
 import { markOfRow, orderParams, type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './postgres-order.js'
 import { assertTableName, createTableSql, DEFAULT_POSTGRES_TABLE } from './postgres-schema.js'
@@ -244,7 +244,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
 
   #checkDurations(opts: Partial<ClaimOptions>, withLease: boolean): void {
-    const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+    const problem = callDurationProblem(opts, withLease)
     if (problem) throw new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore: ${problem}`)
   }
 
@@ -285,7 +285,13 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
     this.#marks = await this.#query(ddl).then(
       () => true,
-      () => false,
+      (error: unknown) => {
+        // Dedup goes on; ordering (if the receiver asks for it) is `unknown` until the table exists.
+        console.warn(
+          `${PACKAGE} could not create ${this.#table}_order (${error instanceof Error ? error.message : String(error)}), so this store keeps no order marks: with ordering: true, ctx.order is unknown (store_without_ordering) and skipStale skips nothing. Create it as the table's owner (its CREATE TABLE is in postgresDedupTableSql()), or grant this role CREATE on the schema.`,
+        )
+        return false
+      },
     )
   }
 

@@ -2,7 +2,7 @@
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
-import { durationProblem } from './durations.js'
+import { callDurationProblem, durationProblem } from './durations.js'
 import type { ClaimOptions } from './types.js'
 
 const PACKAGE = '[@email-webhooks/core/redis]'
@@ -28,7 +28,7 @@ export function invalidOption(problem: string): DedupStoreError {
 
 /** Redis refuses a fractional PX (`ERR value is not an integer`): refuse it here, with a message that says so. */
 export function checkDurations(opts: Partial<ClaimOptions>, withLease: boolean): void {
-  const problem = (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
+  const problem = callDurationProblem(opts, withLease)
   if (problem) throw invalidOption(problem)
 }
 

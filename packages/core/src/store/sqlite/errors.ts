@@ -18,19 +18,6 @@ export function closedError(): DedupStoreError {
   return new DedupStoreError('closed', `${PACKAGE} this SqliteDedupStore was closed; open a new one to go on.`)
 }
 
-/** An option that is not a whole, positive number of milliseconds. */
-export function invalidMs(name: string, value: unknown): DedupStoreError {
-  return new DedupStoreError(
-    'invalid_options',
-    `${PACKAGE} ${name} must be a whole number of milliseconds ≥ 1 (got ${typeof value === 'number' ? value : typeof value}); round it before passing it.`,
-  )
-}
-
-/** The error for a duration that is not a whole number of milliseconds ≥ 1, or undefined when it is one. */
-export function checkMs(name: string, value: number): DedupStoreError | undefined {
-  return Number.isSafeInteger(value) && value >= 1 ? undefined : invalidMs(name, value)
-}
-
 /** Constructor options the store cannot use. */
 export function invalidOption(message: string): DedupStoreError {
   return new DedupStoreError('invalid_options', `${PACKAGE} ${message}`)

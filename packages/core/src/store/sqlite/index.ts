@@ -15,12 +15,20 @@
  * work until it is reopened. Ordering: a claim with `order` reads the mark in the same batch, a
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
+
+import { callDurationProblem } from '../durations.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
-import { checkMs, closedError, commandError, invalidOption, openError } from './errors.js'
+import { closedError, commandError, invalidOption, openError } from './errors.js'
 import { Purger } from './purge.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
+
+/** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds ≥ 1. */
+function invalidDurations(opts: { leaseMs?: unknown; retentionMs?: unknown }, withLease: boolean) {
+  const problem = callDurationProblem(opts, withLease)
+  return problem === undefined ? undefined : invalidOption(problem)
+}
 
 /** Table used when `table` is not given; leases go to `<table>_lease`. */
 export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
@@ -116,7 +124,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
-    const refused = this.#refused() ?? checkMs('leaseMs', opts.leaseMs) ?? checkMs('retentionMs', opts.retentionMs)
+    const refused = this.#refused() ?? invalidDurations(opts, true)
     if (refused) return Promise.reject(refused)
     const remembered = this.#remembered.get(key)
     if (remembered !== undefined) {
@@ -130,7 +138,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
-    const refused = this.#refused() ?? checkMs('retentionMs', opts.retentionMs)
+    const refused = this.#refused() ?? invalidDurations(opts, false)
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
       const { key, token } = claim
