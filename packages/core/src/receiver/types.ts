@@ -96,7 +96,7 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   toleranceSeconds?: number
   /** Largest body accepted, whole bytes; default 1 MiB, larger → 413. */
   maxBodyBytes?: number
-  /** How long a claim holds before another worker may take over, whole ms; default 30,000. Must exceed handlerTimeoutMs + storeTimeoutMs. */
+  /** How long a claim holds before another worker may take over, whole ms; default 30,000. Must exceed handlerTimeoutMs (checked when the receiver is built); keep it above handlerTimeoutMs + storeTimeoutMs so a slow complete cannot outlive the lease. */
   leaseMs?: number
   /** How long handled events are remembered, whole ms; default 7 days. */
   retentionMs?: number

@@ -11,13 +11,13 @@
 import type { Statement, Statements } from './schema.js'
 
 /** Rows (done records and leases) written between two purge steps. */
-export const PURGE_EVERY_WRITES: number = 256
+const PURGE_EVERY_WRITES = 256
 /** Rows walked per done record written. */
 const WALK_PER_WRITE = 4
 /** Rows walked at least per step (also the step of `purgeExpired`). */
 const MIN_WALK = 1_024
 /** A released or lapsed lease row is kept this long (it carries the attempt count), then purged. */
-export const LEASE_MEMORY_MS: number = 60 * 60 * 1000
+const LEASE_MEMORY_MS = 60 * 60 * 1000
 
 /** The statements one cursor walks with. */
 interface Walked {
@@ -37,12 +37,15 @@ class Cursor {
     const { purgeWindowEnd, purgeRange, purgeTail } = this.statements
     const after = this.at
     const end = purgeWindowEnd.get(after, walk - 1) as string | undefined
+    // The cursor moves only once its window was deleted: a step that throws leaves it in place.
     if (end === undefined) {
+      const deleted = purgeTail.run(after, now).changes
       this.at = ''
-      return purgeTail.run(after, now).changes
+      return deleted
     }
+    const deleted = purgeRange.run(after, end, now).changes
     this.at = end
-    return purgeRange.run(after, end, now).changes
+    return deleted
   }
 
   /** Walks the whole table once from where the cursor is: to its end, then from its start back to there. */
@@ -85,10 +88,12 @@ export class Purger {
   /** One step (call inside a write transaction): walks the window owed and returns the rows deleted. */
   step(now: number): number {
     const walk = Math.max(MIN_WALK, this.#writes * WALK_PER_WRITE)
+    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
+    const deleted = this.#done.window(walk, now) + this.#marks.window(walk, now) + leases
+    // Owed until here: a step whose statements throw is retried, with the same walk, after the next writes.
     this.#writes = 0
     this.#rows = 0
-    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
-    return this.#done.window(walk, now) + this.#marks.window(walk, now) + leases
+    return deleted
   }
 
   /** Walks the done records and the marks once each from where their cursors are (call inside a write transaction). */
