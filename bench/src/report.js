@@ -20,7 +20,8 @@ const verdict = (met) => (met ? 'met' : '**not met**')
 
 function crossCell(row) {
   if (!row.cross) return 'not run'
-  return `${formatRatio(row.cross.ratio)}, ${signedUs(row.cross.cpuOverBareUs)} (${row.cross.agree ? 'agrees' : '**disagrees**'})`
+  const bound = row.cross.loadBound ? '; autocannon ≥ 80 % busy: load-bound' : ''
+  return `${formatRatio(row.cross.ratio)}, ${signedUs(row.cross.cpuOverBareUs)} (${row.cross.agree ? 'agrees' : '**disagrees**'}${bound})`
 }
 
 /** One row per HTTP variant: the figures issue 16 asks for. */

@@ -5,8 +5,8 @@
  *   node bench/src/run.js --quick      short rounds (2 s) for a developer's check; writes nothing unless --out
  *   node bench/src/run.js --smoke      every benchmark with tiny durations (the smoke test); writes nothing unless --out
  *   --only LIST    comma-separated sections (verify, stores, http) and/or HTTP variants by id or prefix
- *                  (express-memory, express-sqlite, express-sqlite-dup, hono-memory, hono-sqlite,
- *                  hono-sqlite-dup; `hono` = all Hono variants). Variants alone run only HTTP.
+ *                  (express-memory, express-memory-lean, express-sqlite, express-sqlite-dup, hono-memory,
+ *                  hono-sqlite, hono-sqlite-dup; `hono` = all Hono variants). Variants alone run only HTTP.
  *   --rounds N --seconds S    HTTP rounds per variant and seconds per round (also BENCH_ROUNDS, BENCH_SECONDS)
  *   --out FILE     where to write the Markdown; --json FILE   the raw figures as JSON
  *

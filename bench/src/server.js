@@ -5,7 +5,8 @@
  * can compute CPU µs per request over a round without timing anything here; exits on `stop` or
  * when the parent goes away.
  *
- * Modes: `bare` is the framework answering 200 after reading the raw body; `memory` is our
+ * Modes: `bare` is the framework answering 200 after reading the raw body (Express: express.raw and
+ * res.json); `lean` (Express only) reads the body by hand and answers with res.end; `memory` is our
  * adapter with `new MemoryDedupStore()`; `sqlite` is our adapter with the default store (Node:
  * a SQLite file at EMAIL_WEBHOOKS_DB). Only the packages' public API is used.
  */
@@ -13,8 +14,15 @@ import { MemoryDedupStore } from '@email-webhooks/core'
 import { BENCH_SECRET } from './payloads.js'
 
 const [framework, mode] = process.argv.slice(2)
-if (!['express', 'hono'].includes(framework) || !['bare', 'sqlite', 'memory'].includes(mode) || !process.send) {
-  console.error(`usage: node server.js <express|hono> <bare|memory|sqlite> (with an IPC channel); got "${framework} ${mode}"`)
+if (
+  !['express', 'hono'].includes(framework) ||
+  !['bare', 'lean', 'sqlite', 'memory'].includes(mode) ||
+  (mode === 'lean' && framework !== 'express') ||
+  !process.send
+) {
+  console.error(
+    `usage: node server.js <express|hono> <bare|memory|sqlite> (or express lean) (with an IPC channel); got "${framework} ${mode}"`,
+  )
   process.exit(2)
 }
 let requests = 0
@@ -36,6 +44,20 @@ if (framework === 'express') {
     app.post('/hooks', express.raw({ type: '*/*', limit: '1mb' }), (req, res) => {
       handled++
       res.status(200).json({ ok: true, bytes: req.body.length })
+    })
+  } else if (mode === 'lean') {
+    // The leanest Express route: the body read by hand, the answer written as our adapter writes it.
+    app.post('/hooks', (req, res) => {
+      let bytes = 0
+      req.on('data', (chunk) => {
+        bytes += chunk.length
+      })
+      req.on('end', () => {
+        handled++
+        res.statusCode = 200
+        res.setHeader('content-type', 'application/json')
+        res.end(JSON.stringify({ ok: true, bytes }))
+      })
     })
   } else {
     app.post('/hooks', expressWebhook(BENCH_SECRET, handlers, options))

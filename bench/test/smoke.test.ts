@@ -10,7 +10,15 @@ import { afterAll, describe, expect, it } from 'vitest'
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-bench-smoke-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const VARIANTS = ['express-memory', 'express-sqlite', 'express-sqlite-dup', 'hono-memory', 'hono-sqlite', 'hono-sqlite-dup']
+const VARIANTS = [
+  'express-memory',
+  'express-memory-lean',
+  'express-sqlite',
+  'express-sqlite-dup',
+  'hono-memory',
+  'hono-sqlite',
+  'hono-sqlite-dup',
+]
 
 interface Round {
   tool: string
