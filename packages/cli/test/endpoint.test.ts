@@ -73,6 +73,13 @@ describe('email-webhooks endpoint', () => {
     expect(listed.stdout).not.toContain(shown)
   })
 
+  it("warns with the sender's own URL rule, e.g. a 172.16/12 address, which the service then refuses", async () => {
+    const result = await cli(['create', 'https://172.16.5.4/hooks'])
+    expect(result.stderr).toMatch(/public HTTPS URLs on port 443.*url must point at a public address/)
+    expect(result.stdout).not.toMatch(/Endpoint created/)
+    expect(result.code).toBe(1)
+  })
+
   it('lists, disables and enables, as a table and as JSON', async () => {
     const [endpoint] = JSON.parse((await cli(['list', '--json'])).stdout) as Array<{ id: string }>
     const id = endpoint?.id as string

@@ -1,9 +1,12 @@
-// The CLI's pure parts, in process: expectations, percentiles, header and replay-file parsing.
+// The CLI's pure parts, in process: expectations, percentiles, header and replay-file parsing,
+// body facts, error messages and exit codes.
 import { describe, expect, it } from 'vitest'
-import { UsageError } from '../src/lib/errors.js'
+import { EXIT, plainMessage, UsageError } from '../src/lib/errors.js'
 import { meets, parseExpectation } from '../src/lib/expect.js'
 import { parseHeaderLines, parseHeadersFile } from '../src/lib/headers.js'
+import { describeBody } from '../src/lib/input.js'
 import { parseReplayFile } from '../src/lib/replay-file.js'
+import { exitCodeOf, type RequestRecord } from '../src/lib/report.js'
 import { percentile } from '../src/lib/summary.js'
 
 describe('expectations', () => {
@@ -66,5 +69,35 @@ describe('replay file', () => {
     expect(() => parseReplayFile('{"body":"not json"}')).toThrow('line 1: no webhook-id header and no string "id" in the body.')
     expect(() => parseReplayFile('{"body":42}')).toThrow('line 1: "body" must be')
     expect(() => parseReplayFile('\n\n')).toThrow('holds no deliveries')
+  })
+})
+
+describe('body facts', () => {
+  it('finds the string id and type of a JSON object body, as text or bytes; nothing otherwise', () => {
+    const text = '{"id":"evt_1","type":"email.bounced","data":{}}'
+    expect(describeBody(text)).toEqual({ value: { id: 'evt_1', type: 'email.bounced', data: {} }, id: 'evt_1', type: 'email.bounced' })
+    expect(describeBody(new TextEncoder().encode(text))).toEqual(describeBody(text))
+    expect(describeBody('{"id":1,"type":null}')).toEqual({ value: { id: 1, type: null } })
+    for (const other of ['[{"id":"a"}]', 'null', '"id"', 'not json', '']) expect(describeBody(other)).toEqual({})
+  })
+})
+
+describe('messages and exit codes', () => {
+  it("drops core's [package] prefix from a message", () => {
+    expect(plainMessage(new TypeError('[@email-webhooks/core] the secret is too short.'))).toBe('the secret is too short.')
+    expect(plainMessage(new Error('no prefix [here] '))).toBe('no prefix [here] ')
+  })
+
+  it('gives 0 when every answer was expected, else 3 when any request got no answer, else 1', () => {
+    const record = (status: number | undefined): RequestRecord => ({
+      label: 'send',
+      webhookId: 'evt_1',
+      expected: '2xx',
+      reason: 'test',
+      answer: status === undefined ? { latencyMs: 1, failure: 'ECONNREFUSED' } : { status, latencyMs: 1 },
+    })
+    expect(exitCodeOf([record(200), record(204)])).toBe(EXIT.ok)
+    expect(exitCodeOf([record(200), record(500)])).toBe(EXIT.unexpected)
+    expect(exitCodeOf([record(500), record(undefined)])).toBe(EXIT.unreachable)
   })
 })

@@ -4,24 +4,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RequestJson } from '../src/lib/report.js'
 import { type ExampleServer, freePort, HAS_SCRIPT, runCli, runCliInTty, SECRET, startExample } from './helpers/cli.js'
 
 const env = { EMAIL_WEBHOOK_SECRET: SECRET }
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
-
-interface RequestJson {
-  label: string
-  webhookId: string
-  type: string | null
-  status: number | null
-  code: string | null
-  retryAfter: string | null
-  duplicate: boolean
-  latencyMs: number
-  failure: string | null
-  expected: string
-  ok: boolean
-}
 
 async function sendJson(
   url: string,

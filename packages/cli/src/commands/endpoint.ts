@@ -5,9 +5,11 @@
  */
 import type { DedupStore } from '@email-webhooks/core'
 import { createWebhooksClient, EmailApiError, type RecoveryReport, recoverEndpoint, type WebhooksClient } from '@email-webhooks/core/api'
+import { checkEndpointUrl } from '@email-webhooks/core/testing'
 import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson } from '../lib/common.js'
-import { EXIT, UsageError } from '../lib/errors.js'
+import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
+import { parseWhole } from '../lib/input.js'
 import { createOutput, type Output } from '../lib/output.js'
 
 /** Environment variables of the API key and base URL. */
@@ -39,7 +41,7 @@ function clientFor(options: ApiOptions): { client: WebhooksClient; keySource: st
   try {
     return { client: createWebhooksClient({ apiKey, baseUrl }), keySource }
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.replace(/^\[[^\]]+\] /, '')} (key from ${keySource})`)
+    throw new UsageError(`${plainMessage(error)} (key from ${keySource})`)
   }
 }
 
@@ -55,12 +57,6 @@ function table(out: Output, headers: string[], rows: string[][]): void {
   if (rows.length === 0) out.line(out.colors.dim('(none)'))
 }
 
-function whole(value: string, name: string, min: number, max: number): number {
-  const n = Number(value)
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}.`)
-  return n
-}
-
 /** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
 async function guarded(
   state: RunState,
@@ -74,21 +70,16 @@ async function guarded(
   } catch (error) {
     if (!(error instanceof EmailApiError)) throw error
     const keyHint = error.status === 401 || error.status === 403 ? ` (key from ${keySource})` : ''
-    out.error(`email-webhooks: ${error.message.replace(/^\[[^\]]+\] /, '')}${keyHint}`)
+    out.error(`email-webhooks: ${plainMessage(error)}${keyHint}`)
     state.exitCode = error.status === 0 ? EXIT.unreachable : EXIT.unexpected
   }
 }
 
+/** The sender's own URL rule (core's checkEndpointUrl), as a warning before the API is asked. */
 function publicHttpsWarning(url: string): string | undefined {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    return undefined
-  }
-  const local = /^(localhost|127\.|10\.|192\.168\.|\[)/.test(parsed.hostname)
-  if (parsed.protocol === 'https:' && (parsed.port === '' || parsed.port === '443') && !local) return undefined
-  return 'warning: the service delivers only to public HTTPS URLs on port 443 (no credentials, no fragment, no private address); this URL will likely be refused.'
+  const problem = checkEndpointUrl(url, false)
+  if (problem === null) return undefined
+  return `warning: the service delivers only to public HTTPS URLs on port 443 and will likely refuse this one: ${problem.message}.`
 }
 
 async function printRecovery(out: Output, report: RecoveryReport, state: RunState): Promise<void> {
@@ -120,7 +111,7 @@ async function openStore(path: string | undefined): Promise<DedupStore | undefin
     const { SqliteDedupStore } = await import('@email-webhooks/core/sqlite')
     return new SqliteDedupStore({ path })
   } catch (error) {
-    throw new UsageError(`Cannot open the dedup database ${path} (--db): ${(error as Error).message.replace(/^\[[^\]]+\] /, '')}`)
+    throw new UsageError(`Cannot open the dedup database ${path} (--db): ${plainMessage(error)}`)
   }
 }
 
@@ -210,8 +201,8 @@ function recoverCommand(state: RunState): Command {
     .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
   return apiOptions(command).action((id: string, o: RecoverOptions) =>
     guarded(state, o, async (client, out) => {
-      const concurrency = whole(o.concurrency, '--concurrency', 1, 32)
-      const spacingMs = whole(o.spacingMs, '--spacing-ms', 0, 60_000)
+      const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
+      const spacingMs = parseWhole(o.spacingMs, '--spacing-ms', 0, 60_000)
       const store = await openStore(o.db)
       try {
         const report = await recoverEndpoint({

@@ -2,13 +2,12 @@
 import { signWebhook } from '@email-webhooks/core'
 import { Command } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
-import { EXIT } from '../lib/errors.js'
 import { parseExpectation, SENDER_SUCCESS } from '../lib/expect.js'
 import { checkUrl, DEFAULT_TIMEOUT_MS, displayUrl, post } from '../lib/http.js'
 import { parseWhole, readInput } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
 import { parseReplayFile } from '../lib/replay-file.js'
-import { formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
+import { exitCodeOf, formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
 import { resolveSecret } from '../lib/secret.js'
 
 interface ReplayOptions {
@@ -68,8 +67,7 @@ export const replayCommand: CommandFactory = (state) => {
       records.push(record)
       out.line(formatLine(record, out.colors))
     }
-    const ok = records.every(isRight)
-    out.data({ ok, url: displayUrl(url), requests: records.map(toJson) })
-    state.exitCode = ok ? EXIT.ok : records.some((r) => r.answer.status === undefined) ? EXIT.unreachable : EXIT.unexpected
+    out.data({ ok: records.every(isRight), url: displayUrl(url), requests: records.map(toJson) })
+    state.exitCode = exitCodeOf(records)
   })
 }

@@ -2,14 +2,14 @@
 import { EMAIL_EVENT_TYPES } from '@email-webhooks/core'
 import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson, withSecretOptions } from '../lib/common.js'
-import { EXIT, UsageError } from '../lib/errors.js'
+import { UsageError } from '../lib/errors.js'
 import { parseExpectation } from '../lib/expect.js'
 import { checkUrl, DEFAULT_TIMEOUT_MS, displayUrl, post } from '../lib/http.js'
 import { parseWhole, readInput } from '../lib/input.js'
 import { type LoadOptions, runLoad } from '../lib/load.js'
 import { createOutput } from '../lib/output.js'
 import { MODES, type Mode, planSend } from '../lib/plan.js'
-import { formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
+import { exitCodeOf, formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
 import { resolveSecret } from '../lib/secret.js'
 
 const DEFAULT_TYPE = 'email.bounced'
@@ -73,10 +73,8 @@ async function sendOnce(url: string, options: SendOptions, mode: Mode, command: 
     records.push(record)
     out.line(formatLine(record, out.colors))
   }
-  const ok = records.every(isRight)
-  const unreachable = records.some((record) => record.answer.status === undefined)
-  out.data({ ok, mode: mode === 'plain' ? 'send' : mode, url: displayUrl(url), requests: records.map(toJson) })
-  state.exitCode = ok ? EXIT.ok : unreachable ? EXIT.unreachable : EXIT.unexpected
+  out.data({ ok: records.every(isRight), mode: mode === 'plain' ? 'send' : mode, url: displayUrl(url), requests: records.map(toJson) })
+  state.exitCode = exitCodeOf(records)
 }
 
 function loadOptions(options: SendOptions, mode: Mode, command: Command): LoadOptions {

@@ -1,14 +1,13 @@
 /** `sign [file]`: the three webhook headers for a body, and a ready curl command that sends it. */
-import { signWebhook } from '@email-webhooks/core'
+import { DEFAULT_TOLERANCE_SECONDS, signWebhook } from '@email-webhooks/core'
 import { Command } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
-import { parseWhole, readInput } from '../lib/input.js'
+import { describeBody, parseWhole, readInput } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
 import { resolveSecret } from '../lib/secret.js'
 
 const DEFAULT_URL = 'http://localhost:3000/hooks'
-const WINDOW_SECONDS = 300
 // What receivers accept as a webhook-id (see core's verifier), without quotes so the curl line stays simple.
 const VALID_ID = /^[\x21-\x7e]{1,256}$/
 
@@ -22,15 +21,6 @@ interface SignOptions {
 }
 
 const quote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`
-
-function bodyId(body: Uint8Array): string | undefined {
-  try {
-    const value = JSON.parse(new TextDecoder().decode(body)) as { id?: unknown }
-    return typeof value?.id === 'string' ? value.id : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * Builds the `sign` command.
@@ -60,7 +50,7 @@ export const signCommand: CommandFactory = (state) => {
     const secret = resolveSecret(options)
     const timestamp = options.timestamp === undefined ? undefined : parseWhole(options.timestamp, '--timestamp', 0, 999_999_999_999)
     const body = await readInput(file, 'body file')
-    const inside = bodyId(body)
+    const inside = describeBody(body).id
     const id = options.id ?? inside ?? crypto.randomUUID()
     if (inside !== undefined && inside !== id) {
       out.error(`warning: the body's "id" differs from --id; a receiver answers 400 invalid_envelope.`)
@@ -78,13 +68,14 @@ export const signCommand: CommandFactory = (state) => {
       `--data-binary ${file === '-' ? '@-' : quote(`@${file}`)}`,
     ].join(' \\\n  ')
     const signedAt = Number(headers['webhook-timestamp'])
-    out.data({ headers, curl, validUntil: new Date((signedAt + WINDOW_SECONDS) * 1000).toISOString() })
+    const validUntil = new Date((signedAt + DEFAULT_TOLERANCE_SECONDS) * 1000).toISOString()
+    out.data({ headers, curl, validUntil })
     for (const name of names.filter((name) => name.startsWith('webhook-'))) out.line(`${name}: ${headers[name]}`)
     out.line('')
     out.line(curl)
     out.line(
       out.colors.dim(
-        `# valid until ${new Date((signedAt + WINDOW_SECONDS) * 1000).toISOString()} (±${WINDOW_SECONDS} s window)${file === '-' ? '; pipe the same bytes to curl' : ''}`,
+        `# valid until ${validUntil} (±${DEFAULT_TOLERANCE_SECONDS} s window)${file === '-' ? '; pipe the same bytes to curl' : ''}`,
       ),
     )
     state.exitCode = EXIT.ok

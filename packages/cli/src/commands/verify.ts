@@ -2,7 +2,7 @@
  * `verify [body]`: checks a captured request with core's verifyWebhook and says exactly why it
  * fails (the error code and its message), with hints for the usual causes.
  */
-import { parseEnvelope, verifyWebhook, WebhookVerificationError } from '@email-webhooks/core'
+import { DEFAULT_TOLERANCE_SECONDS, parseEnvelope, verifyWebhook, WebhookVerificationError } from '@email-webhooks/core'
 import { Command } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
@@ -116,7 +116,7 @@ export const verifyCommand: CommandFactory = (state) => {
     .option('--headers <file>', 'captured headers: "Name: value" lines (raw HTTP, curl -D) or a JSON object')
     .option('-H, --header <line>', 'one header "Name: value" (repeatable; added to --headers)', collect)
     .option('--now <seconds>', 'check the ±window as of this Unix time (default now), e.g. the capture time')
-    .option('--tolerance <seconds>', 'window in seconds, past or future', '300')
+    .option('--tolerance <seconds>', 'window in seconds, past or future', String(DEFAULT_TOLERANCE_SECONDS))
   withSecretOptions(command)
   withJson(command)
   command.addHelpText(

@@ -23,3 +23,13 @@ export class UsageError extends Error {
   override readonly name = 'UsageError'
   readonly exitCode: number = EXIT.usage
 }
+
+/**
+ * An error's message without the `[package] ` prefix core puts on its errors, for one-line output.
+ * @example
+ * plainMessage(new TypeError('[@email-webhooks/core] bad secret')) // 'bad secret'
+ */
+export function plainMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.replace(/^\[[^\]]+\] /, '')
+}

@@ -4,10 +4,11 @@
  * counts them as failures. The body sent and received is never printed.
  */
 
+import { SENDER_RECEIVER_TIMEOUT_MS } from '@email-webhooks/core/testing'
 import { UsageError } from './errors.js'
 
 /** Default per-request timeout: the sender's own (10 s). */
-export const DEFAULT_TIMEOUT_MS = 10_000
+export const DEFAULT_TIMEOUT_MS: number = SENDER_RECEIVER_TIMEOUT_MS
 const MAX_ANSWER_CHARS = 64 * 1024
 
 /** A request to send. */

@@ -43,3 +43,36 @@ export function parseWhole(value: string, option: string, min: number, max: numb
   }
   return number
 }
+
+/** What {@link describeBody} finds in a body. */
+export interface BodyFacts {
+  /** The parsed JSON object, when the body is one. */
+  value?: Record<string, unknown>
+  /** Its `id`, when a string. */
+  id?: string
+  /** Its `type`, when a string. */
+  type?: string
+}
+
+const decoder = new TextDecoder()
+
+/**
+ * The id and type inside a body, when it is a JSON object that has them (nothing otherwise, never throws).
+ * @param body The body's text or exact bytes (decoded as UTF-8).
+ * @example
+ * describeBody('{"id":"evt_1","type":"email.bounced"}') // { value: {…}, id: 'evt_1', type: 'email.bounced' }
+ */
+export function describeBody(body: string | Uint8Array): BodyFacts {
+  try {
+    const value = JSON.parse(typeof body === 'string' ? body : decoder.decode(body)) as unknown
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return {}
+    const record = value as Record<string, unknown>
+    return {
+      value: record,
+      ...(typeof record.id === 'string' ? { id: record.id } : {}),
+      ...(typeof record.type === 'string' ? { type: record.type } : {}),
+    }
+  } catch {
+    return {}
+  }
+}

@@ -154,6 +154,7 @@ export async function runLoad(url: string, secret: string, options: LoadOptions,
   }
   const summary = summarize(tally, performance.now() - started, run.stoppedBy, options)
   printSummary(summary, out)
+  // Unlike send/replay's exitCodeOf: a load can be interrupted (130), and it is unreachable (3) only when nothing answered.
   if (run.stoppedBy === 'interrupted') return EXIT.interrupted
   if (tally.wrong === 0) return EXIT.ok
   return tally.answered.length === 0 ? EXIT.unreachable : EXIT.unexpected

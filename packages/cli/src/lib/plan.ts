@@ -6,6 +6,7 @@ import { signWebhook, type WebhookEvent } from '@email-webhooks/core'
 import { createEvent, UNKNOWN_EVENT_TYPE } from '@email-webhooks/core/testing'
 import type { Expectation } from './expect.js'
 import type { Delivery } from './http.js'
+import { describeBody } from './input.js'
 
 /** Seconds outside the ±300 s window used by --stale and --future (clear of small clock skews). */
 export const SKEW_SECONDS = 600
@@ -49,32 +50,14 @@ export interface PlanInput {
   now?: number
 }
 
-const decoder = new TextDecoder()
-
-/** The id and type inside a custom body, when it is a JSON object that has them. */
-function describeBody(body: Uint8Array): { id?: string; type?: string; value?: Record<string, unknown> } {
-  try {
-    const value = JSON.parse(decoder.decode(body)) as unknown
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return {}
-    const record = value as Record<string, unknown>
-    return {
-      value: record,
-      ...(typeof record.id === 'string' ? { id: record.id } : {}),
-      ...(typeof record.type === 'string' ? { type: record.type } : {}),
-    }
-  } catch {
-    return {}
-  }
-}
-
 /** The same event with its email id changed: what an attacker rewriting a delivery would send. */
 function tamper(body: string | Uint8Array): string | Uint8Array {
-  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
-  const { value } = describeBody(bytes)
+  const { value } = describeBody(body)
   const data = value?.data
   if (value && typeof data === 'object' && data !== null && !Array.isArray(data)) {
     return JSON.stringify({ ...value, data: { ...data, id: crypto.randomUUID() } })
   }
+  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
   const out = new Uint8Array(bytes.length + 1)
   out.set(bytes)
   out[bytes.length] = 0x20
@@ -90,11 +73,6 @@ function scramble<T>(items: readonly T[]): T[] {
     }
   } while (out.every((item, index) => item === items[index]))
   return out
-}
-
-async function signed(secret: string, body: string | Uint8Array, id: string, timestamp: number): Promise<Delivery> {
-  const { headers } = await signWebhook({ secret, body, id, timestamp })
-  return { headers, body }
 }
 
 type Make = (expected: Expectation, reason: string, label?: string) => { expected: Expectation; reason: string; label: string }
@@ -114,7 +92,7 @@ function planLifecycle(
   return Promise.all(
     scramble(events).map(async ({ step, event }) => ({
       ...make('2xx', `events of one email may arrive in any order (this is step ${step + 1} of ${LIFECYCLE.length})`, 'out-of-order'),
-      delivery: await signed(secret, JSON.stringify(event), event.id, now),
+      delivery: await signWebhook({ secret, body: JSON.stringify(event), id: event.id, timestamp: now }),
       webhookId: event.id,
       type: event.type,
     })),
@@ -146,7 +124,7 @@ export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
   const webhookId = event?.id ?? custom?.id ?? crypto.randomUUID()
   const type = event?.type ?? custom?.type
   const one = async (timestamp: number, key = input.secret, sent = body) => ({
-    ...(await signed(key, body, webhookId, timestamp)),
+    ...(await signWebhook({ secret: key, body, id: webhookId, timestamp })),
     body: sent,
   })
   const base = { webhookId, type }

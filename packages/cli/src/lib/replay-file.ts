@@ -5,6 +5,7 @@
  * The webhook-id is the recorded `webhook-id` header, else the body's `id`. Blank lines are skipped.
  */
 import { UsageError } from './errors.js'
+import { describeBody } from './input.js'
 
 /** One delivery to re-send. */
 export interface Recorded {
@@ -32,15 +33,6 @@ function header(headers: unknown, name: string, line: number): string | undefine
   return undefined
 }
 
-function parseBody(text: string): Json | undefined {
-  try {
-    const value = JSON.parse(text) as unknown
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
-
 function parseLine(text: string, line: number): Recorded {
   let value: unknown
   try {
@@ -61,14 +53,13 @@ function parseLine(text: string, line: number): Recorded {
   } else {
     throw new UsageError(`line ${line}: expected { "body": …, "headers"?: … } or an event envelope with "id" and "type".`)
   }
-  const event = parseBody(body)
-  const fromBody = typeof event?.id === 'string' ? event.id : undefined
-  const webhookId = header(headers, 'webhook-id', line) ?? fromBody
+  const event = describeBody(body)
+  const webhookId = header(headers, 'webhook-id', line) ?? event.id
   if (webhookId === undefined) throw new UsageError(`line ${line}: no webhook-id header and no string "id" in the body.`)
   return {
     line,
     webhookId,
-    type: typeof event?.type === 'string' ? event.type : undefined,
+    type: event.type,
     body,
     contentType: header(headers, 'content-type', line) ?? 'application/json',
   }

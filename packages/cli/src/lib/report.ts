@@ -1,4 +1,5 @@
 /** One readable line per request, and the JSON record of the same facts. */
+import { EXIT } from './errors.js'
 import { meets } from './expect.js'
 import type { Answer } from './http.js'
 import type { Output } from './output.js'
@@ -35,6 +36,17 @@ export interface RequestJson {
  */
 export function isRight(record: RequestRecord): boolean {
   return meets(record.answer.status, record.expected)
+}
+
+/**
+ * The exit code of a run of single requests (send, replay): 0 when every answer was the expected
+ * one, else 3 when any request got no answer at all, else 1.
+ * @example
+ * state.exitCode = exitCodeOf(records)
+ */
+export function exitCodeOf(records: readonly RequestRecord[]): number {
+  if (records.every(isRight)) return EXIT.ok
+  return records.some((record) => record.answer.status === undefined) ? EXIT.unreachable : EXIT.unexpected
 }
 
 /**

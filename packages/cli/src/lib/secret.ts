@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseEnv } from 'node:util'
 import { assertValidSecrets } from '@email-webhooks/core'
-import { UsageError } from './errors.js'
+import { plainMessage, UsageError } from './errors.js'
 
 /** The environment variable (and .env key) that holds the secret. */
 export const SECRET_ENV = 'EMAIL_WEBHOOK_SECRET'
@@ -61,7 +61,7 @@ export function resolveSecret(options: SecretOptions, env: NodeJS.ProcessEnv = p
     assertValidSecrets(found.value)
   } catch (error) {
     // Core's messages describe the problem without quoting the secret.
-    throw new UsageError(`The secret from ${found.source} is not usable: ${(error as Error).message.replace(/^\[[^\]]+\] /, '')}`)
+    throw new UsageError(`The secret from ${found.source} is not usable: ${plainMessage(error)}`)
   }
   return found
 }

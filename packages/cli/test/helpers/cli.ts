@@ -9,7 +9,6 @@ import { join, resolve } from 'node:path'
 import { expect } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '../../../..')
-/** The built bin, as `npx email-webhooks` runs it. */
 
 /**
  * What a clean child environment keeps from ours: PATH, and the hook that points better-sqlite3 at
@@ -22,6 +21,7 @@ const BASE_ENV: Record<string, string> = Object.fromEntries(
   }),
 )
 
+/** The built bin, as `npx email-webhooks` runs it. */
 export const BIN = join(ROOT, 'packages/cli/bin/email-webhooks.js')
 /** The secret the example servers are started with in these tests. */
 export const SECRET = 'whsec_cli_test_secret_5b2f1c0e9d8a'
@@ -48,7 +48,7 @@ export function freePort(): Promise<number> {
     server.once('error', fail)
     server.listen(0, '127.0.0.1', () => {
       const address = server.address()
-      server.close(() => done(typeof address === 'object' && address ? address.port : 0))
+      server.close(() => (typeof address === 'object' && address ? done(address.port) : fail(new Error('no port'))))
     })
   })
 }
