@@ -9,7 +9,8 @@
  *   memory    the Hono adapter with a MemoryDedupStore (what the bench's hono-memory runs)
  *   sqlite    the Hono adapter with the default durable SQLite store (EMAIL_WEBHOOKS_DB or a temporary file)
  *
- * Prints its port on stdout; on SIGINT prints CPU µs per request (user and kernel) on stderr and exits.
+ * Prints its port on stdout; on SIGINT prints CPU µs per request (user and kernel) since SIGUSR2
+ * (or since start) on stderr and exits.
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -70,11 +71,16 @@ app.post('/hooks', handler.length === 0 ? handler() : handler)
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => console.log(info.port))
 let requests = 0
 server.on('request', () => requests++)
+// SIGUSR2 (cpu.sh sends it after the warm-up) starts the measured window; without it the window
+// starts at process start. (SIGUSR1 would start Node's inspector.)
+let mark = { cpu: { user: 0, system: 0 }, requests: 0 }
+process.on('SIGUSR2', () => {
+  mark = { cpu: process.cpuUsage(), requests }
+})
 process.on('SIGINT', () => {
-  const { user, system } = process.cpuUsage()
-  const per = (us) => (us / requests).toFixed(1)
-  console.error(
-    `${variant.padEnd(7)} ${requests} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})`,
-  )
+  const { user, system } = process.cpuUsage(mark.cpu)
+  const counted = requests - mark.requests
+  const per = (us) => (us / counted).toFixed(1)
+  console.error(`${variant.padEnd(7)} ${counted} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})`)
   process.exit(0)
 })
