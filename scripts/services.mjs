@@ -19,9 +19,10 @@ function onPath(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
 }
 
+/** The folder with PostgreSQL's initdb: EMAIL_WEBHOOKS_PG_BIN when set (as test/services/servers.ts reads it), else Debian's. */
 function pgBin() {
   const fromEnv = process.env.EMAIL_WEBHOOKS_PG_BIN
-  if (fromEnv && existsSync(join(fromEnv, 'initdb'))) return fromEnv
+  if (fromEnv !== undefined) return existsSync(join(fromEnv, 'initdb')) ? fromEnv : undefined
   return existsSync(join(DEBIAN_PG_BIN, 'initdb')) ? DEBIAN_PG_BIN : undefined
 }
 
@@ -56,6 +57,15 @@ async function aptInstall(prefix, packages) {
  */
 export async function ensureServices() {
   const env = {}
+  // The tests take EMAIL_WEBHOOKS_PG_BIN as it is: a wrong one must stop here, not fall back to another PostgreSQL.
+  const pgFromEnv = process.env.EMAIL_WEBHOOKS_PG_BIN
+  if (pgFromEnv !== undefined && !pgBin()) {
+    console.error(
+      `\n✗ EMAIL_WEBHOOKS_PG_BIN is set to ${JSON.stringify(pgFromEnv)}, which has no initdb.\n` +
+        `  Point it at the folder holding PostgreSQL 15's initdb, pg_ctl and postgres (e.g. ${DEBIAN_PG_BIN}), or unset it.`,
+    )
+    process.exit(1)
+  }
   let missing = missingPrograms()
   if (missing.length === 0) {
     console.log('  PostgreSQL 15, Redis and strace are installed')
@@ -90,11 +100,22 @@ export async function ensureServices() {
     )
     process.exit(1)
   }
+  // Nothing is missing, so pgBin() is set (EMAIL_WEBHOOKS_PG_BIN too when PostgreSQL came from npm).
+  const postgres = join(pgBin(), 'postgres')
+  let version
   try {
-    const version = execFileSync(join(pgBin() ?? env.EMAIL_WEBHOOKS_PG_BIN, 'postgres'), ['--version'])
+    version = execFileSync(postgres, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] })
       .toString()
       .trim()
-    console.log(`  ready: ${version}, redis-server, strace`)
-  } catch {}
+  } catch (error) {
+    const stderr = error.stderr?.toString().trim()
+    console.error(
+      `\n✗ PostgreSQL cannot run here: \`${postgres} --version\` failed (${error.code ?? `exit ${error.status}`}).\n` +
+        (stderr ? `  ${stderr.split('\n').join('\n  ')}\n` : '') +
+        `  Install the Debian/Ubuntu package postgresql-15, or set EMAIL_WEBHOOKS_PG_BIN=<dir with initdb> to a PostgreSQL 15 that runs.`,
+    )
+    process.exit(1)
+  }
+  console.log(`  ready: ${version}, redis-server, strace`)
   return env
 }

@@ -11,10 +11,13 @@
 //                                            its package folder passed as <TOOL>_DIR
 //
 // Concurrent callers (vitest runs files in parallel) share one install: the first takes a lock
-// folder, the others wait for it; the install goes to a temporary folder renamed into place.
+// folder (with its pid and host in `owner`), the others wait for it; the install goes to a
+// temporary folder renamed into place. A lock whose owner died (Ctrl-C) is taken over at once, and
+// the dead owner's temporary folder removed.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -60,6 +63,37 @@ function npmInstall(prefix, spec) {
   })
 }
 
+/** Whether process `pid` of this host is gone (a process of another user still counts as alive). */
+function isDead(pid) {
+  try {
+    process.kill(pid, 0)
+    return false
+  } catch (error) {
+    return error.code === 'ESRCH'
+  }
+}
+
+/** The pid written in the lock folder by its owner on this host, or undefined (not written yet, another host, unreadable). */
+function lockOwner(lock) {
+  try {
+    const [pid, host] = readFileSync(join(lock, 'owner'), 'utf8').trim().split(' ')
+    return Number.isSafeInteger(Number(pid)) && Number(pid) > 0 && host === hostname() ? Number(pid) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Removes the `<tool dir>.tmp-<pid>` staging folders of dead processes (killed mid-install). Call with the lock held. */
+function removeDeadStaging(dir) {
+  const prefix = `${basename(dir)}.tmp-`
+  for (const entry of readdirSync(dirname(dir))) {
+    const pid = Number(entry.slice(prefix.length))
+    if (entry.startsWith(prefix) && Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && isDead(pid)) {
+      rmSync(join(dirname(dir), entry), { recursive: true, force: true })
+    }
+  }
+}
+
 function describe(name, dir) {
   const tool = TOOLS[name]
   const pkg = join(dir, 'node_modules', tool.pkg)
@@ -83,21 +117,35 @@ export async function ensureTool(name) {
   for (;;) {
     try {
       mkdirSync(lock)
+      try {
+        writeFileSync(join(lock, 'owner'), `${process.pid} ${hostname()}\n`)
+      } catch (error) {
+        rmSync(lock, { recursive: true, force: true })
+        throw error
+      }
       break
     } catch (error) {
       if (error.code !== 'EEXIST') throw error
       if (existsSync(ready)) return describe(name, dir)
+      // Stale: its owner died (Ctrl-C, a killed worker), or it is older than any install takes.
+      const owner = lockOwner(lock)
       let age = 0
       try {
         age = Date.now() - statSync(lock).mtimeMs
       } catch {}
-      if (age > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true })
+      // Read the owner again just before removing: another waiter may have taken the lock over already.
+      if (((owner !== undefined && isDead(owner)) || age > LOCK_STALE_MS) && lockOwner(lock) === owner) {
+        if (owner !== undefined) process.stderr.write(`tools: taking over the lock of ${tool.spec} from process ${owner}, which is gone\n`)
+        rmSync(lock, { recursive: true, force: true })
+        continue
+      }
       if (Date.now() - started > INSTALL_TIMEOUT_MS) throw new Error(`gave up waiting for another process to install ${tool.spec}`)
       await sleep(250)
     }
   }
   try {
     if (existsSync(ready)) return describe(name, dir)
+    removeDeadStaging(dir)
     const staging = `${dir}.tmp-${process.pid}`
     rmSync(staging, { recursive: true, force: true })
     mkdirSync(staging, { recursive: true })
@@ -111,7 +159,8 @@ export async function ensureTool(name) {
     process.stderr.write(`tools: ${tool.spec} ready in ${((Date.now() - began) / 1000).toFixed(0)} s\n`)
     return describe(name, dir)
   } finally {
-    rmSync(lock, { recursive: true, force: true })
+    // Only our own lock: one taken over as stale in the meantime belongs to another process now.
+    if (lockOwner(lock) === process.pid) rmSync(lock, { recursive: true, force: true })
   }
 }
 
