@@ -4,24 +4,11 @@
  * without the capability and for events whose fields cannot be ordered. Real HTTP where the target
  * listens; the store is the in-process MemoryDedupStore (the other stores: test/ordering/receiver-stores.test.ts).
  */
-import { type Claim, type ClaimOptions, type DedupStore, type EventOrder, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
+import { type EventOrder, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
 import { createEmailSequence, createEvent, createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
+import { WithoutOrdering } from '../store/conformance-helpers.js'
 import { ALL_TARGETS, type Delivery, type Target } from './targets.js'
-
-/** A store without the ordering capability: a MemoryDedupStore the `order` options never reach. */
-class PlainStore implements DedupStore {
-  readonly #store = new MemoryDedupStore()
-  claim(key: string, opts: ClaimOptions) {
-    return this.#store.claim(key, { leaseMs: opts.leaseMs, retentionMs: opts.retentionMs })
-  }
-  complete(claim: Claim, opts: { retentionMs: number }) {
-    return this.#store.complete(claim, { retentionMs: opts.retentionMs })
-  }
-  release(claim: Claim) {
-    return this.#store.release(claim)
-  }
-}
 
 for (const kind of ALL_TARGETS) {
   describe(`${kind.name}: ordering`, () => {
@@ -85,7 +72,7 @@ for (const kind of ALL_TARGETS) {
     })
 
     it('reports ordering unknown for a store without the capability, and dedup still works', async () => {
-      const { seen, send } = await start({ store: new PlainStore() })
+      const { seen, send } = await start({ store: new WithoutOrdering() })
       const { deliveries } = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
       for (const delivery of [...deliveries].reverse()) expect((await send(delivery)).json).toEqual({ ok: true })
       expect((await send(deliveries[0] as Delivery)).json).toEqual({ ok: true, duplicate: true })

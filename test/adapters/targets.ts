@@ -22,7 +22,7 @@ export interface Answer {
   status: number
   headers: Headers
   text: string
-  json: { ok?: boolean; duplicate?: boolean; error?: { code: string; message: string } }
+  json: { ok?: boolean; duplicate?: boolean; ignored?: string; error?: { code: string; message: string } }
 }
 
 export interface Target {

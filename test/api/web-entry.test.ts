@@ -4,38 +4,11 @@
  * entry (faithful sender included) has no static Node import, only `listenSender`'s dynamic one.
  */
 import { readFileSync } from 'node:fs'
-import { builtinModules, createRequire } from 'node:module'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ROOT, RUNTIMES_DIR } from '../runtimes/runtimes.js'
+import { NODE_BUILTINS as BUILTINS, esbuildGraph, ROOT } from '../runtimes/runtimes.js'
 
-/** The part of esbuild's metafile read here. */
-interface Metafile {
-  inputs: Record<string, { imports: Array<{ path: string; kind: string }> }>
-}
-// esbuild is a dependency of the runtimes suite: load it from there.
-const { build } = createRequire(join(RUNTIMES_DIR, 'runtimes.ts'))('esbuild') as {
-  build(options: Record<string, unknown>): Promise<{ metafile: Metafile }>
-}
-
-const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]))
-
-async function graph(entry: string, conditions: string[]): Promise<Metafile> {
-  const result = await build({
-    stdin: { contents: `export * from '${entry}'`, resolveDir: RUNTIMES_DIR, loader: 'js' },
-    bundle: true,
-    write: false,
-    metafile: true,
-    format: 'esm',
-    platform: 'neutral',
-    conditions,
-    mainFields: ['module', 'main'],
-    tsconfigRaw: {},
-    external: [...BUILTINS],
-    logLevel: 'silent',
-  })
-  return result.metafile
-}
+const graph = (entry: string, conditions: string[]) => esbuildGraph(`export * from '${entry}'`, conditions)
 
 for (const condition of ['workerd', 'deno', 'bun', 'browser']) {
   describe(`under the "${condition}" condition`, () => {

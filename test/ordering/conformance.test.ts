@@ -3,10 +3,8 @@
 // deliberately wrong stores.
 import {
   type Claim,
-  type ClaimOptions,
   compareOrderPositions,
   type DedupStore,
-  MemoryDedupStore,
   type OrderingClaimOptions,
   type OrderingClaimResult,
   type OrderingCompleteOptions,
@@ -16,25 +14,9 @@ import {
 } from '@email-webhooks/core'
 import { type OrderingConformanceOptions, orderingConformance } from '@email-webhooks/core/testing'
 import { describe, expect, it } from 'vitest'
+import { WithoutOrdering } from '../store/conformance-helpers.js'
 
 const SHORT_MS = 150
-
-/** A MemoryDedupStore seen without its ordering capability: the `order` options never reach it. */
-class WithoutOrdering implements DedupStore {
-  readonly #store = new MemoryDedupStore()
-  claim(key: string, opts: ClaimOptions) {
-    return this.#store.claim(key, { leaseMs: opts.leaseMs, retentionMs: opts.retentionMs })
-  }
-  complete(claim: Claim, opts: { retentionMs: number }) {
-    return this.#store.complete(claim, { retentionMs: opts.retentionMs })
-  }
-  release(claim: Claim) {
-    return this.#store.release(claim)
-  }
-  close() {
-    return this.#store.close()
-  }
-}
 
 /** Reference ordering store: marks in a Map next to the memory dedup store, compare-and-set in one synchronous step. */
 class OrderedMemoryStore implements OrderingDedupStore {

@@ -143,7 +143,14 @@ describe('parseCreatedAt', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.anything()), (value) => {
         const result = parseCreatedAt(value)
-        expect(result.ok === true ? Number.isSafeInteger(result.ms) : typeof result.reason).toBeTruthy()
+        if (result.ok) {
+          expect(typeof value).toBe('string')
+          expect(Number.isSafeInteger(result.ms)).toBe(true)
+        } else {
+          // Only "absent" values are missing; anything else that gives no position is unparseable.
+          const missing = value === undefined || value === null || value === ''
+          expect(result.reason).toBe(missing ? 'created_at_missing' : 'created_at_unparseable')
+        }
       }),
       { numRuns: 500 },
     )

@@ -1,4 +1,4 @@
-// Preloaded with `--require` by receiver.test.ts: makes better-sqlite3 impossible to load, as
+// Preloaded with `--require` by receiver.test.ts and test/store/sqlite-edges.test.ts: makes better-sqlite3 impossible to load, as
 // on a Hono app on Node where it was never installed (or its native build failed).
 const Module = require('node:module')
 const resolve = Module._resolveFilename

@@ -4,9 +4,10 @@
  */
 import { spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { builtinModules, createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Metafile } from 'esbuild'
 import { ensureTool } from '../../scripts/tools.mjs'
 
 export const RUNTIMES_DIR: string = dirname(fileURLToPath(import.meta.url))
@@ -25,6 +26,34 @@ export async function runtimeBin(name: 'bun' | 'deno' | 'node22' | 'node24'): Pr
 /** Miniflare 4 (needs Node ≥ 22: run it on `runtimeBin('node24')`), for `MINIFLARE_DIR`. */
 export async function miniflareDir(): Promise<string> {
   return (await ensureTool('miniflare')).pkg
+}
+
+/** Node's built-in modules, bare and with the `node:` prefix. */
+export const NODE_BUILTINS: ReadonlySet<string> = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]))
+
+/**
+ * The files and imports esbuild reaches from `contents` (an ES module importing the entries, resolved
+ * from this folder) under the export `conditions`, as Bun, Deno, wrangler and browsers resolve the
+ * packages' exports and imports maps. Nothing is written; Node built-ins and `external` stay external.
+ * esbuild (a dependency of the runtimes suite) is loaded on first use only.
+ */
+export async function esbuildGraph(contents: string, conditions: string[], external: string[] = []): Promise<Metafile> {
+  const { build } = await import('esbuild')
+  const result = await build({
+    stdin: { contents, resolveDir: RUNTIMES_DIR, loader: 'js' },
+    bundle: true,
+    write: false,
+    metafile: true,
+    format: 'esm',
+    platform: 'neutral',
+    conditions,
+    mainFields: ['module', 'main'],
+    // No tsconfig: packages/core/tsconfig.json maps #crypto to the Node sources for tsc only.
+    tsconfigRaw: {},
+    external: [...external, ...NODE_BUILTINS],
+    logLevel: 'silent',
+  })
+  return result.metafile
 }
 
 /** See bun-tsconfig.json: keeps the workspace's tsconfig paths away from Bun. */

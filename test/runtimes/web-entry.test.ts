@@ -6,32 +6,16 @@
  * The `node` condition is resolved too, as a control: it must reach the Node-only files.
  */
 import { readFileSync } from 'node:fs'
-import { builtinModules } from 'node:module'
 import { join } from 'node:path'
-import { build, type Metafile } from 'esbuild'
+import type { Metafile } from 'esbuild'
 import { describe, expect, it } from 'vitest'
-import { ROOT, RUNTIMES_DIR } from './runtimes.js'
+import { NODE_BUILTINS as BUILTINS, esbuildGraph, ROOT } from './runtimes.js'
 
 const ENTRIES = ['@email-webhooks/core', '@email-webhooks/hono']
-const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]))
 
-/** The files and imports that `entry` reaches under `conditions`; packages outside the workspace (hono) stay external. */
-async function graph(conditions: string[]): Promise<Metafile> {
-  const result = await build({
-    stdin: { contents: ENTRIES.map((e) => `export * from '${e}'`).join('\n'), resolveDir: RUNTIMES_DIR, loader: 'js' },
-    bundle: true,
-    write: false,
-    metafile: true,
-    format: 'esm',
-    platform: 'neutral',
-    conditions,
-    mainFields: ['module', 'main'],
-    // No tsconfig: packages/core/tsconfig.json maps #crypto to the Node sources for tsc only.
-    tsconfigRaw: {},
-    external: ['hono', 'hono/*', ...BUILTINS],
-    logLevel: 'silent',
-  })
-  return result.metafile
+/** The files and imports that the entries reach under `conditions`; packages outside the workspace (hono) stay external. */
+function graph(conditions: string[]): Promise<Metafile> {
+  return esbuildGraph(ENTRIES.map((e) => `export * from '${e}'`).join('\n'), conditions, ['hono', 'hono/*'])
 }
 
 const ourFiles = (meta: Metafile) => Object.keys(meta.inputs).filter((f) => f.includes('packages/'))

@@ -1,5 +1,16 @@
-/** Shared by conformance.test.ts and server-conformance.test.ts: the suites under vitest, and a store made of two. */
-import type { Claim, ClaimOptions, CompleteOptions, DedupKeyState, DedupStore } from '@email-webhooks/core'
+/**
+ * Shared by conformance.test.ts and server-conformance.test.ts (the suites under vitest, and a store
+ * made of two), and by test/ordering/conformance.test.ts and test/adapters/ordering.test.ts (a store
+ * without the ordering capability).
+ */
+import {
+  type Claim,
+  type ClaimOptions,
+  type CompleteOptions,
+  type DedupKeyState,
+  type DedupStore,
+  MemoryDedupStore,
+} from '@email-webhooks/core'
 import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
 import { describe, it } from 'vitest'
 
@@ -42,5 +53,22 @@ export class AlternatingStore implements DedupStore {
   }
   async close() {
     await Promise.all(this.stores.map((store) => store.close?.()))
+  }
+}
+
+/** A MemoryDedupStore seen without its ordering capability: the `order` options never reach it. */
+export class WithoutOrdering implements DedupStore {
+  readonly #store = new MemoryDedupStore()
+  claim(key: string, opts: ClaimOptions) {
+    return this.#store.claim(key, { leaseMs: opts.leaseMs, retentionMs: opts.retentionMs })
+  }
+  complete(claim: Claim, opts: CompleteOptions) {
+    return this.#store.complete(claim, { retentionMs: opts.retentionMs })
+  }
+  release(claim: Claim) {
+    return this.#store.release(claim)
+  }
+  close() {
+    return this.#store.close()
   }
 }

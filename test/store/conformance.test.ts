@@ -126,9 +126,8 @@ describe('MemoryDedupStore beyond the contract', () => {
     expect(error).toBeInstanceOf(DedupStoreError)
     expect((error as DedupStoreError).code).toBe('full')
     expect((error as DedupStoreError).message).toMatch(/MemoryDedupStore is full: all 3 keys are live claims.*Raise maxKeys/)
-    // A completed key frees room: the oldest completed one is evicted for the new key.
-    const held = await store.claim('live-0', LONG)
-    expect(held.status).toBe('in_flight')
+    // The refused claim evicted nothing: every live claim is still held.
+    for (let i = 0; i < 3; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('in_flight')
   })
 
   it('evicts a completed key to make room, so a full store of done keys keeps accepting new ones', async () => {

@@ -8,20 +8,12 @@ import { PostgresDedupStore, postgresDedupTableSql } from '@email-webhooks/core/
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Cluster, Redis } from 'ioredis'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { describe, expect, it } from 'vitest'
+import { type RunningServer, startRedis } from '../services/servers.js'
+import { LONG, type ServerKind, sleep, useServers } from './process-harness.js'
 
-const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-let postgres: RunningServer
-let redis: RunningServer
-
-beforeAll(async () => {
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
-})
-afterAll(async () => {
-  await Promise.all([postgres?.stop(), redis?.stop()])
-})
+// Both servers are started before the first test (useServers' beforeAll).
+const servers = useServers() as Record<ServerKind, RunningServer>
 
 async function rejection(promise: Promise<unknown>): Promise<DedupStoreError> {
   const error = await promise.then(
@@ -40,8 +32,8 @@ describe('PostgresDedupStore: bounded storage', () => {
     const retentionMs = 200
     const events = 6_000
     const runMs = 6_000
-    const store = new PostgresDedupStore({ connectionString: postgres.url, table })
-    const pool = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     const rows = async (): Promise<number> => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
     try {
       const completedAt: number[] = []
@@ -99,8 +91,8 @@ describe('PostgresDedupStore: bounded storage', () => {
 
   it('purgeExpired() deletes every expired row, batch after batch, and keeps live ones', async () => {
     const table = 'hooks_purge_all'
-    const store = new PostgresDedupStore({ connectionString: postgres.url, table })
-    const pool = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     try {
       for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
       // 2,500 expired rows written directly, so no claim starts a background purge meanwhile.
@@ -123,11 +115,11 @@ describe('PostgresDedupStore: a least-privilege role', () => {
     const table = 'hooks_least_privilege'
     const role = 'hooks_rw'
     const password = `pw-${crypto.randomUUID()}`
-    const admin = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    const admin = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     await admin.query(postgresDedupTableSql(table))
     await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
     await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO ${role}`)
-    const url = new URL(postgres.url)
+    const url = new URL(servers.postgres.url)
     url.username = role
     url.password = password
     const store = new PostgresDedupStore({ connectionString: url.toString(), table })
@@ -149,9 +141,9 @@ describe('PostgresDedupStore: a least-privilege role', () => {
   it("still names the missing grant ('misconfigured') when that role meets a missing table", async () => {
     const role = 'hooks_rw_no_table'
     const password = `pw-${crypto.randomUUID()}`
-    const admin = new pg.Pool({ connectionString: postgres.url, max: 1 })
+    const admin = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
-    const url = new URL(postgres.url)
+    const url = new URL(servers.postgres.url)
     url.username = role
     url.password = password
     const store = new PostgresDedupStore({ connectionString: url.toString(), table: 'hooks_nobody_created' })
@@ -171,7 +163,7 @@ describe('PostgresDedupStore: a least-privilege role', () => {
 
 describe('RedisDedupStore: bounded storage', () => {
   it('gives every key it writes a TTL: live leases, done records, released and re-claimed keys; lookup writes none', async () => {
-    const client = new Redis(redis.url)
+    const client = new Redis(servers.redis.url)
     const prefix = `ttl-all-${crypto.randomUUID()}:`
     const store = new RedisDedupStore({ client, prefix })
     try {
@@ -231,11 +223,11 @@ describe('RedisDedupStore: a server that forbids CONFIG', () => {
   })
 
   it('warns once for an ACL user without the CONFIG command (NOPERM), naming no secret', async () => {
-    const admin = new Redis(redis.url)
+    const admin = new Redis(servers.redis.url)
     const user = `no-config-${crypto.randomUUID().slice(0, 8)}`
     const password = `pw-${crypto.randomUUID()}`
     await admin.call('ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '+@all', '-config')
-    const url = new URL(redis.url)
+    const url = new URL(servers.redis.url)
     url.username = user
     url.password = password
     const warnings: string[] = []
@@ -254,7 +246,7 @@ describe('RedisDedupStore: a server that forbids CONFIG', () => {
 
   it('does not warn on a server that allows CONFIG and keeps completions', async () => {
     const warnings: string[] = []
-    const store = new RedisDedupStore({ url: redis.url, warn: (message) => warnings.push(message) })
+    const store = new RedisDedupStore({ url: servers.redis.url, warn: (message) => warnings.push(message) })
     try {
       expect((await store.claim(crypto.randomUUID(), LONG)).status).toBe('acquired')
       expect(warnings).toEqual([])
@@ -271,8 +263,8 @@ describe('RedisDedupStore: waitFor', () => {
   }
 
   it('runs WAIT after each complete: with 0 replicas it resolves at once', async () => {
-    const admin = new Redis(redis.url)
-    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 0, timeoutMs: 1_000 } })
+    const admin = new Redis(servers.redis.url)
+    const store = new RedisDedupStore({ url: servers.redis.url, waitFor: { replicas: 0, timeoutMs: 1_000 } })
     try {
       const before = await commandCalls(admin, 'wait')
       for (let i = 0; i < 3; i++) {
@@ -291,7 +283,7 @@ describe('RedisDedupStore: waitFor', () => {
   })
 
   it("rejects complete with 'durability_timeout' when the replicas it waits for do not confirm in time; the record stays done", async () => {
-    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 1, timeoutMs: 150 } })
+    const store = new RedisDedupStore({ url: servers.redis.url, waitFor: { replicas: 1, timeoutMs: 150 } })
     try {
       const key = `wait-one-${crypto.randomUUID()}`
       const result = await store.claim(key, LONG)
@@ -299,7 +291,7 @@ describe('RedisDedupStore: waitFor', () => {
       const error = await rejection(store.complete(result.claim, LONG))
       expect(error.code).toBe('durability_timeout')
       expect(error.message).toMatch(/only 0 of 1 replicas confirmed it within 150 ms, so it is not acknowledged/)
-      expect(error.message).not.toContain(redis.password)
+      expect(error.message).not.toContain(servers.redis.password)
       // The sender's retry finds the event done on this server.
       expect((await store.claim(key, LONG)).status).toBe('duplicate')
     } finally {
@@ -308,8 +300,8 @@ describe('RedisDedupStore: waitFor', () => {
   })
 
   it('with aof: true runs WAITAOF 1 0 after each complete on Redis 7.2+, and says the server is too old before that', async () => {
-    const admin = new Redis(redis.url)
-    const store = new RedisDedupStore({ url: redis.url, waitFor: { replicas: 0, timeoutMs: 1_000, aof: true } })
+    const admin = new Redis(servers.redis.url)
+    const store = new RedisDedupStore({ url: servers.redis.url, waitFor: { replicas: 0, timeoutMs: 1_000, aof: true } })
     try {
       const version = /^redis_version:(\d+)\.(\d+)/m.exec(await admin.info('server'))
       const [major, minor] = [Number(version?.[1]), Number(version?.[2])]
@@ -336,7 +328,9 @@ describe('RedisDedupStore: waitFor', () => {
   it("refuses a waitFor it cannot honour at construction ('invalid_options')", () => {
     const invalid = (waitFor: unknown, client?: unknown) => {
       try {
-        new RedisDedupStore(client ? { client: client as Redis, waitFor: waitFor as never } : { url: redis.url, waitFor: waitFor as never })
+        new RedisDedupStore(
+          client ? { client: client as Redis, waitFor: waitFor as never } : { url: servers.redis.url, waitFor: waitFor as never },
+        )
       } catch (error) {
         return error as DedupStoreError
       }
@@ -345,7 +339,7 @@ describe('RedisDedupStore: waitFor', () => {
     expect(invalid({ replicas: 1, timeoutMs: 0 }).code).toBe('invalid_options')
     expect(invalid({ replicas: 1, timeoutMs: 0 }).message).toMatch(/waitFor\.timeoutMs must be a whole number of milliseconds/)
     expect(invalid({ replicas: 1.5, timeoutMs: 100 }).message).toMatch(/waitFor\.replicas must be a whole number ≥ 0/)
-    const cluster = new Cluster([{ host: '127.0.0.1', port: redis.port }], { lazyConnect: true })
+    const cluster = new Cluster([{ host: '127.0.0.1', port: servers.redis.port }], { lazyConnect: true })
     try {
       expect(invalid({ replicas: 1, timeoutMs: 100 }, cluster).message).toMatch(/does not work with a Cluster client/)
     } finally {

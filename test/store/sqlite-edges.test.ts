@@ -19,6 +19,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const newFile = () => join(dir, `edges-${files++}.db`)
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+/** A `--require` preload that makes better-sqlite3 impossible to load. */
+const NO_SQLITE_DRIVER = join(import.meta.dirname, '../pipeline/no-sqlite-driver.cjs')
 
 /** The error `fn` throws (or its promise rejects with). */
 async function failure(fn: () => unknown): Promise<DedupStoreError> {
@@ -135,18 +137,14 @@ describe('SqliteDedupStore failures are DedupStoreErrors', () => {
   it('answers driver_missing with the install command when better-sqlite3 cannot load', () => {
     // A child process in which requiring better-sqlite3 fails, as in an app that did not install it.
     const script = `
-      const Module = require('node:module')
-      const resolve = Module._resolveFilename
-      Module._resolveFilename = function (request, ...rest) {
-        if (request === 'better-sqlite3') throw Object.assign(new Error("Cannot find module 'better-sqlite3'"), { code: 'MODULE_NOT_FOUND' })
-        return resolve.call(this, request, ...rest)
-      }
       const { SqliteDedupStore } = require('@email-webhooks/core/sqlite')
       const { DedupStoreError } = require('@email-webhooks/core')
       try { new SqliteDedupStore({ path: ${JSON.stringify(newFile())} }) } catch (error) {
         console.log(JSON.stringify({ same: error instanceof DedupStoreError, code: error.code, message: error.message }))
       }`
-    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: import.meta.dirname, encoding: 'utf8' }))
+    const out = JSON.parse(
+      execFileSync(process.execPath, ['--require', NO_SQLITE_DRIVER, '-e', script], { cwd: import.meta.dirname, encoding: 'utf8' }),
+    )
     expect(out).toMatchObject({ same: true, code: 'driver_missing' })
     expect(out.message).toContain('npm install better-sqlite3')
   })
