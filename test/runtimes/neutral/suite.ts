@@ -1,10 +1,11 @@
 /**
  * The runtime-neutral behaviour subset: what must hold on Bun, Deno and every other runtime
- * that speaks `Request`/`Response`. It covers every status the packages answer (200 including
- * a duplicate and an unknown type, 400, 401, 405, 409, 413, 500, 503) for core's fetch handler
- * and the Hono adapter, each with the memory store and with a custom store. It needs no test
- * runner and no Node API: `run-neutral.ts` runs it and prints the results as JSON, and
- * test/runtimes/runtimes.test.ts checks them.
+ * that speaks `Request`/`Response`. It covers these answers (200 handled, duplicate, for unknown
+ * and non-email types and for a signed non-envelope acknowledged as ignored; 401, 405 from the
+ * fetch handler, 409, 413, 500, 503) for core's fetch handler and the Hono adapter, each with the
+ * memory store and with a custom store. It needs no test runner and no Node API:
+ * `run-neutral.ts` runs it and prints the results as JSON, and test/runtimes/neutral.test.ts
+ * checks them.
  */
 import {
   type Claim,
