@@ -1,10 +1,11 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
+import { straceAvailable } from './strace.js'
 
 // Proves, from the system calls, that a `complete` of the SQLite store with durability 'full'
 // resolves only after the WAL file was synced to disk following that complete's commit, and
@@ -12,16 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 // strace also injects faults: a WAL fdatasync that fails (EIO) or takes 400 ms, to check what
 // the store answers meanwhile and afterwards.
 
-function hasStrace(): boolean {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-const available = hasStrace()
-if (!available && process.env.CI) throw new Error('strace is needed by this test: apt-get install strace (.ci/run installs it).')
+const available = straceAvailable
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'email-webhooks-durability-')))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

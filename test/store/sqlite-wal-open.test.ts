@@ -4,22 +4,14 @@
  * the store refuses at construction with a DedupStoreError, instead of going on without its WAL
  * sync. A WAL that does not exist (SQLite could not turn WAL on) still means: sync every commit.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { straceAvailable } from './strace.js'
 
-function hasStrace(): boolean {
-  try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-const available = hasStrace()
-if (!available && process.env.CI) throw new Error('strace is needed by this test: apt-get install strace (.ci/run installs it).')
+const available = straceAvailable
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'email-webhooks-wal-open-')))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
