@@ -40,6 +40,7 @@ interface ChildResult {
   backend: 'node' | 'web'
   signatures: { name: string; signature: string; hmacCalls: number }[]
   verified: { name: string; result: Outcome; hmacCalls: number }[]
+  concurrent: Outcome[]
 }
 
 /** HMAC-SHA256 over id.timestamp.body computed here, independently of both backends. */
@@ -192,6 +193,12 @@ describe('verifyWebhook on the node path and on the web path (--conditions=worke
   it('gives every verify case the same outcome on the web path as in-process on the node path', () => {
     expect(web.verified.map((r) => [r.name, r.result])).toEqual(cases.map((c, i) => [c.name, local[i]]))
     expect(node.verified.map((r) => r.result)).toEqual(local)
+  })
+
+  it('gives every case the same outcome when all are verified at once as one after another, on both paths', () => {
+    expect(cases.length).toBeGreaterThan(20)
+    expect(web.concurrent).toEqual(local)
+    expect(node.concurrent).toEqual(local)
   })
 
   it('accepts every valid vector and refuses its wrong MAC and wrong secret with signature_mismatch', () => {

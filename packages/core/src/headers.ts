@@ -77,14 +77,21 @@ export function readWebhookHeaders(headers: WebhookHeaders): WebhookHeaderValues
   let seen = 0
   for (const key in record) {
     if (!Object.hasOwn(record, key)) continue
-    const length = key.length
-    if (length !== 10 && length !== 17) continue
-    const name = key.toLowerCase()
+    let name = key
     let slot: 0 | 1 | 2
-    if (name === HEADER_ID) slot = 0
-    else if (name === HEADER_TIMESTAMP) slot = 1
-    else if (name === HEADER_SIGNATURE) slot = 2
-    else continue
+    // Node's `req.headers` has lower-case names already: compare first, lower-case only the others.
+    if (key === HEADER_ID) slot = 0
+    else if (key === HEADER_TIMESTAMP) slot = 1
+    else if (key === HEADER_SIGNATURE) slot = 2
+    else {
+      const length = key.length
+      if (length !== 10 && length !== 17) continue
+      name = key.toLowerCase()
+      if (name === HEADER_ID) slot = 0
+      else if (name === HEADER_TIMESTAMP) slot = 1
+      else if (name === HEADER_SIGNATURE) slot = 2
+      else continue
+    }
     const bit = 1 << slot
     if (seen & bit) {
       throw new WebhookVerificationError(
