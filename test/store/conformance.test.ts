@@ -139,4 +139,30 @@ describe('MemoryDedupStore beyond the contract', () => {
     expect((await store.claim('c', LONG)).status).toBe('acquired')
     expect(store.size).toBe(2)
   })
+
+  it('when full, evicts the oldest expired or completed keys first (a batch of maxKeys / 100), never a live claim', async () => {
+    let now = 1_000_000
+    const store = new MemoryDedupStore({ maxKeys: 300, now: () => now })
+    const states = async (keys: string[]) => Promise.all(keys.map(async (key) => (await store.lookup(key)) as string))
+    // The oldest key is a live claim, then a claim whose lease lapses, then 298 completed keys.
+    expect((await store.claim('live', LONG)).status).toBe('acquired')
+    expect((await store.claim('lapsing', { leaseMs: 10, retentionMs: LONG.retentionMs })).status).toBe('acquired')
+    for (let i = 0; i < 298; i++) {
+      const result = await store.claim(`done-${i}`, LONG)
+      if (result.status === 'acquired') await store.complete(result.claim, LONG)
+    }
+    now += 1_000
+    expect((await store.claim('new', LONG)).status).toBe('acquired')
+    // A batch of 3: the lapsed claim and the two oldest completed keys; the live claim stays.
+    expect(store.size).toBe(298)
+    expect(await states(['live', 'lapsing', 'done-0', 'done-1', 'done-2', 'done-297', 'new'])).toEqual([
+      'in_flight',
+      'absent',
+      'absent',
+      'absent',
+      'done',
+      'done',
+      'in_flight',
+    ])
+  })
 })

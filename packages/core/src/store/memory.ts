@@ -12,12 +12,12 @@ import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, 
 
 const PACKAGE = '[@email-webhooks/core]'
 
-/** Default number of keys kept before the oldest completed ones are evicted. */
+/** Default number of keys kept before the oldest expired or completed ones are evicted. */
 export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000
 
 /** Options of {@link MemoryDedupStore}. */
 export interface MemoryDedupStoreOptions {
-  /** Most keys kept; when full, expired then oldest completed keys are evicted. Default 100,000. */
+  /** Most keys kept; when full, the oldest expired or completed keys are evicted. Default 100,000. */
   maxKeys?: number
   /** Clock in milliseconds; default `Date.now`. */
   now?: () => number
@@ -151,20 +151,18 @@ export class MemoryDedupStore implements DedupStore {
     }
   }
 
-  /** Frees room: all expired keys, else the oldest completed key. False when only live claims remain. */
+  /**
+   * Frees room: a batch of the oldest keys that are expired or completed (so that a full store
+   * does not scan on every claim). False when only live claims remain.
+   */
   #evict(now: number): boolean {
+    // A Map iterates in insertion order, and a claim re-inserts its key: the oldest keys come
+    // first, so the batch is found at the front instead of by a walk over every key (which cost
+    // ~2 µs per claim in a full store of 100,000 keys).
+    let budget = Math.max(1, Math.floor(this.#maxKeys / 100))
     let freed = false
     for (const [key, entry] of this.#entries) {
-      if (entry.expiresAt <= now) {
-        this.#entries.delete(key)
-        freed = true
-      }
-    }
-    if (freed) return true
-    // Evict a batch of the oldest completed keys so that a full store does not scan on every claim.
-    let budget = Math.max(1, Math.floor(this.#maxKeys / 100))
-    for (const [key, entry] of this.#entries) {
-      if (!entry.done) continue
+      if (!entry.done && entry.expiresAt > now) continue
       this.#entries.delete(key)
       freed = true
       if (--budget === 0) break
