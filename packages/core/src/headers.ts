@@ -78,20 +78,16 @@ export function readWebhookHeaders(headers: WebhookHeaders): WebhookHeaderValues
   for (const key in record) {
     if (!Object.hasOwn(record, key)) continue
     let name = key
-    let slot: 0 | 1 | 2
-    // Node's `req.headers` has lower-case names already: compare first, lower-case only the others.
-    if (key === HEADER_ID) slot = 0
-    else if (key === HEADER_TIMESTAMP) slot = 1
-    else if (key === HEADER_SIGNATURE) slot = 2
-    else {
-      const length = key.length
-      if (length !== 10 && length !== 17) continue
+    // Node's `req.headers` names are lower-case already: lower-case only other names of the right length.
+    if (key !== HEADER_ID && key !== HEADER_TIMESTAMP && key !== HEADER_SIGNATURE) {
+      if (key.length !== 10 && key.length !== 17) continue
       name = key.toLowerCase()
-      if (name === HEADER_ID) slot = 0
-      else if (name === HEADER_TIMESTAMP) slot = 1
-      else if (name === HEADER_SIGNATURE) slot = 2
-      else continue
     }
+    let slot: 0 | 1 | 2
+    if (name === HEADER_ID) slot = 0
+    else if (name === HEADER_TIMESTAMP) slot = 1
+    else if (name === HEADER_SIGNATURE) slot = 2
+    else continue
     const bit = 1 << slot
     if (seen & bit) {
       throw new WebhookVerificationError(
