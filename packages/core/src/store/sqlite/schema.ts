@@ -67,8 +67,14 @@ const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 const PAGE_SIZE_BYTES = 1_024
 /** WAL after which the writing connection checkpoints (SQLite's default is 1,000 pages, 4 MiB at 4 KiB pages). */
 const AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
-/** Page cache of the connection, in KiB (SQLite's default is 2,000). */
-const CACHE_KIB = 16_384
+/**
+ * Page cache of the connection, in KiB: SQLite's default, on purpose. After a B-tree split that
+ * reorders pages, SQLite's next commit walks every slot of the page cache (pcache1Truncate), and
+ * random event ids split pages often: with 16 MiB, a store whose table had outgrown the cache
+ * spent 8–23 µs more CPU per event than with 2 MiB (bench/profile/README.md). Pages missed here
+ * are read from the OS page cache.
+ */
+const CACHE_KIB = 2_000
 
 /** Opens `path`, sets it up, creates or upgrades the tables and prepares the statements. */
 export function openDatabase(
