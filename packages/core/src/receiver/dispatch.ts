@@ -108,19 +108,25 @@ export async function dispatchEvent<Extra>(
     }
     controller.abort(cause)
     // A release that throws or hangs (a custom store) must not change the 500; it is logged.
-    const released = attempt(() => p.store.release(claimed.claim))
-    await p.deadlines
+    const released = await p.deadlines
       .within(
-        released,
+        attempt(() => p.store.release(claimed.claim)),
         p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined,
         () => new Error(`store release took longer than ${p.storeTimeoutMs} ms`),
       )
-      .catch((error: unknown) => p.reporter.storeStepFailed('release', { status: 500, eventId: event.id, type: event.type }, error))
-    const error = new WebhookHandlingError(
-      'handler_failed',
-      `The handler for ${event.type} threw; the event was released and the sender will retry it. See the error's cause.`,
-      { cause },
-    )
+      .then(
+        () => true,
+        (error: unknown) => {
+          p.reporter.storeStepFailed('release', { status: 500, eventId: event.id, type: event.type }, error)
+          return false
+        },
+      )
+    const next = released
+      ? 'the event was released and the sender will retry it'
+      : `releasing the event failed too (logged), so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
+    const error = new WebhookHandlingError('handler_failed', `The handler for ${event.type} threw; ${next}. See the error's cause.`, {
+      cause,
+    })
     return p.fail(error, event)
   }
 }
