@@ -89,20 +89,37 @@ describe('PostgresDedupStore: bounded storage', () => {
     }
   }, 30_000)
 
-  it('purgeExpired() deletes every expired row, batch after batch, and keeps live ones', async () => {
+  it('purgeExpired() deletes every expired row, batch after batch, and keeps live ones and recently ended leases', async () => {
     const table = 'hooks_purge_all'
     const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
     const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     try {
       for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
-      // 2,500 expired rows written directly, so no claim starts a background purge meanwhile.
+      // Written directly, so no claim starts a background purge meanwhile: 2,500 expired rows (done
+      // records expired a second ago, leases that ended two hours ago) and 20 leases that ended 30
+      // minutes ago, which keep their attempt count for the next claim.
       await pool.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at)
-         SELECT 'old-' || i, i % 2 = 0, NULL, 1, clock_timestamp() - interval '1 second' FROM generate_series(1, 2500) AS i`,
+         SELECT 'old-' || i, i % 2 = 0, NULL, 1,
+           clock_timestamp() - CASE WHEN i % 2 = 0 THEN interval '1 second' ELSE interval '2 hours' END
+         FROM generate_series(1, 2500) AS i`,
+      )
+      await pool.query(
+        `INSERT INTO ${table} (key, done, token, attempt, expires_at)
+         SELECT 'ended-' || i, false, NULL, 3, clock_timestamp() - interval '30 minutes' FROM generate_series(1, 20) AS i`,
       )
       expect(await store.purgeExpired()).toBe(2_500)
       expect(await store.purgeExpired()).toBe(0)
-      expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 10 }])
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 30 }])
+      const again = await store.claim('ended-1', LONG)
+      expect(again.status === 'acquired' && again.claim.attempt).toBe(4)
+      // A lease released just now is kept too: the retry is attempt 2, not 1.
+      const released = await store.claim('released-now', LONG)
+      if (released.status !== 'acquired') throw new Error(`released-now was ${released.status}`)
+      expect(await store.release(released.claim)).toBe(true)
+      expect(await store.purgeExpired()).toBe(0)
+      const retry = await store.claim('released-now', LONG)
+      expect(retry.status === 'acquired' && retry.claim.attempt).toBe(2)
     } finally {
       await store.close()
       await pool.end()

@@ -84,6 +84,30 @@ describe('SqliteDedupStore on disk', () => {
     }
   })
 
+  it('keeps a released lease (its attempt count) through purges for an hour, then deletes it', async () => {
+    const path = join(dir, 'released.db')
+    const clock = createTestClock(1_800_000_000_000)
+    const store = new SqliteDedupStore({ path, now: clock.now })
+    try {
+      const first = await store.claim('released', LONG)
+      if (first.status !== 'acquired') throw new Error(`released was ${first.status}`)
+      expect(await store.release(first.claim)).toBe(true)
+      clock.advance(59 * 60_000)
+      expect(store.purgeExpired()).toBe(0)
+      const second = await store.claim('released', LONG)
+      expect(second.status === 'acquired' && second.claim.attempt).toBe(2)
+      if (second.status !== 'acquired') return
+      expect(await store.release(second.claim)).toBe(true)
+      clock.advance(61 * 60_000)
+      expect(store.purgeExpired()).toBe(1)
+      expect(countRows(path, 'email_webhook_dedup_lease')).toBe(0)
+      const third = await store.claim('released', LONG)
+      expect(third.status === 'acquired' && third.claim.attempt).toBe(1)
+    } finally {
+      await store.close()
+    }
+  })
+
   it('keeps the table bounded over 20,000 events retained 1 s, one event per clock millisecond', async () => {
     // At most ~1,000 records are live at any time; without a purge that keeps up, the table grows
     // with every event (0.1 purged 500 rows per 1,000 claims and was left with 10,000 here).

@@ -30,6 +30,9 @@ const PURGE_INTERVAL_MS = 1_000
 const PURGE_EVERY_CLAIMS = 1_000
 const PURGE_BATCH_ROWS = 1_000
 const PURGE_MAX_BATCHES = 100
+// A released or lapsed lease (not done) is kept this long after it ended: it carries the
+// attempt count, which the next claim continues (ctx.attempt). Done records go when they expire.
+const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
 type MarkRow = { attempt: number; created_at_ms: number | null; event_id: string | null; type: string | null }
 
@@ -96,8 +99,7 @@ export class PostgresDedupStore implements DedupStore {
   #ready: Promise<void> | undefined
   #purging: Promise<unknown> | undefined
   #claimsSincePurge = 0
-  // The first background purge comes a second (or 1,000 claims) after the store is made, not on its
-  // first claim: a purge racing a fresh store's first calls could drop a just-released key's attempt count.
+  // The first background purge comes a second (or 1,000 claims) after the store is made, not on its first claim.
   #lastPurgeAt = performance.now()
   #closed = false
 
@@ -135,6 +137,7 @@ export class PostgresDedupStore implements DedupStore {
       this.#secret = passwordOf(connectionString)
     }
     const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
+    const purgeable = `(done OR expires_at <= clock_timestamp() - ${LEASE_MEMORY})`
     this.#sql = {
       claim: `INSERT INTO ${table} AS d (key, done, token, attempt, expires_at) VALUES ($1, false, $2, 1, ${expiresIn('$3')})
 ON CONFLICT (key) DO UPDATE SET
@@ -150,10 +153,10 @@ RETURNING attempt`,
       complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
-      release: `UPDATE ${table} SET token = NULL, expires_at = to_timestamp(0) WHERE key = $1 AND token = $2 AND NOT done`,
+      release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() WHERE key = $1 AND token = $2 AND NOT done`,
       purge: `DELETE FROM ${table} WHERE key IN (
-  SELECT key FROM ${table} WHERE expires_at <= clock_timestamp() LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
-) AND expires_at <= clock_timestamp()`,
+  SELECT key FROM ${table} WHERE expires_at <= clock_timestamp() AND ${purgeable} LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND expires_at <= clock_timestamp() AND ${purgeable}`,
       createTable: createTableSql(table),
     }
     this.#orderSql = postgresOrderSql(table, this.#sql.claim, expiresIn, PURGE_BATCH_ROWS)

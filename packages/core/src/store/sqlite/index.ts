@@ -151,7 +151,7 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused()
     if (refused) return Promise.reject(refused)
     try {
-      const released = this.#sql.releaseLease.run(claim.key, claim.token).changes === 1
+      const released = this.#sql.releaseLease.run(this.#now(), claim.key, claim.token).changes === 1
       if (this.#purger.wrote(0, 1)) this.#schedulePurge()
       return Promise.resolve(released)
     } catch (error) {

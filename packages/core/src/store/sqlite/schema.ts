@@ -46,7 +46,7 @@ export interface Statements {
   endLease: Statement
   /** (key, expiresAt): insert or refresh the done record. */
   markDone: Statement
-  /** (key, token): give the lease up at once, keeping its attempt count. */
+  /** (now, key, token): give the lease up at once, keeping its attempt count (the row is purged an hour later). */
   releaseLease: Statement
   /** (key) → expires_at of a held (not released) lease. */
   findHeldLease: Statement
@@ -153,7 +153,7 @@ function prepare(db: Database, table: string): Statements {
     markDone: db.prepare(
       `INSERT INTO ${table} (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at`,
     ),
-    releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = 0 WHERE key = ? AND token = ?`),
+    releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = ? WHERE key = ? AND token = ?`),
     findHeldLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ? AND token IS NOT NULL`).pluck(),
     purgeWindowEnd: db.prepare(`SELECT key FROM ${table} WHERE key > ? ORDER BY key LIMIT 1 OFFSET ?`).pluck(),
     purgeRange: db.prepare(`DELETE FROM ${table} WHERE key > ? AND key <= ? AND expires_at <= ?`),
