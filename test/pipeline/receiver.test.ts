@@ -227,6 +227,7 @@ describe.each(stores)('createReceiver with %s', (_name, createStore) => {
     const failed = await receiver.receive(delivery)
     expect(failed).toMatchObject({ status: 500, code: 'handler_failed', outcome: 'retry' })
     expect(errorOf(failed).code).toBe('handler_failed')
+    expect(errorOf(failed).message).toMatch(/threw; the event was released and the sender will retry it\./)
     expect(errors).toHaveLength(1)
     expect(errors[0]).toBeInstanceOf(WebhookHandlingError)
     expect((errors[0] as WebhookHandlingError).cause).toBe(boom)

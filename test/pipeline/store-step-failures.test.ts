@@ -46,7 +46,7 @@ describe('store steps that fail after the answer is decided', () => {
     // The answer says what happened: not "released", and when the event runs again.
     const { message } = JSON.parse(answer.body).error
     expect(message).not.toMatch(/event was released/)
-    expect(message).toMatch(/releasing the event failed too .*409 in_flight until its lease ends \(leaseMs, 30000 ms\)/)
+    expect(message).toMatch(/releasing the event failed too, so .*409 in_flight until its lease ends \(leaseMs, 30000 ms\)/)
     const lines = log.error.mock.calls.map(([line]) => line)
     expect(lines).toContainEqual(
       expect.stringMatching(/^\[@email-webhooks\/core\] 500 release failed email\.bounced .*stays claimed.*connection lost \(simulated\)/),

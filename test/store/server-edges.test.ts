@@ -96,7 +96,7 @@ describe('PostgresDedupStore: bounded storage', () => {
     try {
       for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
       // Written directly, so no claim starts a background purge meanwhile: 2,500 expired rows (done
-      // records expired a second ago, leases that ended two hours ago) and 20 leases that ended 30
+      // records expired a second ago, leases that ended two hours ago) and leases that ended 30
       // minutes ago, which keep their attempt count for the next claim.
       await pool.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at)
@@ -104,15 +104,19 @@ describe('PostgresDedupStore: bounded storage', () => {
            clock_timestamp() - CASE WHEN i % 2 = 0 THEN interval '1 second' ELSE interval '2 hours' END
          FROM generate_series(1, 2500) AS i`,
       )
+      // 20 ended 30 minutes ago: 10 released (no token), 10 lapsed (their holder never came back).
       await pool.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at)
-         SELECT 'ended-' || i, false, NULL, 3, clock_timestamp() - interval '30 minutes' FROM generate_series(1, 20) AS i`,
+         SELECT 'ended-' || i, false, CASE WHEN i % 2 = 0 THEN NULL ELSE 'gone-' || i END, 3, clock_timestamp() - interval '30 minutes'
+         FROM generate_series(1, 20) AS i`,
       )
       expect(await store.purgeExpired()).toBe(2_500)
       expect(await store.purgeExpired()).toBe(0)
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 30 }])
-      const again = await store.claim('ended-1', LONG)
-      expect(again.status === 'acquired' && again.claim.attempt).toBe(4)
+      for (const key of ['ended-1', 'ended-2']) {
+        const again = await store.claim(key, LONG)
+        expect(again.status === 'acquired' && again.claim.attempt).toBe(4)
+      }
       // A lease released just now is kept too: the retry is attempt 2, not 1.
       const released = await store.claim('released-now', LONG)
       if (released.status !== 'acquired') throw new Error(`released-now was ${released.status}`)
@@ -120,6 +124,13 @@ describe('PostgresDedupStore: bounded storage', () => {
       expect(await store.purgeExpired()).toBe(0)
       const retry = await store.claim('released-now', LONG)
       expect(retry.status === 'acquired' && retry.claim.attempt).toBe(2)
+      // A released row is free whatever its time says (the database clock may have stepped back).
+      await pool.query(
+        `INSERT INTO ${table} (key, done, token, attempt, expires_at) VALUES ('released-ahead', false, NULL, 1, clock_timestamp() + interval '10 minutes')`,
+      )
+      expect(await store.lookup('released-ahead')).toBe('absent')
+      const ahead = await store.claim('released-ahead', LONG)
+      expect(ahead.status === 'acquired' && ahead.claim.attempt).toBe(2)
     } finally {
       await store.close()
       await pool.end()

@@ -108,6 +108,23 @@ describe('SqliteDedupStore on disk', () => {
     }
   })
 
+  it('lets a released lease be claimed at once even when the clock stepped back since the release', async () => {
+    const path = join(dir, 'clock-step.db')
+    const clock = createTestClock(1_800_000_000_000)
+    const store = new SqliteDedupStore({ path, now: clock.now })
+    try {
+      const first = await store.claim('stepped', LONG)
+      if (first.status !== 'acquired') throw new Error(`stepped was ${first.status}`)
+      expect(await store.release(first.claim)).toBe(true)
+      clock.advance(-10_000)
+      expect(await store.lookup('stepped')).toBe('absent')
+      const second = await store.claim('stepped', LONG)
+      expect(second.status === 'acquired' && second.claim.attempt).toBe(2)
+    } finally {
+      await store.close()
+    }
+  })
+
   it('keeps the table bounded over 20,000 events retained 1 s, one event per clock millisecond', async () => {
     // At most ~1,000 records are live at any time; without a purge that keeps up, the table grows
     // with every event (0.1 purged 500 rows per 1,000 claims and was left with 10,000 here).

@@ -123,7 +123,7 @@ export async function dispatchEvent<Extra>(
       )
     const next = released
       ? 'the event was released and the sender will retry it'
-      : `releasing the event failed too (logged), so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
+      : `releasing the event failed too, so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
     const error = new WebhookHandlingError('handler_failed', `The handler for ${event.type} threw; ${next}. See the error's cause.`, {
       cause,
     })

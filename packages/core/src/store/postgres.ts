@@ -4,7 +4,8 @@
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged off the hot path, batch after batch until
- * none is left, at least once a second while claims arrive. Ordering capability: marks live in
+ * none is left, at least once a second while claims arrive (leases released or lapsed an hour
+ * after they ended, since they carry the attempt count). Ordering capability: marks live in
  * `<table>_order`, read by the claim statement and advanced by the complete statement.
  */
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
@@ -32,6 +33,7 @@ const PURGE_BATCH_ROWS = 1_000
 const PURGE_MAX_BATCHES = 100
 // A released or lapsed lease (not done) is kept this long after it ended: it carries the
 // attempt count, which the next claim continues (ctx.attempt). Done records go when they expire.
+// A released row (no token) is claimable whatever its time says, so a clock step cannot hold it.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
 type MarkRow = { attempt: number; created_at_ms: number | null; event_id: string | null; type: string | null }
@@ -143,10 +145,10 @@ export class PostgresDedupStore implements DedupStore {
 ON CONFLICT (key) DO UPDATE SET
   attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
   done = false, token = excluded.token, expires_at = excluded.expires_at
-WHERE d.expires_at <= clock_timestamp()
+WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
 RETURNING attempt`,
       inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table} WHERE key = $1`,
-      lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp()`,
+      lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)`,
       // set_config(…, true) lasts for this statement's transaction and is read at its commit:
       // the completion is flushed to the WAL before the answer, even if the role or session
       // has synchronous_commit = off.
@@ -208,8 +210,9 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
 
   /**
-   * Deletes expired rows, 1,000 at a time, until a batch comes back short (at most 100 batches a
-   * call); returns how many went. The store runs it by itself in the background while claims arrive.
+   * Deletes expired rows (done records past their retention, leases released or lapsed over an
+   * hour ago), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
+   * returns how many went. The store runs it by itself in the background while claims arrive.
    */
   async purgeExpired(): Promise<number> {
     await this.#prepare()

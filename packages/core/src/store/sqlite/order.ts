@@ -6,20 +6,15 @@
  */
 import type { OrderMark } from '../../ordering/position.js'
 import type { StoreOrderInput } from '../types.js'
+import { prepareWalk, type Walked } from './purge.js'
 import type { Database, Statement } from './schema.js'
 
-/** The prepared statements of the mark table. */
-export interface MarkStatements {
+/** The prepared statements of the mark table (with its purge walk). */
+export interface MarkStatements extends Walked {
   /** (key, now) → the live mark's row. */
   readMark: Statement
   /** (key, created_at ms, event id, type, expiresAt, now): set the mark if none is live or this one is newer; renew its expiry. */
   advanceMark: Statement
-  /** (after, offset) → the key `offset + 1` rows after `after`, in key order. */
-  purgeWindowEnd: Statement
-  /** (after, upTo, now): expired marks in (after, upTo]. */
-  purgeRange: Statement
-  /** (after, now): expired marks after `after`. */
-  purgeTail: Statement
 }
 
 /** The SQL that creates the mark table of `table`. */
@@ -44,9 +39,7 @@ export function prepareMarks(db: Database, table: string): MarkStatements {
          type = CASE WHEN ${newer} THEN excluded.type ELSE ${t}.type END,
          expires_at = excluded.expires_at`,
     ),
-    purgeWindowEnd: db.prepare(`SELECT key FROM ${t} WHERE key > ? ORDER BY key LIMIT 1 OFFSET ?`).pluck(),
-    purgeRange: db.prepare(`DELETE FROM ${t} WHERE key > ? AND key <= ? AND expires_at <= ?`),
-    purgeTail: db.prepare(`DELETE FROM ${t} WHERE key > ? AND expires_at <= ?`),
+    ...prepareWalk(db, t),
   }
 }
 

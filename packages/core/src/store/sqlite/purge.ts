@@ -4,11 +4,12 @@
  * rows per done record written since the step before, so one full round over the table takes
  * at most a quarter of its size in new records; a record is gone at most two rounds after it
  * expired, which keeps the table under about twice its live records at any arrival rate. Order
- * marks (at most one per email, so no more than done records) are walked the same way, by a
- * cursor of their own, as many rows per step. Steps run after the batch that triggered them has
- * answered, in one short transaction each.
+ * marks (at most one per email, so no more than done records) and leases are walked the same
+ * way, each by a cursor of its own, as many rows per step; a lease row goes an hour after it
+ * ended (released or lapsed: it carries the attempt count). Steps run after the batch that
+ * triggered them has answered, in one short transaction each.
  */
-import type { Statement, Statements } from './schema.js'
+import type { Database, Statement, Statements } from './schema.js'
 
 /** Rows (done records and leases) written between two purge steps. */
 const PURGE_EVERY_WRITES = 256
@@ -19,11 +20,23 @@ const MIN_WALK = 1_024
 /** A released or lapsed lease row is kept this long (it carries the attempt count), then purged. */
 const LEASE_MEMORY_MS = 60 * 60 * 1000
 
-/** The statements one cursor walks with. */
-interface Walked {
+/** The statements a cursor walks one table with (a `key` and an `expires_at` column). */
+export interface Walked {
+  /** (after, offset) → the key `offset + 1` rows after `after`, in key order. */
   purgeWindowEnd: Statement
+  /** (after, upTo, now): rows in (after, upTo] that expired by `now`. */
   purgeRange: Statement
+  /** (after, now): rows after `after` that expired by `now`. */
   purgeTail: Statement
+}
+
+/** Prepares the walk of `table`. */
+export function prepareWalk(db: Database, table: string): Walked {
+  return {
+    purgeWindowEnd: db.prepare(`SELECT key FROM ${table} WHERE key > ? ORDER BY key LIMIT 1 OFFSET ?`).pluck(),
+    purgeRange: db.prepare(`DELETE FROM ${table} WHERE key > ? AND key <= ? AND expires_at <= ?`),
+    purgeTail: db.prepare(`DELETE FROM ${table} WHERE key > ? AND expires_at <= ?`),
+  }
 }
 
 /** A cursor over one table in key order, deleting the expired rows it passes. */
@@ -64,18 +77,18 @@ class Cursor {
 
 /** The purge cursors of one store and the writes owed since its last step. */
 export class Purger {
-  readonly #statements: Statements
   readonly #done: Cursor
   readonly #marks: Cursor
+  readonly #leases: Cursor
   /** Done records written since the last step. */
   #writes = 0
   /** All rows written since the last step (done records, leases). */
   #rows = 0
 
   constructor(statements: Statements) {
-    this.#statements = statements
     this.#done = new Cursor(statements)
     this.#marks = new Cursor(statements.marks)
+    this.#leases = new Cursor(statements.leases)
   }
 
   /** Counts done records and leases written; true when a step is due. */
@@ -88,18 +101,16 @@ export class Purger {
   /** One step (call inside a write transaction): walks the window owed and returns the rows deleted. */
   step(now: number): number {
     const walk = Math.max(MIN_WALK, this.#writes * WALK_PER_WRITE)
-    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
-    const deleted = this.#done.window(walk, now) + this.#marks.window(walk, now) + leases
+    const deleted = this.#done.window(walk, now) + this.#marks.window(walk, now) + this.#leases.window(walk, now - LEASE_MEMORY_MS)
     // Owed until here: a step whose statements throw is retried, with the same walk, after the next writes.
     this.#writes = 0
     this.#rows = 0
     return deleted
   }
 
-  /** Walks the done records and the marks once each from where their cursors are (call inside a write transaction). */
+  /** Walks the done records, the marks and the leases once each from where their cursors are (call inside a write transaction). */
   round(now: number): number {
-    const leases = this.#statements.purgeLeases.run(now - LEASE_MEMORY_MS).changes
-    const deleted = leases + this.#done.round(MIN_WALK, now) + this.#marks.round(MIN_WALK, now)
+    const deleted = this.#done.round(MIN_WALK, now) + this.#marks.round(MIN_WALK, now) + this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS)
     this.#writes = 0
     this.#rows = 0
     return deleted

@@ -1,13 +1,15 @@
 /**
  * The SQLite store's file: pragmas, the three tables, the move from the one-table layout of 0.1,
  * and the prepared statements. Done records live in `<table>` (key → expiry, written once per
- * event); live leases in `<table>_lease` (small: a row per event in flight, deleted by its
- * complete); order marks in `<table>_order` (order.ts). None has a secondary index: purge walks
- * `<table>` and `<table>_order` in key order (purge.ts).
+ * event); leases in `<table>_lease` (a row per event in flight, deleted by its complete; a
+ * released or lapsed one stays an hour, as it carries the attempt count); order marks in
+ * `<table>_order` (order.ts). None has a secondary index: purge walks all three in key order
+ * (purge.ts).
  */
 import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
 import { type MarkStatements, markTableSql, prepareMarks } from './order.js'
+import { prepareWalk, type Walked } from './purge.js'
 
 /** The part of a better-sqlite3 statement the store uses. */
 export interface Statement {
@@ -34,11 +36,11 @@ export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseCons
   `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
 )
 
-/** The store's prepared statements; parameters are positional, in the order of the `?`s. */
-export interface Statements {
+/** The store's prepared statements; parameters are positional, in the order of the `?`s. The walk (`Walked`) is the done table's. */
+export interface Statements extends Walked {
   /** (key) → expires_at of the done record, if any. */
   findDone: Statement
-  /** (key, token, expiresAt, now) → [attempt] when the lease was taken (new key, or expired/released lease). */
+  /** (key, token, expiresAt, now) → [attempt] when the lease was taken (new key, or lapsed or released lease). */
   takeLease: Statement
   /** (key) → expires_at of the lease row. */
   findLease: Statement
@@ -50,14 +52,8 @@ export interface Statements {
   releaseLease: Statement
   /** (key) → expires_at of a held (not released) lease. */
   findHeldLease: Statement
-  /** (after, offset) → the key `offset + 1` rows after `after`, in key order. */
-  purgeWindowEnd: Statement
-  /** (after, upTo, now): expired done records in (after, upTo]. */
-  purgeRange: Statement
-  /** (after, now): expired done records after `after`. */
-  purgeTail: Statement
-  /** (cutoff): lease rows that ended before `cutoff`. */
-  purgeLeases: Statement
+  /** The lease table's purge walk (rows that ended before the cutoff given as `now`). */
+  leases: Walked
   /** The mark table's statements (ordering capability). */
   marks: MarkStatements
 }
@@ -71,7 +67,7 @@ const AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
  * Page cache of the connection, in KiB: SQLite's default, on purpose. After a B-tree split that
  * reorders pages, SQLite's next commit walks every slot of the page cache (pcache1Truncate), and
  * random event ids split pages often: with 16 MiB, a store whose table had outgrown the cache
- * spent 8–23 µs more CPU per event than with 2 MiB (bench/profile/README.md). Pages missed here
+ * spent 8–23 µs more CPU per event than with 2,000 KiB (bench/profile/README.md). Pages missed here
  * are read from the OS page cache.
  */
 const CACHE_KIB = 2_000
@@ -144,7 +140,7 @@ function prepare(db: Database, table: string): Statements {
       .prepare(
         `INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?)
          ON CONFLICT (key) DO UPDATE SET attempt = attempt + 1, token = excluded.token, expires_at = excluded.expires_at
-         WHERE expires_at <= ?
+         WHERE token IS NULL OR expires_at <= ?
          RETURNING attempt`,
       )
       .pluck(),
@@ -155,10 +151,8 @@ function prepare(db: Database, table: string): Statements {
     ),
     releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = ? WHERE key = ? AND token = ?`),
     findHeldLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ? AND token IS NOT NULL`).pluck(),
-    purgeWindowEnd: db.prepare(`SELECT key FROM ${table} WHERE key > ? ORDER BY key LIMIT 1 OFFSET ?`).pluck(),
-    purgeRange: db.prepare(`DELETE FROM ${table} WHERE key > ? AND key <= ? AND expires_at <= ?`),
-    purgeTail: db.prepare(`DELETE FROM ${table} WHERE key > ? AND expires_at <= ?`),
-    purgeLeases: db.prepare(`DELETE FROM ${lease} WHERE expires_at <= ?`),
+    ...prepareWalk(db, table),
+    leases: prepareWalk(db, lease),
     marks: prepareMarks(db, table),
   }
 }
