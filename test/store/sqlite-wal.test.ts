@@ -16,6 +16,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const MiB = 1024 * 1024
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 
+/** Claims `key`, releases the claim and returns its attempt number. */
+async function claimAndRelease(store: SqliteDedupStore, key: string): Promise<number> {
+  const claimed = await store.claim(key, LONG)
+  if (claimed.status !== 'acquired') throw new Error(`${key} was ${claimed.status}`)
+  expect(await store.release(claimed.claim)).toBe(true)
+  return claimed.claim.attempt
+}
+
 function countRows(path: string, table = 'email_webhook_dedup'): number {
   const db = new Database(path, { readonly: true })
   try {
@@ -89,15 +97,10 @@ describe('SqliteDedupStore on disk', () => {
     const clock = createTestClock(1_800_000_000_000)
     const store = new SqliteDedupStore({ path, now: clock.now })
     try {
-      const first = await store.claim('released', LONG)
-      if (first.status !== 'acquired') throw new Error(`released was ${first.status}`)
-      expect(await store.release(first.claim)).toBe(true)
+      expect(await claimAndRelease(store, 'released')).toBe(1)
       clock.advance(59 * 60_000)
       expect(store.purgeExpired()).toBe(0)
-      const second = await store.claim('released', LONG)
-      expect(second.status === 'acquired' && second.claim.attempt).toBe(2)
-      if (second.status !== 'acquired') return
-      expect(await store.release(second.claim)).toBe(true)
+      expect(await claimAndRelease(store, 'released')).toBe(2)
       clock.advance(61 * 60_000)
       expect(store.purgeExpired()).toBe(1)
       expect(countRows(path, 'email_webhook_dedup_lease')).toBe(0)
@@ -113,9 +116,7 @@ describe('SqliteDedupStore on disk', () => {
     const clock = createTestClock(1_800_000_000_000)
     const store = new SqliteDedupStore({ path, now: clock.now })
     try {
-      const first = await store.claim('stepped', LONG)
-      if (first.status !== 'acquired') throw new Error(`stepped was ${first.status}`)
-      expect(await store.release(first.claim)).toBe(true)
+      expect(await claimAndRelease(store, 'stepped')).toBe(1)
       clock.advance(-10_000)
       expect(await store.lookup('stepped')).toBe('absent')
       const second = await store.claim('stepped', LONG)
