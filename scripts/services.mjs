@@ -67,11 +67,7 @@ export async function ensureServices() {
     process.exit(1)
   }
   let missing = missingPrograms()
-  if (missing.length === 0) {
-    console.log('  PostgreSQL 15, Redis and strace are installed')
-    return env
-  }
-  const prefix = privilege()
+  const prefix = missing.length > 0 ? privilege() : undefined
   if (prefix && onPath('apt-get')) {
     const code = await aptInstall(
       prefix,
@@ -101,6 +97,7 @@ export async function ensureServices() {
     process.exit(1)
   }
   // Nothing is missing, so pgBin() is set (EMAIL_WEBHOOKS_PG_BIN too when PostgreSQL came from npm).
+  // Checked every time, not only after an install: a PostgreSQL that was already there may not run.
   const postgres = join(pgBin(), 'postgres')
   let version
   try {

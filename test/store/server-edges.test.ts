@@ -143,11 +143,13 @@ describe('PostgresDedupStore: purge plan', () => {
     const table = 'hooks_purge_plan'
     const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 2 })
     const sent: string[] = []
+    // The store's pool, recording the SQL it is sent (a given pool is never ended by the store).
     const recording = {
       query: (text: string, values?: unknown[]) => {
         sent.push(text)
         return pool.query(text, values)
       },
+      end: () => Promise.resolve(),
     }
     const store = new PostgresDedupStore({ pool: recording, table })
     try {
