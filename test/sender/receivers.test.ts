@@ -16,7 +16,7 @@ import { getRequestListener } from '@hono/node-server'
 import express from 'express'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { type RunningServer, startPostgresAndRedis } from '../services/servers.js'
 import { bounceHandler, runRecoveryScenario } from './recovery-scenario.js'
 
 // The examples are plain JavaScript without declarations: imported by path, typed here.
@@ -34,7 +34,7 @@ const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-sender-'))
 let redis: RunningServer | undefined
 let postgres: RunningServer | undefined
 beforeAll(async () => {
-  ;[redis, postgres] = await Promise.all([startRedis(), startPostgres()])
+  ;({ redis, postgres } = await startPostgresAndRedis())
 })
 afterAll(async () => {
   await Promise.all([redis?.stop(), postgres?.stop()])

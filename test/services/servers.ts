@@ -202,3 +202,14 @@ export async function startRedis(options: { args?: string[] } = {}): Promise<Run
     },
   }
 }
+
+/**
+ * Starts PostgreSQL and Redis at once. When one cannot start, the other is stopped before the
+ * error is thrown: a test file's afterAll never learns of a server its beforeAll did not return.
+ */
+export async function startPostgresAndRedis(): Promise<{ postgres: RunningServer; redis: RunningServer }> {
+  const [postgres, redis] = await Promise.allSettled([startPostgres(), startRedis()])
+  if (postgres.status === 'fulfilled' && redis.status === 'fulfilled') return { postgres: postgres.value, redis: redis.value }
+  await Promise.all([postgres, redis].map((started) => (started.status === 'fulfilled' ? started.value.stop() : undefined)))
+  throw postgres.status === 'rejected' ? postgres.reason : (redis as PromiseRejectedResult).reason
+}

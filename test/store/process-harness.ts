@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ClaimResult, DedupStore } from '@email-webhooks/core'
 import { afterAll, afterEach, beforeAll } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { type RunningServer, startPostgresAndRedis } from '../services/servers.js'
 
 const STORE_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'store-child.mjs')
 export const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
@@ -22,7 +22,7 @@ export type StoreKind = 'sqlite' | ServerKind
 export function useServers(): Partial<Record<ServerKind, RunningServer>> {
   const servers: Partial<Record<ServerKind, RunningServer>> = {}
   beforeAll(async () => {
-    ;[servers.postgres, servers.redis] = await Promise.all([startPostgres(), startRedis()])
+    Object.assign(servers, await startPostgresAndRedis())
   })
   afterAll(async () => {
     await Promise.all([servers.postgres?.stop(), servers.redis?.stop()])
