@@ -89,30 +89,36 @@ describe('PostgresDedupStore: bounded storage', () => {
     }
   }, 30_000)
 
-  it('purgeExpired() deletes every expired row, batch after batch, and keeps live ones and recently ended leases', async () => {
+  it('purgeExpired() deletes every expired row, batch after batch, and keeps live rows and leases that ended within the hour', async () => {
     const table = 'hooks_purge_all'
     const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
     const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
     try {
       for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
       // Written directly, so no claim starts a background purge meanwhile: 2,500 expired rows (done
-      // records expired a second ago, leases that ended two hours ago) and leases that ended 30
-      // minutes ago, which keep their attempt count for the next claim.
+      // records past their retention, and leases released over an hour ago: no token, kept until
+      // the time their release set).
       await pool.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at)
-         SELECT 'old-' || i, i % 2 = 0, NULL, 1,
-           clock_timestamp() - CASE WHEN i % 2 = 0 THEN interval '1 second' ELSE interval '2 hours' END
-         FROM generate_series(1, 2500) AS i`,
+         SELECT 'old-' || i, i % 2 = 0, NULL, 1, clock_timestamp() - interval '1 second' FROM generate_series(1, 2500) AS i`,
       )
-      // 20 ended 30 minutes ago: 10 released (no token), 10 lapsed (their holder never came back).
+      // 10 leases released 30 minutes ago (kept 30 minutes more), 10 that lapsed 30 minutes ago
+      // (their holder never came back): both keep their attempt count.
       await pool.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at)
-         SELECT 'ended-' || i, false, CASE WHEN i % 2 = 0 THEN NULL ELSE 'gone-' || i END, 3, clock_timestamp() - interval '30 minutes'
+         SELECT 'ended-' || i, false, CASE WHEN i % 2 = 0 THEN 'gone-' || i END, 3,
+           clock_timestamp() + CASE WHEN i % 2 = 0 THEN interval '-30 minutes' ELSE interval '30 minutes' END
          FROM generate_series(1, 20) AS i`,
       )
       expect(await store.purgeExpired()).toBe(2_500)
       expect(await store.purgeExpired()).toBe(0)
       expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 30 }])
+      // The lapsed leases are kept as released ones: no token, for an hour from the purge.
+      const lapsed = await pool.query(
+        `SELECT count(*)::int AS n FROM ${table} WHERE key LIKE 'ended-%' AND token IS NULL AND expires_at > clock_timestamp() + interval '55 minutes'`,
+      )
+      expect(lapsed.rows).toEqual([{ n: 10 }])
+      // Released (ended-1) and lapsed (ended-2) leases keep their attempt count.
       for (const key of ['ended-1', 'ended-2']) {
         const again = await store.claim(key, LONG)
         expect(again.status === 'acquired' && again.claim.attempt).toBe(4)
@@ -155,8 +161,8 @@ describe('PostgresDedupStore: purge plan', () => {
     try {
       expect((await store.claim('one', LONG)).status).toBe('acquired')
       await store.purgeExpired()
-      const purges = sent.filter((text) => text.trimStart().startsWith('DELETE'))
-      expect(purges).toHaveLength(2) // done records and leases, order marks
+      const purges = sent.filter((text) => text.includes('now()'))
+      expect(purges).toHaveLength(3) // lapsed leases kept as released, expired rows, expired order marks
       // With sequential scans priced out, a plan that still scans has no index it can use: a bound
       // like clock_timestamp() (volatile) cannot be an index condition.
       const client = await pool.connect()

@@ -4,8 +4,8 @@
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged off the hot path, batch after batch until
- * none is left, at least once a second while claims arrive (leases released or lapsed an hour
- * after they ended, since they carry the attempt count). Ordering capability: marks live in
+ * none is left, at least once a second while claims arrive (a lease released or lapsed stays an
+ * hour: it carries the attempt count). Ordering capability: marks live in
  * `<table>_order`, read by the claim statement and advanced by the complete statement.
  */
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
@@ -31,9 +31,12 @@ const PURGE_INTERVAL_MS = 1_000
 const PURGE_EVERY_CLAIMS = 1_000
 const PURGE_BATCH_ROWS = 1_000
 const PURGE_MAX_BATCHES = 100
-// A released or lapsed lease (not done) is kept this long after it ended: it carries the
-// attempt count, which the next claim continues (ctx.attempt). Done records go when they expire.
-// A released row (no token) is claimable whatever its time says, so a clock step cannot hold it.
+// A lease released or lapsed carries the attempt count the next claim continues (ctx.attempt),
+// so it is kept this long: release stamps its row with the purge time (a released row has no
+// token and is claimable whatever its time says, so a clock step cannot hold it either), and the
+// purge turns a lapsed lease into a released one before deleting what expired. expires_at stays
+// the one bound of every purge statement: a range on its index, which rows kept for later
+// (many, during a handler outage) do not fall in.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
 type MarkRow = { attempt: number; created_at_ms: number | null; event_id: string | null; type: string | null }
@@ -94,7 +97,16 @@ export class PostgresDedupStore implements DedupStore {
   readonly #secret: string | undefined
   readonly #createTable: boolean
   readonly #table: string
-  readonly #sql: { claim: string; inspect: string; lookup: string; complete: string; release: string; purge: string; createTable: string }
+  readonly #sql: {
+    claim: string
+    inspect: string
+    lookup: string
+    complete: string
+    release: string
+    lapse: string
+    purge: string
+    createTable: string
+  }
   readonly #orderSql: PostgresOrderSql
   /** Whether the mark table exists (known after the first call's preparation). */
   #marks = false
@@ -141,8 +153,11 @@ export class PostgresDedupStore implements DedupStore {
     const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
     // The purge compares with now() (this statement's start), not clock_timestamp(): PostgreSQL
     // cannot use the expiry index for a volatile bound, and scanned the whole table each batch
-    // (73 ms against 1.9 ms at 300,000 live rows).
-    const purgeable = `expires_at <= now() AND (done OR expires_at <= now() - ${LEASE_MEMORY})`
+    // (73 ms against 1.9 ms at 300,000 live rows). ORDER BY keeps it on the index when the
+    // table's statistics are stale.
+    const expired = (also: string) => `key IN (
+  SELECT key FROM ${table} WHERE expires_at <= now()${also} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND expires_at <= now()${also}`
     this.#sql = {
       claim: `INSERT INTO ${table} AS d (key, done, token, attempt, expires_at) VALUES ($1, false, $2, 1, ${expiresIn('$3')})
 ON CONFLICT (key) DO UPDATE SET
@@ -158,10 +173,9 @@ RETURNING attempt`,
       complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
-      release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() WHERE key = $1 AND token = $2 AND NOT done`,
-      purge: `DELETE FROM ${table} WHERE key IN (
-  SELECT key FROM ${table} WHERE ${purgeable} LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
-) AND ${purgeable}`,
+      release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`,
+      lapse: `UPDATE ${table} SET token = NULL, expires_at = now() + ${LEASE_MEMORY} WHERE ${expired(' AND NOT done AND token IS NOT NULL')}`,
+      purge: `DELETE FROM ${table} WHERE ${expired('')}`,
       createTable: createTableSql(table),
     }
     this.#orderSql = postgresOrderSql(table, this.#sql.claim, expiresIn, PURGE_BATCH_ROWS)
@@ -213,18 +227,20 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
 
   /**
-   * Deletes expired rows (done records past their retention, leases released or lapsed over an
-   * hour ago), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
+   * Deletes expired rows (done records past their retention, leases released or lapsed an hour
+   * ago), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
    * returns how many went. The store runs it by itself in the background while claims arrive.
    */
   async purgeExpired(): Promise<number> {
     await this.#prepare()
     let total = 0
-    for (const purge of this.#marks ? [this.#sql.purge, this.#orderSql.purge] : [this.#sql.purge]) {
+    // Lapsed leases first: kept an hour as released ones, not deleted with what expired.
+    const steps = [this.#sql.lapse, this.#sql.purge, ...(this.#marks ? [this.#orderSql.purge] : [])]
+    for (const step of steps) {
       for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
-        const deleted = (await this.#query(purge)).rowCount ?? 0
-        total += deleted
-        if (deleted < PURGE_BATCH_ROWS || this.#closed) break
+        const changed = (await this.#query(step)).rowCount ?? 0
+        if (step !== this.#sql.lapse) total += changed
+        if (changed < PURGE_BATCH_ROWS || this.#closed) break
       }
     }
     return total
