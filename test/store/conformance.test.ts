@@ -140,6 +140,34 @@ describe('MemoryDedupStore beyond the contract', () => {
     expect(store.size).toBe(2)
   })
 
+  it('when its order marks are full, forgets a batch of the marks renewed longest ago (maxKeys / 100), not one renewed since', async () => {
+    let now = 1_000_000
+    const store = new MemoryDedupStore({ maxKeys: 300, now: () => now })
+    const write = async (email: string, i: number) => {
+      const result = await store.claim(`event-${i}`, { ...LONG, order: { key: email } })
+      if (result.status !== 'acquired') throw new Error(`event-${i} was ${result.status}`)
+      const mark = { createdAtMs: i, eventId: `evt-${i}`, type: 'email.delivered' }
+      expect(await store.complete(result.claim, { retentionMs: LONG.retentionMs, order: { key: email, mark } })).toBe(true)
+    }
+    const read = async (email: string) => {
+      const result = await store.claim(`probe-${email}`, { ...LONG, order: { key: email } })
+      if (result.status !== 'acquired') throw new Error(`probe-${email} was ${result.status}`)
+      return result.order?.mark?.eventId ?? null
+    }
+    for (let i = 0; i < 300; i++) await write(`email-${i}`, i)
+    now += 1_000
+    await write('email-0', 300) // the oldest mark, renewed
+    await write('email-300', 301) // full: a batch of 3 goes
+    expect(await Promise.all(['email-0', 'email-1', 'email-2', 'email-3', 'email-4', 'email-300'].map(read))).toEqual([
+      'evt-300',
+      null,
+      null,
+      null,
+      'evt-4',
+      'evt-301',
+    ])
+  })
+
   it('when full, evicts the oldest expired or completed keys first (a batch of maxKeys / 100), never a live claim', async () => {
     let now = 1_000_000
     const store = new MemoryDedupStore({ maxKeys: 300, now: () => now })
