@@ -144,6 +144,35 @@ describe('PostgresDedupStore: bounded storage', () => {
   })
 })
 
+describe('PostgresDedupStore: claims that find the key held', () => {
+  it('answer duplicate and in_flight without writing: no transaction id is used', async () => {
+    const table = 'hooks_read_only_claims'
+    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
+    // The next transaction id to be given out, read without taking one.
+    const nextXid = async () => Number((await pool.query('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0].x)
+    try {
+      const done = await store.claim('done-key', LONG)
+      if (done.status !== 'acquired') throw new Error(`done-key was ${done.status}`)
+      expect(await store.complete(done.claim, LONG)).toBe(true)
+      expect((await store.claim('held-key', LONG)).status).toBe('acquired')
+      const before = await nextXid()
+      for (let i = 0; i < 20; i++) {
+        expect((await store.claim('done-key', LONG)).status).toBe('duplicate')
+        const held = await store.claim('held-key', LONG)
+        expect(held.status === 'in_flight' && held.retryAfterMs).toBeGreaterThan(50_000)
+      }
+      expect(await nextXid()).toBe(before)
+      // A claim that does acquire writes, as it must.
+      expect((await store.claim('new-key', LONG)).status).toBe('acquired')
+      expect(await nextXid()).toBeGreaterThan(before)
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+})
+
 describe('PostgresDedupStore: purge plan', () => {
   it('finds expired rows through the expiry indexes, never by scanning the whole table', async () => {
     const table = 'hooks_purge_plan'

@@ -22,26 +22,31 @@ CREATE INDEX IF NOT EXISTS ${table}_order_exp ON ${table}_order (expires_at);
 
 /** The statements of the capability; `claimSql` and `completeSql` are the store's plain statements. */
 export interface PostgresOrderSql {
-  /** Parameters: the claim's three, then the mark key. Returns `attempt` and the live mark's columns (null when none). */
+  /** Parameters: the claim's three, then the mark key. Returns the claim's row and, when it acquired, the live mark's columns (null when none). */
   claim: string
   /** Parameters: the complete's three, then key, created_at ms, event id and type of the mark. Returns `n` = 1 when completed. */
   complete: string
   purge: string
 }
 
-/** Builds the statements for `table`; `expiresIn(param)` is the SQL of now + `param` ms on the server's clock. */
+/**
+ * Builds the statements for `table`; `claimSteps` are the store's claim CTEs (`cur`, the live row
+ * that holds the key, and `ins`, the lease taken), `expiresIn(param)` the SQL of now + `param` ms
+ * on the server's clock.
+ */
 export function postgresOrderSql(
   table: string,
-  claimSql: string,
+  claimSteps: string,
   expiresIn: (param: string) => string,
   batchRows: number,
 ): PostgresOrderSql {
   const newer = 'm.expires_at <= clock_timestamp() OR (excluded.created_at_ms, excluded.event_id) > (m.created_at_ms, m.event_id)'
   return {
     // float8: pg returns bigint as text; created_at ms are safe integers, exact in a double.
-    claim: `WITH c AS (${claimSql})
-SELECT c.attempt, m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type
-FROM c LEFT JOIN ${table}_order m ON m.key = $4 AND m.expires_at > clock_timestamp()`,
+    claim: `WITH ${claimSteps}
+SELECT ins.attempt, cur.done, cur.left_ms, m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type
+FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true
+LEFT JOIN ${table}_order m ON ins.attempt IS NOT NULL AND m.key = $4 AND m.expires_at > clock_timestamp()`,
     complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),
 done AS (
   UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}

@@ -1,7 +1,8 @@
 /**
  * `PostgresDedupStore`: durable dedup shared by every instance of an app, in one PostgreSQL
  * table, through `pg` (an optional peer dependency, loaded only by this module). `claim` is one
- * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired> RETURNING` on the database's clock;
+ * statement on the database's clock: a read of the key, then, only when no live row holds it,
+ * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired or released> RETURNING`;
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged off the hot path, batch after batch until
  * none is left, at least once a second while claims arrive (a lease released or lapsed stays an
@@ -39,7 +40,9 @@ const PURGE_MAX_BATCHES = 100
 // (many, during a handler outage) do not fall in.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
-type MarkRow = { attempt: number; created_at_ms: number | null; event_id: string | null; type: string | null }
+/** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
+type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
+type MarkRow = ClaimRow & { created_at_ms: number | null; event_id: string | null; type: string | null }
 
 /** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
 export interface PostgresPool {
@@ -158,13 +161,23 @@ export class PostgresDedupStore implements DedupStore {
     const expired = (also: string) => `key IN (
   SELECT key FROM ${table} WHERE expires_at <= now()${also} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
 ) AND expires_at <= now()${also}`
+    // The claim reads the key first and writes only when no live row holds it: a duplicate or an
+    // in-flight claim is then a plain read (no row lock, no transaction id, no WAL, no commit to
+    // wait for) answered in the same round trip. ON CONFLICT still decides a race for the key.
+    const claimSteps = `cur AS (
+  SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table}
+  WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)),
+ins AS (
+  INSERT INTO ${table} AS d (key, done, token, attempt, expires_at)
+  SELECT $1, false, $2, 1, ${expiresIn('$3')} WHERE NOT EXISTS (SELECT 1 FROM cur)
+  ON CONFLICT (key) DO UPDATE SET
+    attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
+    done = false, token = excluded.token, expires_at = excluded.expires_at
+  WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
+  RETURNING attempt)`
     this.#sql = {
-      claim: `INSERT INTO ${table} AS d (key, done, token, attempt, expires_at) VALUES ($1, false, $2, 1, ${expiresIn('$3')})
-ON CONFLICT (key) DO UPDATE SET
-  attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
-  done = false, token = excluded.token, expires_at = excluded.expires_at
-WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
-RETURNING attempt`,
+      claim: `WITH ${claimSteps}
+SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
       inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table} WHERE key = $1`,
       lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)`,
       // set_config(…, true) lasts for this statement's transaction and is read at its commit:
@@ -178,7 +191,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       purge: `DELETE FROM ${table} WHERE ${expired('')}`,
       createTable: createTableSql(table),
     }
-    this.#orderSql = postgresOrderSql(table, this.#sql.claim, expiresIn, PURGE_BATCH_ROWS)
+    this.#orderSql = postgresOrderSql(table, claimSteps, expiresIn, PURGE_BATCH_ROWS)
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
@@ -191,11 +204,13 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       const won = order
         ? await this.#query<MarkRow>(this.#orderSql.claim, [key, token, opts.leaseMs, order.key])
         : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
-      const row = won.rows[0]
-      if (row) {
+      const row = won.rows[0] as MarkRow
+      if (row.attempt !== null) {
         const claim = { key, token, attempt: row.attempt }
         return order ? { status: 'acquired', claim, order: { mark: markOfRow(row) } } : { status: 'acquired', claim }
       }
+      if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
+      // Free when read, taken by another claim before the insert: see who holds it now.
       const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
       // Released or purged between the two statements, or the lease ended just now: claim again.
       if (!held || held.left_ms <= 0) continue
