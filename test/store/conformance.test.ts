@@ -144,13 +144,14 @@ describe('MemoryDedupStore beyond the contract', () => {
     let now = 1_000_000
     const store = new MemoryDedupStore({ maxKeys: 300, now: () => now })
     const write = async (email: string, i: number) => {
-      const result = await store.claim(`event-${i}`, { ...LONG, order: { key: email } })
+      const order = { key: email, mark: { createdAtMs: i, eventId: `evt-${i}`, type: 'email.delivered' } }
+      const result = await store.claim(`event-${i}`, { ...LONG, order })
       if (result.status !== 'acquired') throw new Error(`event-${i} was ${result.status}`)
-      const mark = { createdAtMs: i, eventId: `evt-${i}`, type: 'email.delivered' }
-      expect(await store.complete(result.claim, { retentionMs: LONG.retentionMs, order: { key: email, mark } })).toBe(true)
+      expect(await store.complete(result.claim, { retentionMs: LONG.retentionMs, order })).toBe(true)
     }
     const read = async (email: string) => {
-      const result = await store.claim(`probe-${email}`, { ...LONG, order: { key: email } })
+      const probe = { createdAtMs: 0, eventId: 'probe', type: 'email.sent' }
+      const result = await store.claim(`probe-${email}`, { ...LONG, order: { key: email, mark: probe } })
       if (result.status !== 'acquired') throw new Error(`probe-${email} was ${result.status}`)
       return result.order?.mark?.eventId ?? null
     }
