@@ -41,8 +41,9 @@ interface MarkEntry {
  * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time. A claim rejects
  * with a {@link DedupStoreError}: `invalid_options` when `leaseMs` or `retentionMs` is not a
  * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room. It has the
- * ordering capability: marks live in a second `Map`, also bounded by `maxKeys` (when full, the
- * expired marks, else the oldest written one, are forgotten: that key's next event is `first`).
+ * ordering capability: marks live in a second `Map`, also bounded by `maxKeys` (when full, a
+ * batch of the marks written or renewed longest ago is forgotten, which with one retention are
+ * the expired ones first: that key's next event is `first`).
  * @throws {TypeError} when `maxKeys` is not a whole number ≥ 1.
  * @example
  * const store = new MemoryDedupStore({ maxKeys: 10_000 })

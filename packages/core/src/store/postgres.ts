@@ -33,11 +33,12 @@ const PURGE_EVERY_CLAIMS = 1_000
 const PURGE_BATCH_ROWS = 1_000
 const PURGE_MAX_BATCHES = 100
 // A lease released or lapsed carries the attempt count the next claim continues (ctx.attempt),
-// so it is kept this long: release stamps its row with the purge time (a released row has no
-// token and is claimable whatever its time says, so a clock step cannot hold it either), and the
-// purge turns a lapsed lease into a released one before deleting what expired. expires_at stays
-// the one bound of every purge statement: a range on its index, which rows kept for later
-// (many, during a handler outage) do not fall in.
+// so it is kept this long. Release stamps its row with that purge time (a released row has no
+// token and is claimable whatever its time says, so a clock step cannot hold it either): the
+// leases released during a handler outage, which can be many, stay out of the purge's expiry
+// range. A lapsed lease keeps its token, so its slow holder may still complete it, and is purged
+// this long after it lapsed by a statement of its own. Each purge statement is one expires_at
+// range on its index.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
 /** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
@@ -106,8 +107,8 @@ export class PostgresDedupStore implements DedupStore {
     lookup: string
     complete: string
     release: string
-    lapse: string
     purge: string
+    purgeLapsed: string
     createTable: string
   }
   readonly #orderSql: PostgresOrderSql
@@ -158,9 +159,9 @@ export class PostgresDedupStore implements DedupStore {
     // cannot use the expiry index for a volatile bound, and scanned the whole table each batch
     // (73 ms against 1.9 ms at 300,000 live rows). ORDER BY keeps it on the index when the
     // table's statistics are stale.
-    const expired = (also: string) => `key IN (
-  SELECT key FROM ${table} WHERE expires_at <= now()${also} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
-) AND expires_at <= now()${also}`
+    const expired = (bound: string, also: string) => `key IN (
+  SELECT key FROM ${table} WHERE expires_at <= ${bound} AND ${also} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND expires_at <= ${bound} AND ${also}`
     // The claim reads the key first and writes only when no live row holds it: a duplicate or an
     // in-flight claim is then a plain read (no row lock, no transaction id, no WAL, no commit to
     // wait for) answered in the same round trip. ON CONFLICT still decides a race for the key.
@@ -178,7 +179,9 @@ ins AS (
     this.#sql = {
       claim: `WITH ${claimSteps}
 SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
-      inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table} WHERE key = $1`,
+      // A released row (no token) holds nothing, whatever its time says: no row, so the claim runs again.
+      inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table}
+WHERE key = $1 AND (done OR token IS NOT NULL)`,
       lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)`,
       // set_config(…, true) lasts for this statement's transaction and is read at its commit:
       // the completion is flushed to the WAL before the answer, even if the role or session
@@ -187,8 +190,8 @@ SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins O
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`,
-      lapse: `UPDATE ${table} SET token = NULL, expires_at = now() + ${LEASE_MEMORY} WHERE ${expired(' AND NOT done AND token IS NOT NULL')}`,
-      purge: `DELETE FROM ${table} WHERE ${expired('')}`,
+      purge: `DELETE FROM ${table} WHERE ${expired('now()', '(done OR token IS NULL)')}`,
+      purgeLapsed: `DELETE FROM ${table} WHERE ${expired(`now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL')}`,
       createTable: createTableSql(table),
     }
     this.#orderSql = postgresOrderSql(table, claimSteps, expiresIn, PURGE_BATCH_ROWS)
@@ -249,13 +252,12 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   async purgeExpired(): Promise<number> {
     await this.#prepare()
     let total = 0
-    // Lapsed leases first: kept an hour as released ones, not deleted with what expired.
-    const steps = [this.#sql.lapse, this.#sql.purge, ...(this.#marks ? [this.#orderSql.purge] : [])]
+    const steps = [this.#sql.purge, this.#sql.purgeLapsed, ...(this.#marks ? [this.#orderSql.purge] : [])]
     for (const step of steps) {
       for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
-        const changed = (await this.#query(step)).rowCount ?? 0
-        if (step !== this.#sql.lapse) total += changed
-        if (changed < PURGE_BATCH_ROWS || this.#closed) break
+        const deleted = (await this.#query(step)).rowCount ?? 0
+        total += deleted
+        if (deleted < PURGE_BATCH_ROWS || this.#closed) break
       }
     }
     return total
