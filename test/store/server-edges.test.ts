@@ -4,7 +4,7 @@
  * role, a Redis that forbids CONFIG (one warning), and Redis `waitFor` (WAIT / WAITAOF).
  */
 import { DedupStoreError } from '@email-webhooks/core'
-import { PostgresDedupStore, postgresDedupTableSql } from '@email-webhooks/core/postgres'
+import { PostgresDedupStore, type PostgresPool, postgresDedupTableSql } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Cluster, Redis } from 'ioredis'
 import pg from 'pg'
@@ -14,6 +14,29 @@ import { LONG, type ServerKind, sleep, useServers } from './process-harness.js'
 
 // Both servers are started before the first test (useServers' beforeAll).
 const servers = useServers() as Record<ServerKind, RunningServer>
+
+/** `pool` given to a store, with `before(text)` awaited before each statement goes out (the store never ends a given pool). */
+function watchedPool(pool: pg.Pool, before: (text: string) => unknown): PostgresPool {
+  return {
+    query: async (text: string, values?: unknown[]) => {
+      await before(text)
+      return pool.query(text, values)
+    },
+    end: () => Promise.resolve(),
+  }
+}
+
+/** A store on `table` and a one-connection pool to look into the table, both closed after `run`. */
+async function withStoreAndPool(table: string, run: (store: PostgresDedupStore, pool: pg.Pool) => Promise<void>): Promise<void> {
+  const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
+  const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
+  try {
+    await run(store, pool)
+  } finally {
+    await store.close()
+    await pool.end()
+  }
+}
 
 async function rejection(promise: Promise<unknown>): Promise<DedupStoreError> {
   const error = await promise.then(
@@ -32,10 +55,8 @@ describe('PostgresDedupStore: bounded storage', () => {
     const retentionMs = 200
     const events = 6_000
     const runMs = 6_000
-    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
-    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
-    const rows = async (): Promise<number> => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
-    try {
+    await withStoreAndPool(table, async (store, pool) => {
+      const rows = async (): Promise<number> => (await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
       const completedAt: number[] = []
       const started = performance.now()
       let next = 0
@@ -83,17 +104,12 @@ describe('PostgresDedupStore: bounded storage', () => {
       expect(samples.length).toBeGreaterThanOrEqual(2)
       for (const sample of samples) expect(sample.rows, `rows at ${sample.at} ms`).toBeLessThanOrEqual(sample.allowed)
       expect(left).toBe(live.length)
-    } finally {
-      await store.close()
-      await pool.end()
-    }
+    })
   }, 30_000)
 
   it('purgeExpired() deletes every expired row, batch after batch, and keeps live rows and leases that ended within the hour', async () => {
     const table = 'hooks_purge_all'
-    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
-    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
-    try {
+    await withStoreAndPool(table, async (store, pool) => {
       for (let i = 0; i < 10; i++) expect((await store.claim(`live-${i}`, LONG)).status).toBe('acquired')
       // Written directly, so no claim starts a background purge meanwhile: 2,500 expired rows (done
       // records past their retention, and leases released over an hour ago: no token, kept until
@@ -136,10 +152,7 @@ describe('PostgresDedupStore: bounded storage', () => {
       expect(await store.lookup('released-ahead')).toBe('absent')
       const ahead = await store.claim('released-ahead', LONG)
       expect(ahead.status === 'acquired' && ahead.claim.attempt).toBe(2)
-    } finally {
-      await store.close()
-      await pool.end()
-    }
+    })
   })
 })
 
@@ -173,17 +186,10 @@ describe('PostgresDedupStore: leases that end', () => {
       await holder.query(
         `INSERT INTO ${table} (key, done, token, attempt, expires_at) VALUES ('raced', false, 'holder', 1, clock_timestamp() + interval '1 minute')`,
       )
-      const store = new PostgresDedupStore({
-        pool: {
-          query: async (text: string, values?: unknown[]) => {
-            if (text.startsWith('SELECT done, ceil'))
-              await pool.query(`UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + interval '1 hour' WHERE key = 'raced'`)
-            return pool.query(text, values)
-          },
-          end: () => Promise.resolve(),
-        },
-        table,
-      })
+      const releaseBeforeInspect = (text: string) =>
+        text.startsWith('SELECT done, ceil') &&
+        pool.query(`UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + interval '1 hour' WHERE key = 'raced'`)
+      const store = new PostgresDedupStore({ pool: watchedPool(pool, releaseBeforeInspect), table })
       const claimed = store.claim('raced', LONG)
       await sleep(200)
       await holder.query('COMMIT')
@@ -201,11 +207,9 @@ describe('PostgresDedupStore: leases that end', () => {
 describe('PostgresDedupStore: claims that find the key held', () => {
   it('answer duplicate and in_flight without writing: no transaction id is used', async () => {
     const table = 'hooks_read_only_claims'
-    const store = new PostgresDedupStore({ connectionString: servers.postgres.url, table })
-    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
-    // The next transaction id to be given out, read without taking one.
-    const nextXid = async () => Number((await pool.query('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0].x)
-    try {
+    await withStoreAndPool(table, async (store, pool) => {
+      // The next transaction id to be given out, read without taking one.
+      const nextXid = async () => Number((await pool.query('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0].x)
       const done = await store.claim('done-key', LONG)
       if (done.status !== 'acquired') throw new Error(`done-key was ${done.status}`)
       expect(await store.complete(done.claim, LONG)).toBe(true)
@@ -220,10 +224,7 @@ describe('PostgresDedupStore: claims that find the key held', () => {
       // A claim that does acquire writes, as it must.
       expect((await store.claim('new-key', LONG)).status).toBe('acquired')
       expect(await nextXid()).toBeGreaterThan(before)
-    } finally {
-      await store.close()
-      await pool.end()
-    }
+    })
   })
 })
 
@@ -232,15 +233,7 @@ describe('PostgresDedupStore: purge plan', () => {
     const table = 'hooks_purge_plan'
     const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 2 })
     const sent: string[] = []
-    // The store's pool, recording the SQL it is sent (a given pool is never ended by the store).
-    const recording = {
-      query: (text: string, values?: unknown[]) => {
-        sent.push(text)
-        return pool.query(text, values)
-      },
-      end: () => Promise.resolve(),
-    }
-    const store = new PostgresDedupStore({ pool: recording, table })
+    const store = new PostgresDedupStore({ pool: watchedPool(pool, (text) => sent.push(text)), table })
     try {
       expect((await store.claim('one', LONG)).status).toBe('acquired')
       await store.purgeExpired()

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { createTestClock } from '@email-webhooks/core/testing'
+import { createTestClock, type TestClock } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 
 // better-sqlite3 directly (a second connection) to count rows; typed here since the tests do not ship its types.
@@ -15,6 +15,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const MiB = 1024 * 1024
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+
+/** A store on a new file `name` in the test folder with a test clock, closed after `run`. */
+async function withClockedStore(
+  name: string,
+  run: (store: SqliteDedupStore, clock: TestClock, path: string) => Promise<void>,
+): Promise<void> {
+  const path = join(dir, name)
+  const clock = createTestClock(1_800_000_000_000)
+  const store = new SqliteDedupStore({ path, now: clock.now })
+  try {
+    await run(store, clock, path)
+  } finally {
+    await store.close()
+  }
+}
 
 /** Claims `key`, releases the claim and returns its attempt number. */
 async function claimAndRelease(store: SqliteDedupStore, key: string): Promise<number> {
@@ -61,10 +76,7 @@ describe('SqliteDedupStore on disk', () => {
   }, 120_000)
 
   it('purgeExpired() deletes every expired done record in one call and keeps live records and leases', async () => {
-    const path = join(dir, 'purge.db')
-    const clock = createTestClock(1_800_000_000_000)
-    const store = new SqliteDedupStore({ path, now: clock.now })
-    try {
+    await withClockedStore('purge.db', async (store, clock, path) => {
       // 3,000 completed keys retained 1 s, 30 completed keys retained 1 hour, 20 live leases of 1 minute.
       await Promise.all(
         Array.from({ length: 3_030 }, async (_, i) => {
@@ -87,16 +99,11 @@ describe('SqliteDedupStore on disk', () => {
       expect((await store.claim('live-0', LONG)).status).toBe('in_flight')
       const forgotten = await store.claim('purge-0', LONG)
       expect(forgotten.status === 'acquired' && forgotten.claim.attempt).toBe(1)
-    } finally {
-      await store.close()
-    }
+    })
   })
 
   it('keeps a released lease (its attempt count) through purges for an hour, then deletes it', async () => {
-    const path = join(dir, 'released.db')
-    const clock = createTestClock(1_800_000_000_000)
-    const store = new SqliteDedupStore({ path, now: clock.now })
-    try {
+    await withClockedStore('released.db', async (store, clock, path) => {
       expect(await claimAndRelease(store, 'released')).toBe(1)
       clock.advance(59 * 60_000)
       expect(store.purgeExpired()).toBe(0)
@@ -106,24 +113,17 @@ describe('SqliteDedupStore on disk', () => {
       expect(countRows(path, 'email_webhook_dedup_lease')).toBe(0)
       const third = await store.claim('released', LONG)
       expect(third.status === 'acquired' && third.claim.attempt).toBe(1)
-    } finally {
-      await store.close()
-    }
+    })
   })
 
   it('lets a released lease be claimed at once even when the clock stepped back since the release', async () => {
-    const path = join(dir, 'clock-step.db')
-    const clock = createTestClock(1_800_000_000_000)
-    const store = new SqliteDedupStore({ path, now: clock.now })
-    try {
+    await withClockedStore('clock-step.db', async (store, clock) => {
       expect(await claimAndRelease(store, 'stepped')).toBe(1)
       clock.advance(-10_000)
       expect(await store.lookup('stepped')).toBe('absent')
       const second = await store.claim('stepped', LONG)
       expect(second.status === 'acquired' && second.claim.attempt).toBe(2)
-    } finally {
-      await store.close()
-    }
+    })
   })
 
   it('keeps the table bounded over 20,000 events retained 1 s, one event per clock millisecond', async () => {

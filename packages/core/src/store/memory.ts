@@ -142,9 +142,8 @@ export class MemoryDedupStore implements DedupStore {
 
   /**
    * Frees room for marks: a batch (1 % of `maxKeys`) from the front, the marks renewed longest
-   * ago: expired ones first, then those nearest their expiry. It used to walk every mark for the
-   * expired ones first, which, once marks expired about as fast as they came, cost a walk of the
-   * whole Map per event (1.2 ms against 3.4 µs now, at 100,000 marks).
+   * ago: expired ones first, then those nearest their expiry. Never a walk over every mark, which
+   * would run on every event once marks expire about as fast as they come.
    */
   #evictMarks(): void {
     let budget = Math.max(1, Math.floor(this.#maxKeys / 100))

@@ -32,14 +32,9 @@ export interface PostgresOrderSql {
 /**
  * Builds the statements for `table`; `claimSteps` are the store's claim CTEs (`cur`, the live row
  * that holds the key, and `ins`, the lease taken), `expiresIn(param)` the SQL of now + `param` ms
- * on the server's clock.
+ * on the server's clock, `purge` the store's batch delete of expired marks.
  */
-export function postgresOrderSql(
-  table: string,
-  claimSteps: string,
-  expiresIn: (param: string) => string,
-  batchRows: number,
-): PostgresOrderSql {
+export function postgresOrderSql(table: string, claimSteps: string, expiresIn: (param: string) => string, purge: string): PostgresOrderSql {
   const newer = 'm.expires_at <= clock_timestamp() OR (excluded.created_at_ms, excluded.event_id) > (m.created_at_ms, m.event_id)'
   return {
     // float8: pg returns bigint as text; created_at ms are safe integers, exact in a double.
@@ -60,11 +55,7 @@ mark AS (
     type = CASE WHEN ${newer} THEN excluded.type ELSE m.type END,
     expires_at = excluded.expires_at)
 SELECT count(*)::int AS n FROM done`,
-    // now(), not clock_timestamp(): a volatile bound cannot use the expiry index (a full scan per
-    // batch); ORDER BY keeps the index when the statistics are stale.
-    purge: `DELETE FROM ${table}_order WHERE key IN (
-  SELECT key FROM ${table}_order WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batchRows} FOR UPDATE SKIP LOCKED
-) AND expires_at <= now()`,
+    purge,
   }
 }
 

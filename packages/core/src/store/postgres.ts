@@ -41,6 +41,25 @@ const PURGE_MAX_BATCHES = 100
 // range on its index.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
+/** A row holds its key until expires_at while it is done or a lease with a token (a released lease has none). */
+const HOLDS = '(done OR token IS NOT NULL)'
+/** The milliseconds left until the row's expires_at, on the server's clock. */
+const LEFT_MS = 'ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms'
+
+/**
+ * One purge batch of `table`: deletes up to PURGE_BATCH_ROWS rows with `expires_at <= bound`
+ * (and `also`), locked in expiry order, skipping rows others hold. `bound` is built on now() (this
+ * statement's start), never clock_timestamp(): PostgreSQL cannot use the expiry index for a
+ * volatile bound and would scan the whole table each batch. ORDER BY keeps the index when the
+ * table's statistics are stale.
+ */
+function purgeBatch(table: string, bound: string, also?: string): string {
+  const where = `expires_at <= ${bound}${also ? ` AND ${also}` : ''}`
+  return `DELETE FROM ${table} WHERE key IN (
+  SELECT key FROM ${table} WHERE ${where} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
+) AND ${where}`
+}
+
 /** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
 type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
 type MarkRow = ClaimRow & { created_at_ms: number | null; event_id: string | null; type: string | null }
@@ -155,19 +174,11 @@ export class PostgresDedupStore implements DedupStore {
       this.#secret = passwordOf(connectionString)
     }
     const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
-    // The purge compares with now() (this statement's start), not clock_timestamp(): PostgreSQL
-    // cannot use the expiry index for a volatile bound, and scanned the whole table each batch
-    // (73 ms against 1.9 ms at 300,000 live rows). ORDER BY keeps it on the index when the
-    // table's statistics are stale.
-    const expired = (bound: string, also: string) => `key IN (
-  SELECT key FROM ${table} WHERE expires_at <= ${bound} AND ${also} ORDER BY expires_at LIMIT ${PURGE_BATCH_ROWS} FOR UPDATE SKIP LOCKED
-) AND expires_at <= ${bound} AND ${also}`
     // The claim reads the key first and writes only when no live row holds it: a duplicate or an
     // in-flight claim is then a plain read (no row lock, no transaction id, no WAL, no commit to
     // wait for) answered in the same round trip. ON CONFLICT still decides a race for the key.
     const claimSteps = `cur AS (
-  SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table}
-  WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)),
+  SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS}),
 ins AS (
   INSERT INTO ${table} AS d (key, done, token, attempt, expires_at)
   SELECT $1, false, $2, 1, ${expiresIn('$3')} WHERE NOT EXISTS (SELECT 1 FROM cur)
@@ -180,9 +191,8 @@ ins AS (
       claim: `WITH ${claimSteps}
 SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
       // A released row (no token) holds nothing, whatever its time says: no row, so the claim runs again.
-      inspect: `SELECT done, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms FROM ${table}
-WHERE key = $1 AND (done OR token IS NOT NULL)`,
-      lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND (done OR token IS NOT NULL)`,
+      inspect: `SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND ${HOLDS}`,
+      lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS}`,
       // set_config(…, true) lasts for this statement's transaction and is read at its commit:
       // the completion is flushed to the WAL before the answer, even if the role or session
       // has synchronous_commit = off.
@@ -190,11 +200,11 @@ WHERE key = $1 AND (done OR token IS NOT NULL)`,
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`,
-      purge: `DELETE FROM ${table} WHERE ${expired('now()', '(done OR token IS NULL)')}`,
-      purgeLapsed: `DELETE FROM ${table} WHERE ${expired(`now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL')}`,
+      purge: purgeBatch(table, 'now()', '(done OR token IS NULL)'),
+      purgeLapsed: purgeBatch(table, `now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL'),
       createTable: createTableSql(table),
     }
-    this.#orderSql = postgresOrderSql(table, claimSteps, expiresIn, PURGE_BATCH_ROWS)
+    this.#orderSql = postgresOrderSql(table, claimSteps, expiresIn, purgeBatch(`${table}_order`, 'now()'))
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
