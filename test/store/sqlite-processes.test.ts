@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,6 +8,7 @@ import { completionsUntilKilled, expectOneWinnerPerKey, expectTakeoverAfterLease
 import { killed, LONG, nextMessage, storeChildren, withStore } from './process-harness.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-processes-'))
+const LOCK_CHILD = join(import.meta.dirname, 'sqlite-lock-child.mjs')
 const forkChild = storeChildren()
 let files = 0
 
@@ -17,6 +19,26 @@ const spawnChild = (path: string, ...args: string[]) => forkChild('sqlite', path
 const newFile = () => join(dir, `db-${files++}.sqlite`)
 
 describe('SqliteDedupStore shared by several OS processes', () => {
+  it('opens a new file while another process is writing it: waits for the lock instead of failing to start', async () => {
+    // Turning a file to WAL needs it to itself, and while another process holds a write lock
+    // SQLite answers SQLITE_BUSY at once instead of waiting (it could deadlock): 4 processes
+    // opening one new file together failed so, once in a fresh clone.
+    const path = newFile()
+    const holder = spawn(process.execPath, [LOCK_CHILD, path, 'reserved', '300'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.once('data', () => resolve())
+        holder.once('exit', (code) => reject(new Error(`the lock holder exited (${code}) before it held the lock`)))
+      })
+      const store = new SqliteDedupStore({ path })
+      await withStore(store, async () => {
+        expect((await store.claim('after-the-lock', LONG)).status).toBe('acquired')
+      })
+    } finally {
+      holder.kill()
+    }
+  })
+
   it('grants each of 500 event ids to exactly one of 4 racing processes', async () => {
     const path = newFile()
     const count = 500

@@ -71,7 +71,9 @@ export function openError(path: string, cause: unknown): DedupStoreError {
   const what =
     code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT'
       ? 'it is not a SQLite database or it is corrupt: move it away (or restore a backup) and let the store create a new one'
-      : 'check that its folder exists and that this process may create and write files there (a read-only filesystem, as in many containers, cannot hold it), or choose another path (EMAIL_WEBHOOKS_DB for the default store)'
+      : code === 'SQLITE_BUSY'
+        ? 'another process held the file locked longer than busyTimeoutMs; raise busyTimeoutMs, or let fewer processes write to this file'
+        : 'check that its folder exists and that this process may create and write files there (a read-only filesystem, as in many containers, cannot hold it), or choose another path (EMAIL_WEBHOOKS_DB for the default store)'
   return new DedupStoreError(
     'misconfigured',
     `${PACKAGE} the SQLite file ${full} could not be opened (${String(code ?? 'error')}: ${text}${os ? `; ${os}` : ''}): ${what}.`,

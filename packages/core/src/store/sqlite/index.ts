@@ -46,7 +46,7 @@ export interface SqliteDedupStoreOptions {
    * fsynced, so acknowledged events survive power loss. `'normal'`: no fsync; survives a process crash only.
    */
   durability?: 'full' | 'normal'
-  /** How long a write waits for another process's lock; default 5,000 ms. */
+  /** How long a write, and opening a new file, waits for another process's lock; default 5,000 ms. */
   busyTimeoutMs?: number
   /** Table of done records; default `email_webhook_dedup` (leases go to `<table>_lease`). */
   table?: string

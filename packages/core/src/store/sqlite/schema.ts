@@ -89,7 +89,7 @@ export function openDatabase(
     // Takes effect only in a new file. Each done record dirties one page at a random place
     // (event ids are random UUIDs), so smaller pages mean less WAL written and synced per event.
     db.pragma(`page_size = ${PAGE_SIZE_BYTES}`)
-    db.pragma('journal_mode = WAL')
+    useWal(db, busyTimeoutMs)
     db.pragma('synchronous = NORMAL')
     db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
     const pageSize = db.pragma('page_size', { simple: true }) as number
@@ -100,6 +100,27 @@ export function openDatabase(
   } catch (error) {
     db.close()
     throw openError(path, error)
+  }
+}
+
+/**
+ * Turns WAL on, waiting up to `busyTimeoutMs` for other processes. Converting a file to WAL needs
+ * it to itself, and SQLite answers SQLITE_BUSY at once there instead of calling its busy handler:
+ * processes that open a new file together (cluster workers starting) would otherwise fail to
+ * start. Retried with growing pauses; once one process converted the file, WAL is a property of
+ * the file and the others' pragma succeeds.
+ */
+function useWal(db: Database, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs
+  for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+    try {
+      db.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() + pauseMs > deadline) throw error
+    }
+    // A synchronous pause: this runs once, in the store's constructor.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pauseMs)
   }
 }
 
