@@ -34,8 +34,11 @@ describe('the demo', () => {
     )
     // The receiver's own message is printed under its row, not a text fixed in the demo.
     expect(stdout).toMatch(/timestamp_too_new.*\n {4}\S[^\n]*future/)
-    // The receiver's log line for the 500 comes after the table (the demo passes a logger), not on stderr before it.
-    expect(stdout).toMatch(/What the receiver logged[^\n]*\n {2}\[@email-webhooks\/core\] 500 handler_failed email\.bounced/)
+    // The receiver's log lines come after the table (the demo passes a logger), not on stderr before
+    // it: the one warning for the first bad signature, then the 500 with where the handler threw.
+    expect(stdout).toMatch(/What the receiver logged[^\n]*\n {2}\[@email-webhooks\/core\] 401 signature_mismatch: /)
+    expect(stdout).toMatch(/\n {2}\[@email-webhooks\/core\] 500 handler_failed email\.bounced [^[]*\(at\s+file:\S+demo\.js:\d+:\d+\)/)
+    expect(stdout.match(/\[@email-webhooks\/core\]/g)).toHaveLength(2)
     expect(stderr).toBe('')
     expect(stdout).toContain('All 19 answers and handler outcomes are the ones the sender needs.')
   })

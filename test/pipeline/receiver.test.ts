@@ -989,7 +989,7 @@ describe('createReceiver with a handler past its deadline that ignores ctx.signa
   })
 })
 
-describe('createReceiver logs 5xx-class failures by default and counts refusals quietly', () => {
+describe('createReceiver logs 5xx-class failures by default and counts refusals, warning once of a bad signature', () => {
   afterEach(() => {
     vi.restoreAllMocks()
   })
@@ -1014,18 +1014,26 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals 
     expect(line).toContain('email.bounced')
     expect(line).toContain(good.event.id)
     expect(line).toContain('connection to billing-db refused')
+    // Where the handler threw: its first stack frame, in this file.
+    expect(line).toMatch(/connection to billing-db refused \(at .*receiver\.test\.ts:\d+:\d+\)/)
     for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.data.id]) expect(line).not.toContain(secret)
 
-    // Bad signatures: no log line, but counted by code.
+    // Bad signatures are counted by code; only the first signature_mismatch is logged (a warning
+    // that a wrong secret refuses every delivery), without the event id, signature or body.
     await receiver.receive({ ...good, body: `${good.body} ` })
+    await receiver.receive({ ...good, body: `${good.body}  ` })
     await receiver.receive({ ...good, headers: { ...good.headers, 'webhook-signature': '' } })
     expect(errors).toHaveBeenCalledTimes(1)
-    expect(warns).not.toHaveBeenCalled()
+    expect(warns).toHaveBeenCalledTimes(1)
+    const warning = String(warns.mock.calls[0]?.[0])
+    expect(warning).toMatch(/^\[@email-webhooks\/core\] 401 signature_mismatch: The signature does not match\./)
+    expect(warning).toContain('the secret is wrong')
+    for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.id]) expect(warning).not.toContain(secret)
     expect(receiver.stats()).toEqual({
       handled: 0,
       duplicates: 0,
       ignored: 0,
-      rejected: { signature_mismatch: 1, malformed_signature: 1 },
+      rejected: { signature_mismatch: 2, malformed_signature: 1 },
       failed: { handler_failed: 1 },
     })
   })

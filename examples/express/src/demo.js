@@ -46,7 +46,8 @@ const app = createApp({
     markDelivered: observed('markDelivered', () => {}),
   },
   onUnknown: observed('onUnknown', () => {}, { shortArg: false }),
-  // The receiver logs each 5xx (console.error by default); kept here and printed after the table.
+  // The receiver logs each 5xx (console.error by default) and warns once of a bad signature
+  // (console.warn); kept here and printed after the table.
   logger: { warn: (line) => logged.push(line), error: (line) => logged.push(line) },
 })
 const server = app.listen(0, '127.0.0.1')
@@ -145,7 +146,7 @@ cells.forEach((values, i) => {
   if (message) for (const text of wrap(message, MESSAGE_WIDTH)) console.log(`${indent}${text}`)
 })
 if (logged.length > 0) {
-  console.log('\nWhat the receiver logged (without a logger option it goes to console.error):')
+  console.log('\nWhat the receiver logged (without a logger option: console.warn and console.error):')
   for (const text of logged) for (const part of wrap(text, MESSAGE_WIDTH + indent.length)) console.log(`  ${part}`)
 }
 const wrong = rows.filter((row) => !row.ok)

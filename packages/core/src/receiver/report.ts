@@ -1,7 +1,9 @@
 /**
  * Where failures are seen: `onError` when given, else one log line per 5xx-class failure
  * (code, event type and id, the cause's message; never the secret, the signature or the body),
- * and counters for everything, readable with `stats()`. Bad signatures are only counted.
+ * and counters for everything, readable with `stats()`. Refusals are only counted, except the
+ * first `signature_mismatch`, which gets one warning: a wrong secret refuses every delivery, and a
+ * silent server would leave its owner guessing until the sender disables the endpoint.
  */
 import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
 import { PACKAGE } from './options.js'
@@ -18,6 +20,7 @@ export class Reporter {
   readonly #failed: Record<string, number> = {}
   readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
   readonly #logger: WebhookLogger | undefined
+  #warnedMismatch = false
 
   constructor(onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined, logger: WebhookLogger | undefined) {
     this.#onError = onError
@@ -40,6 +43,10 @@ export class Reporter {
     if (!this.#logger) return
     if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
     else if (info.status < 300) this.#logger.warn(logLine(error, info))
+    else if (error.code === 'signature_mismatch' && !this.#warnedMismatch) {
+      this.#warnedMismatch = true
+      this.#logger.warn(`${logLine(error, info)} ${FIRST_MISMATCH}`)
+    }
   }
 
   /**
@@ -66,12 +73,26 @@ export class Reporter {
   }
 }
 
+const FIRST_MISMATCH =
+  'This is the first delivery this receiver refused for its signature; later ones are only counted (stats().rejected). If every delivery is refused, the secret is wrong: the sender disables an endpoint after repeated failures.'
+
 /** One line: status, code, event type and id, what happened, and the cause's message. */
 function logLine(error: ReceiverError, info: ErrorInfo): string {
   const about = info.type !== undefined ? ` ${info.type}` : ''
   const id = info.eventId !== undefined ? ` ${info.eventId}` : ''
   const cause = (error as { cause?: unknown }).cause
-  const why = cause instanceof Error ? ` cause: ${cause.name}: ${cause.message}` : cause !== undefined ? ` cause: ${String(cause)}` : ''
+  const why =
+    cause instanceof Error
+      ? ` cause: ${cause.name}: ${cause.message}${origin(cause)}`
+      : cause !== undefined
+        ? ` cause: ${String(cause)}`
+        : ''
   const acknowledged = info.status < 300 ? ' Acknowledged and recorded as done; no handler ran.' : ''
   return `${PACKAGE} ${info.status} ${error.code}${about}${id}: ${error.message}${acknowledged}${why}`
+}
+
+/** Where an error was thrown: ` (at <first stack frame>)`, or nothing when its stack has no frame. */
+function origin(error: Error): string {
+  const frame = typeof error.stack === 'string' ? /\n\s+at (\S.*)/.exec(error.stack)?.[1] : undefined
+  return frame === undefined ? '' : ` (at ${frame})`
 }
