@@ -136,13 +136,39 @@ describe('sign and verify', () => {
       expect(JSON.parse(twice.stdout)).toMatchObject({ valid: false, code: 'duplicate_header' })
     })
 
-    it('verify says when the signature is right but the body is not an event envelope (400)', async () => {
+    it('verify says when the signature is right but the body is not an event envelope (acknowledged, 200)', async () => {
       const file = join(dir, 'not-envelope.json')
       await writeFile(file, '[1,2]')
       const headers = JSON.parse((await runCli(['sign', file, '--json', '--id', 'evt-1'], { env })).stdout).headers
       const result = await runCli(['verify', file, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`])], { env })
       expect(result.code).toBe(1)
       expect(result.stdout).toContain('✗ invalid_envelope (a receiver answers 200)')
+    })
+
+    it('sign says what a receiver does when --id differs from the body\'s "id": 200 invalid_envelope, as the example answers', async () => {
+      const result = await runCli(['sign', bodyFile, '--json', '--id', 'evt-other'], { env })
+      expect(result.code).toBe(0)
+      expect(result.stderr).toContain('a receiver acknowledges it (200, ignored: invalid_envelope) without running a handler')
+      const { readFile } = await import('node:fs/promises')
+      const { headers } = JSON.parse(result.stdout)
+      const response = await fetch(server.url, { method: 'POST', headers, body: await readFile(bodyFile) })
+      expect([response.status, await response.json()]).toEqual([200, { ok: true, ignored: 'invalid_envelope' }])
+    })
+
+    it('sign says that the body\'s "id" makes a resend a duplicate, and says nothing of it for a random id', async () => {
+      const fromBody = await runCli(['sign', bodyFile], { env })
+      expect(fromBody.stdout).toContain(`# webhook-id is the body's "id": a receiver that already handled it answers {"duplicate":true}`)
+      const file = join(dir, 'no-id.json')
+      await writeFile(file, '{"type":"email.bounced"}')
+      const random = await runCli(['sign', file], { env })
+      expect(random.code).toBe(0)
+      expect(random.stdout).not.toContain('duplicate')
+    })
+
+    it('sign refuses a --timestamp in milliseconds and gives the seconds', async () => {
+      const result = await runCli(['sign', bodyFile, '--timestamp', '1767225600123'], { env })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain('looks like milliseconds: use 1767225600.')
     })
 
     it('verify without headers is a usage error (exit 2)', async () => {

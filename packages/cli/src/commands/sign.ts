@@ -48,12 +48,19 @@ export const signCommand: CommandFactory = (state) => {
   return command.action(async (file: string, options: SignOptions) => {
     const out = createOutput(options.json === true)
     const secret = resolveSecret(options)
+    if (options.timestamp !== undefined && /^\d{13}$/.test(options.timestamp)) {
+      throw new UsageError(
+        `--timestamp is in seconds (the webhook-timestamp header is Unix seconds); "${options.timestamp}" looks like milliseconds: use ${options.timestamp.slice(0, 10)}.`,
+      )
+    }
     const timestamp = options.timestamp === undefined ? undefined : parseWhole(options.timestamp, '--timestamp', 0, 999_999_999_999)
     const body = await readInput(file, 'body file')
     const inside = describeBody(body).id
     const id = options.id ?? inside ?? crypto.randomUUID()
     if (inside !== undefined && inside !== id) {
-      out.error(`warning: the body's "id" differs from --id; a receiver answers 400 invalid_envelope.`)
+      out.error(
+        `warning: the body's "id" differs from --id; a receiver acknowledges it (200, ignored: invalid_envelope) without running a handler. Change the body's "id" instead.`,
+      )
     }
     if (!VALID_ID.test(id) || /[.,'"]/.test(id)) {
       throw new UsageError(
@@ -78,6 +85,13 @@ export const signCommand: CommandFactory = (state) => {
         `# valid until ${validUntil} (±${DEFAULT_TOLERANCE_SECONDS} s window)${file === '-' ? '; pipe the same bytes to curl' : ''}`,
       ),
     )
+    if (options.id === undefined && inside !== undefined) {
+      out.line(
+        out.colors.dim(
+          `# webhook-id is the body's "id": a receiver that already handled it answers {"duplicate":true} and runs no handler; give the body a new "id" to send a new event`,
+        ),
+      )
+    }
     state.exitCode = EXIT.ok
   })
 }
