@@ -24,7 +24,7 @@ describe('SqliteDedupStore shared by several OS processes', () => {
     // SQLite answers SQLITE_BUSY at once instead of waiting (it could deadlock): 4 processes
     // opening one new file together failed so, once in a fresh clone.
     const path = newFile()
-    const holder = spawn(process.execPath, [LOCK_CHILD, path, 'reserved', '300'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const holder = spawn(process.execPath, [LOCK_CHILD, path, '300'], { stdio: ['ignore', 'pipe', 'inherit'] })
     try {
       await new Promise<void>((resolve, reject) => {
         holder.stdout.once('data', () => resolve())
