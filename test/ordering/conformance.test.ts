@@ -18,26 +18,56 @@ import { WithoutOrdering } from '../store/conformance-helpers.js'
 
 const SHORT_MS = 150
 
-/** Reference ordering store: marks in a Map next to the memory dedup store, compare-and-set in one synchronous step. */
+/**
+ * Reference ordering store: marks in a Map next to the memory dedup store, compare-and-set in one
+ * synchronous step; the claim that holds each order key in another Map, checked and taken in the
+ * same synchronous step as the dedup claim (the inner store answers before any other call runs).
+ */
 class OrderedMemoryStore implements OrderingDedupStore {
   readonly ordering = true as const
+  /** The dedup part; `order` never reaches it (its own marks and locks stay unused). */
   protected readonly inner = new WithoutOrdering()
   protected readonly marks = new Map<string, { mark: OrderMark; expiresAt: number }>()
+  protected readonly locks = new Map<string, { token: string; expiresAt: number }>()
 
-  async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+  /** Claims run one after another, so that reading the lock and taking it is one step. */
+  #claims: Promise<unknown> = Promise.resolve()
+
+  claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    const next = this.#claims.then(() => this.claimNow(key, opts))
+    this.#claims = next.catch(() => {})
+    return next
+  }
+
+  protected async claimNow(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    if (!opts.order) return this.inner.claim(key, opts)
+    const orderKey = opts.order.key
+    const lock = this.locks.get(orderKey)
+    const own = await this.inner.lookup(key)
+    if (own === 'absent' && lock && lock.expiresAt > Date.now()) {
+      return { status: 'in_flight', retryAfterMs: lock.expiresAt - Date.now(), reason: 'order' }
+    }
     const result = await this.inner.claim(key, opts)
-    if (result.status !== 'acquired' || !opts.order) return result
-    return { ...result, order: { mark: this.read(opts.order.key) } }
+    if (result.status !== 'acquired') return result
+    this.locks.set(orderKey, { token: result.claim.token, expiresAt: Date.now() + opts.leaseMs })
+    return { ...result, claim: { ...result.claim, orderKey }, order: { mark: this.read(orderKey) } }
   }
 
   async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
     const done = await this.inner.complete(claim, opts)
     if (done && opts.order) this.advance(opts.order, opts.retentionMs)
+    if (done) this.unlock(claim)
     return done
   }
 
-  release(claim: Claim): Promise<boolean> {
-    return this.inner.release(claim)
+  async release(claim: Claim): Promise<boolean> {
+    const released = await this.inner.release(claim)
+    if (released) this.unlock(claim)
+    return released
+  }
+
+  protected unlock(claim: Claim): void {
+    if (claim.orderKey !== undefined && this.locks.get(claim.orderKey)?.token === claim.token) this.locks.delete(claim.orderKey)
   }
 
   close(): Promise<void> {
@@ -63,8 +93,8 @@ class OrderedMemoryStore implements OrderingDedupStore {
 
 // Deliberately wrong stores, one fault each.
 class AdvancesAtClaim extends OrderedMemoryStore {
-  override async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
-    const result = await super.claim(key, opts)
+  protected override async claimNow(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    const result = await super.claimNow(key, opts)
     if (result.status === 'acquired' && opts.order) this.advance(opts.order, opts.retentionMs)
     return result
   }
@@ -126,8 +156,15 @@ class NoRefresh extends OrderedMemoryStore {
     if (before && after && before.expiresAt > Date.now() && after.mark.eventId === before.mark.eventId) after.expiresAt = before.expiresAt
   }
 }
+class NoOrderLock extends OrderedMemoryStore {
+  protected override async claimNow(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+    const result = await this.inner.claim(key, opts)
+    if (result.status !== 'acquired' || !opts.order) return result
+    return { ...result, claim: { ...result.claim, orderKey: opts.order.key }, order: { mark: this.read(opts.order.key) } }
+  }
+}
 class DeclaresButSilent extends OrderedMemoryStore {
-  override async claim(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
+  protected override async claimNow(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
     return this.inner.claim(key, opts)
   }
 }
@@ -172,7 +209,7 @@ describe('the ordering conformance suite tells a correct store from wrong ones',
     const results = await outcomes(() => new OrderedMemoryStore())
     expect(failed(results)).toEqual([])
     const names = [...results.keys()].join('\n')
-    for (const topic of ['race', 'equal created_at', 'crash between claim and complete', 'stale', 'claim time'])
+    for (const topic of ['race', 'equal created_at', 'crash between claim and complete', 'stale', 'claim time', 'holds the email'])
       expect(names).toContain(topic)
     expect(results.size).toBeGreaterThanOrEqual(10)
   })
@@ -196,6 +233,11 @@ describe('the ordering conformance suite tells a correct store from wrong ones',
     ['never forgets a mark', () => new NeverForgets(), ['forgets a mark after its retention']],
     ['does not refresh the mark on a stale complete', () => new NoRefresh(), ['every complete refreshes it']],
     ['declares ordering but returns no mark', () => new DeclaresButSilent(), ['reports no mark (first)', 'two events of one email race']],
+    [
+      'lets two events of one email be claimed at once',
+      () => new NoOrderLock(),
+      ['holds the email while an event is claimed', 'frees the email', 'exactly one of many concurrent claims'],
+    ],
   ])('fails a store that %s', async (_fault, create, mustFail) => {
     const names = failed(await outcomes(create))
     for (const part of mustFail)

@@ -68,6 +68,10 @@ export class WithoutOrdering implements DedupStore {
   release(claim: Claim) {
     return this.#store.release(claim)
   }
+  /** What the inner store holds for `key` (the ordering reference store reads it before taking an order lock). */
+  lookup(key: string): Promise<DedupKeyState> {
+    return this.#store.lookup(key)
+  }
   close() {
     return this.#store.close()
   }

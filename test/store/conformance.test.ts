@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { DedupStoreError, MemoryDedupStore } from '@email-webhooks/core'
+import { createReceiver, DedupStoreError, type EventOrder, MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { dedupStoreConformance } from '@email-webhooks/core/testing'
+import { createEmailSequence, dedupStoreConformance, type SignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
@@ -153,20 +153,45 @@ describe('MemoryDedupStore beyond the contract', () => {
       const probe = { createdAtMs: 0, eventId: 'probe', type: 'email.sent' }
       const result = await store.claim(`probe-${email}`, { ...LONG, order: { key: email, mark: probe } })
       if (result.status !== 'acquired') throw new Error(`probe-${email} was ${result.status}`)
-      return result.order?.mark?.eventId ?? null
+      await store.release(result.claim)
+      return result.order?.forgotten ? 'forgotten' : (result.order?.mark?.eventId ?? null)
     }
     for (let i = 0; i < 300; i++) await write(`email-${i}`, i)
     now += 1_000
     await write('email-0', 300) // the oldest mark, renewed
     await write('email-300', 301) // full: a batch of 3 goes
-    expect(await Promise.all(['email-0', 'email-1', 'email-2', 'email-3', 'email-4', 'email-300'].map(read))).toEqual([
+    // The three forgotten marks were live: their claims say so (the receiver's ctx.order is then
+    // unknown, mark_evicted), never a plain null that would read as a first event.
+    expect(await Promise.all(['email-0', 'email-1', 'email-2', 'email-3', 'email-4', 'email-300', 'never-seen'].map(read))).toEqual([
       'evt-300',
-      null,
-      null,
-      null,
+      'forgotten',
+      'forgotten',
+      'forgotten',
       'evt-4',
       'evt-301',
+      null,
     ])
+  })
+
+  it('tells a handler ctx.order unknown (mark_evicted), not first, for an email whose live mark a full store forgot', async () => {
+    const store = new MemoryDedupStore({ maxKeys: 100 })
+    const orders: EventOrder[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      ordering: true,
+      logger: false,
+      handlers: { 'email.queued': (_event, ctx) => void orders.push(ctx.order), 'email.submitted': () => {} },
+    })
+    const first = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
+    expect((await receiver.receive(first.deliveries[1] as SignedDelivery)).status).toBe(200)
+    // 100 more emails fill the marks: the first email's mark (the oldest) is forgotten.
+    for (let i = 0; i < 100; i++) {
+      const other = await createEmailSequence({ types: ['email.submitted'] })
+      expect((await receiver.receive(other.deliveries[0] as SignedDelivery)).status).toBe(200)
+    }
+    expect((await receiver.receive(first.deliveries[0] as SignedDelivery)).status).toBe(200)
+    expect(orders).toEqual([{ status: 'unknown', key: `email:${first.emailId}`, newestHandled: null, reason: 'mark_evicted' }])
   })
 
   it('when full, evicts the oldest expired or completed keys first (a batch of maxKeys / 100), never a live claim', async () => {

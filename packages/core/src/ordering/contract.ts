@@ -34,6 +34,12 @@ export type OrderingClaimResult = ClaimResult
  *    interleaving (compare-and-set inside the store, never read in the client and write back).
  * 6. Marks live apart from dedup keys (a mark key never answers `duplicate`), and expire on the
  *    store's own clock like dedup records.
+ * 7. One event per mark key at a time: an `acquired` claim made with `order` holds `order.key`
+ *    (it sets `claim.orderKey`) until its `complete`, its `release`, or the end of its lease. A
+ *    claim of another event with the same `order.key` meanwhile answers
+ *    `{ status: 'in_flight', reason: 'order', retryAfterMs }` (the holder's lease left), after the
+ *    `duplicate` and `in_flight` checks of its own key; taking the key and the lease is one atomic
+ *    step. So two events of one email never run at once, and the second sees the first's mark.
  */
 export interface OrderingDedupStore extends DedupStore {
   /** Declares the capability. */

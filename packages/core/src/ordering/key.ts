@@ -35,6 +35,8 @@ export type OrderUnknownReason =
   | 'ordering_off'
   /** The store answered with a mark that is not an {@link OrderMark}. */
   | 'store_mark_invalid'
+  /** The store may have forgotten this key's mark before its retention ended (a full `MemoryDedupStore`). */
+  | 'mark_evicted'
 
 /** Options of {@link orderInputOf}. */
 export interface OrderInputOptions {

@@ -65,7 +65,8 @@ export function isOrderMark(value: unknown): value is OrderMark {
 /**
  * The order a handler sees, from the event's {@link OrderInput} and the `order` field of an
  * `acquired` claim result. A missing `order` field means the store lacks the capability; a
- * malformed mark is reported, not trusted. Never guesses, never throws.
+ * malformed mark is reported, not trusted; a mark the store may have forgotten (`forgotten`) is
+ * `unknown` (`mark_evicted`), not `first`. Never guesses, never throws.
  *
  * @param input The event's order input (`orderInputOf`).
  * @param claimOrder The `order` field of the acquired claim result (`undefined` when absent).
@@ -79,7 +80,10 @@ export function orderFromClaim(input: OrderInput, claimOrder: unknown): EventOrd
     return unknownOrder('store_without_ordering', input.key)
   }
   const mark = (claimOrder as { mark: unknown }).mark
-  if (mark === null) return orderStatusOf(input.key, input.mark, null)
+  if (mark === null) {
+    if ((claimOrder as { forgotten?: unknown }).forgotten === true) return unknownOrder('mark_evicted', input.key)
+    return orderStatusOf(input.key, input.mark, null)
+  }
   if (!isOrderMark(mark)) return unknownOrder('store_mark_invalid', input.key)
   return orderStatusOf(input.key, input.mark, { createdAtMs: mark.createdAtMs, eventId: mark.eventId, type: mark.type })
 }

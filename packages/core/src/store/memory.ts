@@ -37,13 +37,33 @@ interface MarkEntry {
   expiresAt: number
 }
 
+/** The claim that holds one order key (one event of an email at a time). */
+interface LockEntry {
+  token: string
+  expiresAt: number
+}
+
+/** Slots of the filter of forgotten marks, per key of `maxKeys` (at least 1,024). */
+const MIN_FORGOTTEN_SLOTS = 1_024
+
+/** FNV-1a over the UTF-16 units of `key`: a slot of the forgotten-marks filter. */
+function slotOf(key: string, slots: number): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193)
+  return (hash >>> 0) % slots
+}
+
 /**
  * Dedup store in a `Map`: atomic because JavaScript runs one claim at a time. A claim rejects
  * with a {@link DedupStoreError}: `invalid_options` when `leaseMs` or `retentionMs` is not a
  * whole number of milliseconds ≥ 1, `full` when `maxKeys` live claims leave no room. It has the
  * ordering capability: marks live in a second `Map`, also bounded by `maxKeys` (when full, a
  * batch of the marks written or renewed longest ago is forgotten, which with one retention are
- * the expired ones first: that key's next event is `first`).
+ * the expired ones first). A mark forgotten before its retention ended is noted in a filter of
+ * `maxKeys` slots (its expiry, per hashed key), so that key's next event is `unknown`
+ * (`mark_evicted`), never a guessed `first`; a key sharing a slot with one may be `unknown` too.
+ * One event per order key at a time: an ordered claim holds its order key until it completes, is
+ * released or its lease ends.
  * @throws {TypeError} when `maxKeys` is not a whole number ≥ 1.
  * @example
  * const store = new MemoryDedupStore({ maxKeys: 10_000 })
@@ -53,6 +73,9 @@ export class MemoryDedupStore implements DedupStore {
   readonly ordering = true as const
   readonly #entries = new Map<string, Entry>()
   readonly #marks = new Map<string, MarkEntry>()
+  readonly #locks = new Map<string, LockEntry>()
+  /** Per slot, the latest expiry of a live mark forgotten there (0: none). */
+  readonly #forgotten: Float64Array
   readonly #maxKeys: number
   readonly #now: () => number
 
@@ -63,6 +86,7 @@ export class MemoryDedupStore implements DedupStore {
     }
     this.#maxKeys = maxKeys
     this.#now = options.now ?? Date.now
+    this.#forgotten = new Float64Array(Math.max(MIN_FORGOTTEN_SLOTS, maxKeys))
   }
 
   /** Number of keys currently held (including expired ones not yet evicted). */
@@ -78,6 +102,11 @@ export class MemoryDedupStore implements DedupStore {
     if (entry && entry.expiresAt > now) {
       return Promise.resolve(entry.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: entry.expiresAt - now })
     }
+    const order = opts.order
+    const lock = order ? this.#locks.get(order.key) : undefined
+    if (lock && lock.expiresAt > now) {
+      return Promise.resolve({ status: 'in_flight', retryAfterMs: lock.expiresAt - now, reason: 'order' })
+    }
     const attempt = entry && !entry.done ? entry.attempt + 1 : 1
     if (entry) this.#entries.delete(key)
     else if (this.#entries.size >= this.#maxKeys && !this.#evict(now)) {
@@ -90,10 +119,15 @@ export class MemoryDedupStore implements DedupStore {
     }
     const token = crypto.randomUUID()
     this.#entries.set(key, { done: false, token, attempt, expiresAt: now + opts.leaseMs })
-    const claim = { key, token, attempt }
-    if (!opts.order) return Promise.resolve({ status: 'acquired', claim })
-    const held = this.#marks.get(opts.order.key)
-    return Promise.resolve({ status: 'acquired', claim, order: { mark: held && held.expiresAt > now ? { ...held.mark } : null } })
+    if (!order) return Promise.resolve({ status: 'acquired', claim: { key, token, attempt } })
+    if (lock) this.#locks.delete(order.key)
+    else if (this.#locks.size >= this.#maxKeys) this.#dropLapsedLocks(now)
+    this.#locks.set(order.key, { token, expiresAt: now + opts.leaseMs })
+    const claim = { key, token, attempt, orderKey: order.key }
+    const held = this.#marks.get(order.key)
+    if (held && held.expiresAt > now) return Promise.resolve({ status: 'acquired', claim, order: { mark: { ...held.mark } } })
+    const forgotten = (this.#forgotten[slotOf(order.key, this.#forgotten.length)] as number) > now
+    return Promise.resolve({ status: 'acquired', claim, order: forgotten ? { mark: null, forgotten } : { mark: null } })
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
@@ -106,6 +140,7 @@ export class MemoryDedupStore implements DedupStore {
     entry.token = null
     entry.expiresAt = now + opts.retentionMs
     if (opts.order) this.#advance(opts.order, now, now + opts.retentionMs)
+    this.#unlock(claim)
     return Promise.resolve(true)
   }
 
@@ -114,6 +149,7 @@ export class MemoryDedupStore implements DedupStore {
     if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
     entry.token = null
     entry.expiresAt = 0
+    this.#unlock(claim)
     return Promise.resolve(true)
   }
 
@@ -126,7 +162,20 @@ export class MemoryDedupStore implements DedupStore {
   close(): Promise<void> {
     this.#entries.clear()
     this.#marks.clear()
+    this.#locks.clear()
+    this.#forgotten.fill(0)
     return Promise.resolve()
+  }
+
+  /** Frees the order key the claim holds, if it still holds it. */
+  #unlock(claim: Claim): void {
+    if (claim.orderKey === undefined) return
+    if (this.#locks.get(claim.orderKey)?.token === claim.token) this.#locks.delete(claim.orderKey)
+  }
+
+  /** Drops locks whose lease ended (a handler that never settled); live locks are bounded by live claims. */
+  #dropLapsedLocks(now: number): void {
+    for (const [key, lock] of this.#locks) if (lock.expiresAt <= now) this.#locks.delete(key)
   }
 
   /** Sets the mark of `order.key` to `order.mark` if none is live or it is newer; renews its expiry either way. */
@@ -135,7 +184,7 @@ export class MemoryDedupStore implements DedupStore {
     // Every write moves the mark to the end of the Map, which so stays in renewal order: its front
     // holds the marks that expire first (all marks of one receiver have the same retention).
     if (held) this.#marks.delete(order.key)
-    else if (this.#marks.size >= this.#maxKeys) this.#evictMarks()
+    else if (this.#marks.size >= this.#maxKeys) this.#evictMarks(now)
     const kept = held && held.expiresAt > now && compareOrderPositions(order.mark, held.mark) <= 0
     this.#marks.set(order.key, { mark: kept ? held.mark : { ...order.mark }, expiresAt })
   }
@@ -143,12 +192,18 @@ export class MemoryDedupStore implements DedupStore {
   /**
    * Frees room for marks: a batch (1 % of `maxKeys`) from the front, the marks renewed longest
    * ago: expired ones first, then those nearest their expiry. Never a walk over every mark, which
-   * would run on every event once marks expire about as fast as they come.
+   * would run on every event once marks expire about as fast as they come. A live mark forgotten
+   * here leaves its expiry in the filter, so its key's next claim reports the mark `forgotten`.
    */
-  #evictMarks(): void {
+  #evictMarks(now: number): void {
     let budget = Math.max(1, Math.floor(this.#maxKeys / 100))
-    for (const key of this.#marks.keys()) {
+    const slots = this.#forgotten
+    for (const [key, { expiresAt }] of this.#marks) {
       this.#marks.delete(key)
+      if (expiresAt > now) {
+        const slot = slotOf(key, slots.length)
+        if ((slots[slot] as number) < expiresAt) slots[slot] = expiresAt
+      }
       if (--budget === 0) break
     }
   }

@@ -1,13 +1,15 @@
 /**
- * The ordering capability of `PostgresDedupStore`: its mark table (`<table>_order`) and the
- * statements that read a mark with a claim and advance it with a complete, each ONE statement
- * (data-modifying CTEs), so the mark moves in the same transaction as the completion. Event ids
- * compare with `COLLATE "C"` (byte order, as `compareOrderPositions`), whatever the database's locale.
+ * The ordering capability of `PostgresDedupStore`: its mark table (`<table>_order`), its lock
+ * table (`<table>_order_lock`: the claim that holds each order key, so that one event of an email
+ * runs at a time) and the statements that take the lock and read the mark with a claim, and
+ * advance the mark and free the lock with a complete, each ONE statement (data-modifying CTEs),
+ * so both move in the same transaction as the dedup row. Event ids compare with `COLLATE "C"`
+ * (byte order, as `compareOrderPositions`), whatever the database's locale.
  */
 import type { OrderMark } from '../ordering/position.js'
 import type { StoreOrderInput } from './types.js'
 
-/** The SQL that creates the mark table of `table` and its expiry index. */
+/** The SQL that creates the mark and lock tables of `table` and their expiry indexes. */
 export function postgresOrderTableSql(table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${table}_order (
   key text COLLATE "C" PRIMARY KEY,
@@ -17,30 +19,70 @@ export function postgresOrderTableSql(table: string): string {
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ${table}_order_exp ON ${table}_order (expires_at);
+CREATE TABLE IF NOT EXISTS ${table}_order_lock (
+  key text COLLATE "C" PRIMARY KEY,
+  token text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${table}_lock_exp ON ${table}_order_lock (expires_at);
 `
 }
 
-/** The statements of the capability; `claimSql` and `completeSql` are the store's plain statements. */
+/** The statements of the capability. */
 export interface PostgresOrderSql {
-  /** Parameters: the claim's three, then the mark key. Returns the claim's row and, when it acquired, the live mark's columns (null when none). */
+  /**
+   * Parameters: the claim's three (key, token, lease ms), then the mark key. Returns the claim's
+   * row; `lock_left_ms` when another claim holds the order key; `locked` = 1 when this statement
+   * took the lock; and, when it acquired, the live mark's columns (null when none).
+   */
   claim: string
   /** Parameters: the complete's three, then key, created_at ms, event id and type of the mark. Returns `n` = 1 when completed. */
   complete: string
-  purge: string
+  /** Parameters: key, token, order key. Gives the lease up and frees the order key; returns `n` = 1 when released. */
+  release: string
+  /** Parameters: order key, token. Frees a lock taken by a claim statement whose lease insert lost a race. */
+  unlock: string
+  /** Batch deletes of expired marks, and of locks whose lease lapsed. */
+  purge: string[]
 }
 
-/**
- * Builds the statements for `table`; `claimSteps` are the store's claim CTEs (`cur`, the live row
- * that holds the key, and `ins`, the lease taken), `expiresIn(param)` the SQL of now + `param` ms
- * on the server's clock, `purge` the store's batch delete of expired marks.
- */
-export function postgresOrderSql(table: string, claimSteps: string, expiresIn: (param: string) => string, purge: string): PostgresOrderSql {
+/** What the store's own statements give the capability's. */
+export interface PostgresOrderParts {
+  table: string
+  /** The `cur` CTE: the live row that holds the key ($1). */
+  cur: string
+  /** The `ins` CTE, taking the lease for $1 with token $2 and lease $3 ms, from the rows of `source`. */
+  insert: (source: string) => string
+  /** SQL of now + `param` ms on the server's clock. */
+  expiresIn: (param: string) => string
+  /** SQL of the ms left until a row's expires_at, `AS left_ms`. */
+  leftMs: string
+  /** The release statement's SET and WHERE, after `UPDATE <table>`. */
+  releaseSet: string
+  /** The store's batch delete of `table`'s rows expired at now(). */
+  purgeBatch: (table: string) => string
+}
+
+/** Builds the statements for the store's table. */
+export function postgresOrderSql({ table, cur, insert, expiresIn, leftMs, releaseSet, purgeBatch }: PostgresOrderParts): PostgresOrderSql {
   const newer = 'm.expires_at <= clock_timestamp() OR (excluded.created_at_ms, excluded.event_id) > (m.created_at_ms, m.event_id)'
+  const lock = `${table}_order_lock`
   return {
-    // float8: pg returns bigint as text; created_at ms are safe integers, exact in a double.
-    claim: `WITH ${claimSteps}
-SELECT ins.attempt, cur.done, cur.left_ms, m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type
-FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true
+    // The lock is taken first and the lease only from its row: an event whose email is held by
+    // another claim takes nothing. A race for the lock is decided by ON CONFLICT, which re-reads
+    // the committed row. float8: pg returns bigint as text; created_at ms are safe integers.
+    claim: `WITH ${cur},
+held AS (SELECT ${leftMs} FROM ${lock} WHERE key = $4 AND expires_at > clock_timestamp()),
+lk AS (
+  INSERT INTO ${lock} AS l (key, token, expires_at)
+  SELECT $4, $2, ${expiresIn('$3')} WHERE NOT EXISTS (SELECT 1 FROM cur) AND NOT EXISTS (SELECT 1 FROM held)
+  ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at
+  WHERE l.expires_at <= clock_timestamp()
+  RETURNING 1),
+${insert('lk')}
+SELECT ins.attempt, cur.done, cur.left_ms, held.left_ms AS lock_left_ms, (SELECT count(*) FROM lk)::int AS locked,
+  m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type
+FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true LEFT JOIN held ON true
 LEFT JOIN ${table}_order m ON ins.attempt IS NOT NULL AND m.key = $4 AND m.expires_at > clock_timestamp()`,
     complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),
 done AS (
@@ -53,9 +95,16 @@ mark AS (
     created_at_ms = CASE WHEN ${newer} THEN excluded.created_at_ms ELSE m.created_at_ms END,
     event_id = CASE WHEN ${newer} THEN excluded.event_id ELSE m.event_id END,
     type = CASE WHEN ${newer} THEN excluded.type ELSE m.type END,
-    expires_at = excluded.expires_at)
+    expires_at = excluded.expires_at),
+unlock AS (DELETE FROM ${lock} WHERE key = $4 AND token = $2 AND EXISTS (SELECT 1 FROM done))
 SELECT count(*)::int AS n FROM done`,
-    purge,
+    // The lock goes with the token whether or not the lease still was this claim's: a claim that
+    // took the key over took the lock over too, with its own token.
+    release: `WITH released AS (UPDATE ${table} SET ${releaseSet} RETURNING 1),
+unlock AS (DELETE FROM ${lock} WHERE key = $3 AND token = $2)
+SELECT count(*)::int AS n FROM released`,
+    unlock: `DELETE FROM ${lock} WHERE key = $1 AND token = $2`,
+    purge: [purgeBatch(`${table}_order`), purgeBatch(lock)],
   }
 }
 

@@ -41,6 +41,8 @@ const PURGE_MAX_BATCHES = 100
 // range on its index.
 const LEASE_MEMORY = `interval '1 hour'`
 const CLAIM_ATTEMPTS = 3
+/** How often a store without its order tables looks for them again, while ordered claims come. */
+const MARKS_RECHECK_MS = 1_000
 /** A row holds its key until expires_at while it is done or a lease with a token (a released lease has none). */
 const HOLDS = '(done OR token IS NOT NULL)'
 /** The milliseconds left until the row's expires_at, on the server's clock. */
@@ -62,7 +64,14 @@ function purgeBatch(table: string, bound: string, also?: string): string {
 
 /** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
 type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
-type MarkRow = ClaimRow & { created_at_ms: number | null; event_id: string | null; type: string | null }
+/** An ordered claim's row adds the order key's lock (held by another claim, or taken now) and the mark. */
+type MarkRow = ClaimRow & {
+  lock_left_ms: number | null
+  locked: number
+  created_at_ms: number | null
+  event_id: string | null
+  type: string | null
+}
 
 /** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
 export interface PostgresPool {
@@ -112,8 +121,6 @@ const loadDriver = optionalDriver(
  * const store = new PostgresDedupStore({ connectionString: process.env.DATABASE_URL })
  */
 export class PostgresDedupStore implements DedupStore {
-  /** Ordering capability (marks in `<table>_order`; a missing mark table that cannot be created makes ordering `unknown`). */
-  readonly ordering = true as const
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
   readonly #target: string
@@ -131,8 +138,12 @@ export class PostgresDedupStore implements DedupStore {
     createTable: string
   }
   readonly #orderSql: PostgresOrderSql
-  /** Whether the mark table exists (known after the first call's preparation). */
-  #marks = false
+  /** Whether the mark and lock tables are usable: undefined until the first call's preparation. */
+  #marks: boolean | undefined
+  /** Why they are not (with `#marks` false). */
+  #marksIssue: string | undefined
+  /** When (performance.now()) the tables were last looked for. */
+  #marksCheckedAt = 0
   #ready: Promise<void> | undefined
   #purging: Promise<unknown> | undefined
   #claimsSincePurge = 0
@@ -177,18 +188,21 @@ export class PostgresDedupStore implements DedupStore {
     // The claim reads the key first and writes only when no live row holds it: a duplicate or an
     // in-flight claim is then a plain read (no row lock, no transaction id, no WAL, no commit to
     // wait for) answered in the same round trip. ON CONFLICT still decides a race for the key.
-    const claimSteps = `cur AS (
-  SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS}),
-ins AS (
+    const cur = `cur AS (
+  SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS})`
+    // From `source`'s rows (the ordered claim's lock), or when no live row holds the key.
+    const insert = (source?: string) => `ins AS (
   INSERT INTO ${table} AS d (key, done, token, attempt, expires_at)
-  SELECT $1, false, $2, 1, ${expiresIn('$3')} WHERE NOT EXISTS (SELECT 1 FROM cur)
+  SELECT $1, false, $2, 1, ${expiresIn('$3')} ${source ? `FROM ${source}` : 'WHERE NOT EXISTS (SELECT 1 FROM cur)'}
   ON CONFLICT (key) DO UPDATE SET
     attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
     done = false, token = excluded.token, expires_at = excluded.expires_at
   WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
   RETURNING attempt)`
+    const releaseSet = `token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`
     this.#sql = {
-      claim: `WITH ${claimSteps}
+      claim: `WITH ${cur},
+${insert()}
 SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
       // A released row (no token) holds nothing, whatever its time says: no row, so the claim runs again.
       inspect: `SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND ${HOLDS}`,
@@ -199,19 +213,42 @@ SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins O
       complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
-      release: `UPDATE ${table} SET token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`,
+      release: `UPDATE ${table} SET ${releaseSet}`,
       purge: purgeBatch(table, 'now()', '(done OR token IS NULL)'),
       purgeLapsed: purgeBatch(table, `now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL'),
       createTable: createTableSql(table),
     }
-    this.#orderSql = postgresOrderSql(table, claimSteps, expiresIn, purgeBatch(`${table}_order`, 'now()'))
+    this.#orderSql = postgresOrderSql({
+      table,
+      cur,
+      insert,
+      expiresIn,
+      leftMs: LEFT_MS,
+      releaseSet,
+      purgeBatch: (name) => purgeBatch(name, 'now()'),
+    })
+  }
+
+  /**
+   * Ordering capability: true until the store finds its mark tables missing or unusable (then
+   * false, with `orderingIssue` saying why), and true again once they are there: the store looks
+   * again at most once a second while ordered claims come.
+   */
+  get ordering(): boolean {
+    return this.#marks !== false
+  }
+
+  /** Why the store keeps no order marks right now, or undefined. */
+  get orderingIssue(): string | undefined {
+    return this.#marks === false ? this.#marksIssue : undefined
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     this.#checkDurations(opts, true)
     await this.#prepare()
     this.#schedulePurge()
-    const order = this.#marks ? opts.order : undefined
+    if (opts.order && this.#marks === false) await this.#recheckMarks()
+    const order = this.#marks === true ? opts.order : undefined
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
       const won = order
@@ -219,10 +256,16 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
         : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
       const row = won.rows[0] as MarkRow
       if (row.attempt !== null) {
-        const claim = { key, token, attempt: row.attempt }
-        return order ? { status: 'acquired', claim, order: { mark: markOfRow(row) } } : { status: 'acquired', claim }
+        if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+        return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: { mark: markOfRow(row) } }
       }
       if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
+      if (order) {
+        if (row.lock_left_ms !== null) return { status: 'in_flight', retryAfterMs: Math.max(1, row.lock_left_ms), reason: 'order' }
+        // The lock was free, the lease insert lost a race for the key: give the lock back, look again.
+        if (row.locked === 1) await this.#query(this.#orderSql.unlock, [order.key, token])
+        continue
+      }
       // Free when read, taken by another claim before the insert: see who holds it now.
       const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
       // Released or purged between the two statements, or the lease ended just now: claim again.
@@ -237,13 +280,15 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     this.#checkDurations(opts, false)
     await this.#prepare()
     const params = [claim.key, claim.token, opts.retentionMs]
-    if (!this.#marks || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
+    if (this.#marks !== true || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
     return (await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order)])).rows[0]?.n === 1
   }
 
   async release(claim: Claim): Promise<boolean> {
     await this.#prepare()
-    return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
+    if (claim.orderKey === undefined) return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
+    const released = await this.#query<{ n: number }>(this.#orderSql.release, [claim.key, claim.token, claim.orderKey])
+    return released.rows[0]?.n === 1
   }
 
   /** What the table holds for `key` now, on the database's clock: one read, no writes. Expired rows are `'absent'`. */
@@ -262,7 +307,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   async purgeExpired(): Promise<number> {
     await this.#prepare()
     let total = 0
-    const steps = [this.#sql.purge, this.#sql.purgeLapsed, ...(this.#marks ? [this.#orderSql.purge] : [])]
+    const steps = [this.#sql.purge, this.#sql.purgeLapsed, ...(this.#marks === true ? this.#orderSql.purge : [])]
     for (const step of steps) {
       for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
         const deleted = (await this.#query(step)).rowCount ?? 0
@@ -312,39 +357,57 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
 
   /**
    * Creates the tables only when missing (CREATE … IF NOT EXISTS needs CREATE on the schema even
-   * when they exist). Ordering needs a mark table this role may read and write: a dedup table from
-   * before it, with a role that may not create it (or `createTable: false`), or a mark table the
-   * role has no rights on, keeps working without ordering.
+   * when they exist). Ordering needs a mark table and a lock table this role may read and write: a
+   * dedup table from before them, with a role that may not create them (or `createTable: false`),
+   * or tables the role has no rights on, keeps working without ordering (`orderingIssue` says why).
    */
   async #ensureTable(): Promise<void> {
-    const privilege = (right: string) => `has_table_privilege($2, '${right}')`
-    const found = await this.#query<{ present: boolean; marks: boolean | null }>(
-      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN to_regclass($2) IS NULL THEN NULL
-       ELSE ${['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map(privilege).join(' AND ')} END AS marks`,
-      [this.#table, `${this.#table}_order`],
-    )
-    const row = found.rows[0]
-    this.#marks = row?.marks === true
-    // The mark table exists (usable or not), or creating it is not ours to do.
-    if (!this.#createTable || (row?.marks ?? null) !== null) return
-    if (!row?.present) {
+    const { present, marks } = await this.#findTables()
+    // The order tables exist (usable or not), or creating them is not ours to do.
+    if (!this.#createTable || marks !== null) {
+      return this.#setMarks(
+        marks === true,
+        marks === false ? 'are not writable by this role (it needs SELECT, INSERT, UPDATE and DELETE on both)' : 'are missing',
+      )
+    }
+    if (!present) {
       await this.#query(this.#sql.createTable)
-      this.#marks = true
-      return
+      return this.#setMarks(true)
     }
     // No BEGIN: a multi-statement query is one implicit transaction, rolled back whole on a failure
     // (an explicit block would leave the pooled connection in an aborted transaction).
     const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
-    this.#marks = await this.#query(ddl).then(
-      () => true,
-      (error: unknown) => {
-        // Dedup goes on; ordering (if the receiver asks for it) is `unknown` until the table exists.
-        console.warn(
-          `${PACKAGE} could not create ${this.#table}_order (${error instanceof Error ? error.message : String(error)}), so this store keeps no order marks: with ordering: true, ctx.order is unknown (store_without_ordering) and skipStale skips nothing. Create it as the table's owner (its CREATE TABLE is in postgresDedupTableSql()), or grant this role CREATE on the schema.`,
-        )
-        return false
-      },
+    await this.#query(ddl).then(
+      () => this.#setMarks(true),
+      (error: unknown) => this.#setMarks(false, `could not be created (${error instanceof Error ? error.message : String(error)})`),
     )
+  }
+
+  /** Whether the dedup table exists, and whether both order tables do with every right (null: one is missing). */
+  async #findTables(): Promise<{ present: boolean; marks: boolean | null }> {
+    const rights = (param: string) => ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((right) => `has_table_privilege(${param}, '${right}')`)
+    const found = await this.#query<{ present: boolean; marks: boolean | null }>(
+      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN to_regclass($2) IS NULL OR to_regclass($3) IS NULL THEN NULL
+       ELSE ${[...rights('$2'), ...rights('$3')].join(' AND ')} END AS marks`,
+      [this.#table, `${this.#table}_order`, `${this.#table}_order_lock`],
+    )
+    this.#marksCheckedAt = performance.now()
+    const row = found.rows[0]
+    return { present: row?.present === true, marks: row?.marks ?? null }
+  }
+
+  #setMarks(usable: boolean, why?: string): void {
+    this.#marks = usable
+    this.#marksIssue = usable
+      ? undefined
+      : `${PACKAGE} the order tables ${this.#table}_order and ${this.#table}_order_lock ${why}: create them as the table's owner (their SQL is in postgresDedupTableSql()) or grant this role CREATE on the schema; the store finds them within a second, without a restart.`
+  }
+
+  /** With the order tables missing, looks for them again, at most once a second. */
+  async #recheckMarks(): Promise<void> {
+    if (performance.now() - this.#marksCheckedAt < MARKS_RECHECK_MS) return
+    const { marks } = await this.#findTables()
+    if (marks === true) this.#setMarks(true)
   }
 
   async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {

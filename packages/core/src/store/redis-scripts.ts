@@ -1,8 +1,8 @@
 /**
  * The Lua scripts of `RedisDedupStore`: each one reads and writes one key atomically, on the
- * server's clock (`TIME`); the ordering variants of claim and complete also read or advance the
- * mark key (a hash: ms, id, type; expiring with the retention) in the same script. Bundled into
- * the Redis subpath.
+ * server's clock (`TIME`); the ordering variants of claim, complete and release also read or
+ * advance the mark key (a hash: ms, id, type; expiring with the retention) and take or free the
+ * order key's lock in the same script. Bundled into the Redis subpath.
  */
 import { createHash } from 'node:crypto'
 
@@ -12,7 +12,11 @@ import { createHash } from 'node:crypto'
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 
-const CLAIM_SCRIPT = `${NOW}
+// Claim: KEYS[1] the dedup key; ARGV token, lease ms, retention ms. Answers {0, 0} duplicate,
+// {1, ms left} in flight, {2, attempt} acquired. The ordered claim adds KEYS[2] the mark (a hash:
+// ms, id, type) and KEYS[3] the order key's lock (the holder's token, expiring with its lease):
+// {3, ms left} while another claim holds the lock, else the lease and the lock, and the mark.
+const CLAIM_CHECK = `${NOW}
 local lease = tonumber(ARGV[2])
 local attempt = 1
 local cur = redis.call('GET', KEYS[1])
@@ -25,10 +29,19 @@ if cur then
   end
   if done == '0' then attempt = tonumber(att) + 1 end
 end
-redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
-return {2, attempt}`
+`
+const TAKE_LEASE = `redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
+`
+const CLAIM_SCRIPT = `${CLAIM_CHECK}${TAKE_LEASE}return {2, attempt}`
+const CLAIM_ORDER_SCRIPT = `${CLAIM_CHECK}local held = redis.call('PTTL', KEYS[3])
+if held > 0 then return {3, held} end
+${TAKE_LEASE}redis.call('SET', KEYS[3], ARGV[1], 'PX', lease)
+local m = redis.call('HMGET', KEYS[2], 'ms', 'id', 'type')
+return {2, attempt, m[1], m[2], m[3]}`
 
-const COMPLETE_SCRIPT = `if ARGV[1] == '' then return 0 end
+// Complete: KEYS[1]; ARGV token, retention ms. The ordered complete adds KEYS[2] the mark,
+// advanced when ARGV[3..5] (created_at ms, event id, type) is newer, and KEYS[3] the lock, freed.
+const COMPLETE_DONE = `if ARGV[1] == '' then return 0 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
@@ -36,34 +49,8 @@ if done ~= '0' or tok ~= ARGV[1] then return 0 end
 ${NOW}
 local retention = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], '1:' .. (now + retention) .. ':' .. att .. ':', 'PX', retention)
-return 1`
-
-const RELEASE_SCRIPT = `if ARGV[1] == '' then return 0 end
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
-if done ~= '0' or tok ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], '0:0:' .. att .. ':', 'KEEPTTL')
-return 1`
-
-// 0 absent (no key, released, lease or retention over), 1 in flight, 2 done. Reads only.
-const LOOKUP_SCRIPT = `local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-${NOW}
-local done, exp = string.match(cur, '^(%d):(%d+):')
-if tonumber(exp) <= now then return 0 end
-if done == '1' then return 2 end
-return 1`
-
-// Ordering: a claim also returns the live mark of KEYS[2]; a complete that succeeds advances it
-// (ARGV[3..5]: created_at ms, event id, type) when newer. Ids compare byte by byte: Lua's `<` on
-// strings follows the server's locale (strcoll).
-const CLAIM_ORDER_SCRIPT = CLAIM_SCRIPT.replace(
-  'return {2, attempt}',
-  `local m = redis.call('HMGET', KEYS[2], 'ms', 'id', 'type')
-return {2, attempt, m[1], m[2], m[3]}`,
-)
-
+`
+// Ids compare byte by byte: Lua's `<` on strings follows the server's locale (strcoll).
 const NEWER = `local function newer(ms, id, cur_ms, cur_id)
   if not cur_ms or not cur_id then return true end
   local a, b = tonumber(ms), tonumber(cur_ms)
@@ -75,16 +62,37 @@ const NEWER = `local function newer(ms, id, cur_ms, cur_id)
   return #id > #cur_id
 end
 `
-
-const COMPLETE_ORDER_SCRIPT =
-  NEWER +
-  COMPLETE_SCRIPT.replace(
-    /return 1$/,
-    `local m = redis.call('HMGET', KEYS[2], 'ms', 'id')
+const ADVANCE_MARK = `local m = redis.call('HMGET', KEYS[2], 'ms', 'id')
 if newer(ARGV[3], ARGV[4], m[1], m[2]) then redis.call('HSET', KEYS[2], 'ms', ARGV[3], 'id', ARGV[4], 'type', ARGV[5]) end
 redis.call('PEXPIRE', KEYS[2], retention)
-return 1`,
-  )
+`
+/** Frees the lock key `KEYS[i]` if the token ARGV[1] holds it. */
+const unlock = (i: number) => `if redis.call('GET', KEYS[${i}]) == ARGV[1] then redis.call('DEL', KEYS[${i}]) end
+`
+const COMPLETE_SCRIPT = `${COMPLETE_DONE}return 1`
+const COMPLETE_ORDER_SCRIPT = `${NEWER}${COMPLETE_DONE}${ADVANCE_MARK}${unlock(3)}return 1`
+
+// Release: KEYS[1]; ARGV token. The ordered release adds KEYS[2] the lock, freed if this token
+// holds it (a claim that took the key over holds it with its own token).
+const RELEASE_LEASE = `local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
+if done ~= '0' or tok ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], '0:0:' .. att .. ':', 'KEEPTTL')
+return 1`
+const RELEASE_SCRIPT = `if ARGV[1] == '' then return 0 end
+${RELEASE_LEASE}`
+const RELEASE_ORDER_SCRIPT = `if ARGV[1] == '' then return 0 end
+${unlock(2)}${RELEASE_LEASE}`
+
+// 0 absent (no key, released, lease or retention over), 1 in flight, 2 done. Reads only.
+const LOOKUP_SCRIPT = `local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+${NOW}
+local done, exp = string.match(cur, '^(%d):(%d+):')
+if tonumber(exp) <= now then return 0 end
+if done == '1' then return 2 end
+return 1`
 
 /** A Lua script and its SHA-1, for EVALSHA. */
 export interface Script {
@@ -93,12 +101,17 @@ export interface Script {
 }
 
 const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
-/** The store's scripts: each run on one key, `claimOrder` and `completeOrder` on the dedup key and the mark key. */
-export const SCRIPTS: Record<'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'lookup', Script> = {
+/**
+ * The store's scripts: each run on one key; the ordered ones (built from the same parts as the
+ * plain ones, never by editing their text) also on the mark key and the lock key: `claimOrder`
+ * and `completeOrder` on [dedup, mark, lock], `releaseOrder` on [dedup, lock].
+ */
+export const SCRIPTS: Record<'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'lookup', Script> = {
   claim: script(CLAIM_SCRIPT),
   complete: script(COMPLETE_SCRIPT),
   claimOrder: script(CLAIM_ORDER_SCRIPT),
   completeOrder: script(COMPLETE_ORDER_SCRIPT),
   release: script(RELEASE_SCRIPT),
+  releaseOrder: script(RELEASE_ORDER_SCRIPT),
   lookup: script(LOOKUP_SCRIPT),
 }

@@ -2,7 +2,8 @@
  * `RedisDedupStore`: dedup shared by every instance of an app, in Redis, through ioredis (an
  * optional peer dependency, loaded only by this module). Each operation is one Lua script on one
  * key, so it runs atomically on the server's clock and works on a cluster. Ordering (not on a
- * Cluster client): claim and complete scripts also read and advance the mark key `<prefix>order:<key>`. Durability comes from
+ * Cluster client): claim and complete scripts also read and advance the mark key `<prefix>order:<key>`,
+ * and take and free the order key's lock `<prefix>order-lock:<key>`. Durability comes from
  * the server: `appendonly yes` with `appendfsync always`, and `maxmemory-policy noeviction`; the
  * store checks these once and refuses a server that would lose completions (or warns once when
  * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
@@ -79,6 +80,8 @@ const loadDriver = optionalDriver(
 
 /** Where marks live, after the prefix: apart from the dedup keys (`<prefix><namespace>:<id>`). */
 const ORDER_KEY = 'order:'
+/** Where the lock of each order key lives (the token of the claim that holds it), after the prefix. */
+const LOCK_KEY = 'order-lock:'
 
 function markOf(ms: string | null | undefined, id: string | null | undefined, type: string | null | undefined): OrderMark | null {
   if (ms === null || ms === undefined || id === null || id === undefined || type === null || type === undefined) return null
@@ -158,14 +161,16 @@ export class RedisDedupStore implements DedupStore {
     const order = this.ordering ? opts.order : undefined
     const reply = (
       order
-        ? await this.#run(SCRIPTS.claimOrder, [key, ORDER_KEY + order.key], token, opts.leaseMs, opts.retentionMs)
-        : await this.#run(SCRIPTS.claim, key, token, opts.leaseMs, opts.retentionMs)
+        ? await this.#run(SCRIPTS.claimOrder, [key, ORDER_KEY + order.key, LOCK_KEY + order.key], token, opts.leaseMs, opts.retentionMs)
+        : await this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs)
     ) as [number, number, ...(string | null | undefined)[]]
     if (reply[0] === 2) {
-      const claim = { key, token, attempt: reply[1] }
-      return order ? { status: 'acquired', claim, order: { mark: markOf(reply[2], reply[3], reply[4]) } } : { status: 'acquired', claim }
+      if (!order) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
+      const claim = { key, token, attempt: reply[1], orderKey: order.key }
+      return { status: 'acquired', claim, order: { mark: markOf(reply[2], reply[3], reply[4]) } }
     }
     if (reply[0] === 0) return { status: 'duplicate' }
+    if (reply[0] === 3) return { status: 'in_flight', retryAfterMs: Math.max(1, reply[1]), reason: 'order' }
     return { status: 'in_flight', retryAfterMs: Math.max(1, reply[1]) }
   }
 
@@ -173,20 +178,27 @@ export class RedisDedupStore implements DedupStore {
     checkDurations(opts, false)
     const order = this.ordering ? opts.order : undefined
     const reply = order
-      ? await this.#run(SCRIPTS.completeOrder, [claim.key, ORDER_KEY + order.key], claim.token, opts.retentionMs, ...markArgs(order.mark))
-      : await this.#run(SCRIPTS.complete, claim.key, claim.token, opts.retentionMs)
+      ? await this.#run(
+          SCRIPTS.completeOrder,
+          [claim.key, ORDER_KEY + order.key, LOCK_KEY + order.key],
+          claim.token,
+          opts.retentionMs,
+          ...markArgs(order.mark),
+        )
+      : await this.#run(SCRIPTS.complete, [claim.key], claim.token, opts.retentionMs)
     const done = reply === 1
     if (done && this.#waitFor) await this.#awaitCopies(this.#waitFor)
     return done
   }
 
   async release(claim: Claim): Promise<boolean> {
-    return (await this.#run(SCRIPTS.release, claim.key, claim.token)) === 1
+    if (claim.orderKey === undefined || !this.ordering) return (await this.#run(SCRIPTS.release, [claim.key], claim.token)) === 1
+    return (await this.#run(SCRIPTS.releaseOrder, [claim.key, LOCK_KEY + claim.orderKey], claim.token)) === 1
   }
 
   /** What Redis holds for `key` now, on the server's clock: one read-only script. Expired keys are `'absent'`. */
   async lookup(key: string): Promise<DedupKeyState> {
-    const state = await this.#run(SCRIPTS.lookup, key)
+    const state = await this.#run(SCRIPTS.lookup, [key])
     return state === 2 ? 'done' : state === 1 ? 'in_flight' : 'absent'
   }
 
@@ -203,8 +215,8 @@ export class RedisDedupStore implements DedupStore {
     }
   }
 
-  /** Runs `script` on `key` (or on the dedup key and the mark key), loading it once if the server lost it. */
-  async #run(script: Script, key: string | [string, string], ...args: (string | number)[]): Promise<unknown> {
+  /** Runs `script` on `keys` (the dedup key, then the mark and lock keys of the ordered scripts), loading it once if the server lost it. */
+  async #run(script: Script, names: string[], ...args: (string | number)[]): Promise<unknown> {
     if (this.#closed) throw new DedupStoreError('closed', `${PACKAGE} this RedisDedupStore was closed.`)
     if (this.#checkDurability) {
       this.#checked ??= this.#checkServer().catch((error: unknown) => {
@@ -213,7 +225,7 @@ export class RedisDedupStore implements DedupStore {
       })
       await this.#checked
     }
-    const keys = typeof key === 'string' ? [this.#prefix + key] : [this.#prefix + key[0], this.#prefix + key[1]]
+    const keys = names.map((name) => this.#prefix + name)
     try {
       try {
         return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)

@@ -12,6 +12,12 @@ export interface Claim {
   token: string
   /** 1 for the first claim of the key, +1 for each re-claim after a lease expired or a release. */
   attempt: number
+  /**
+   * Ordering stores: the mark key (`order.key`) this claim holds. While it holds it, no other
+   * event with that mark key is acquired (one event of an email at a time); `complete` and
+   * `release` free it, and it lapses with the lease.
+   */
+  orderKey?: string
 }
 
 /**
@@ -29,6 +35,12 @@ export interface StoreOrderInput {
 export interface ClaimOrder {
   /** The newest completed event for the key, or `null` when none is remembered (never completed, or expired). */
   mark: OrderMark | null
+  /**
+   * `true` when `mark` is `null` but a mark for this key may have been forgotten before its
+   * retention ended (a full `MemoryDedupStore` evicts marks): the event's order is then `unknown`,
+   * never a guessed `first`.
+   */
+  forgotten?: boolean
 }
 
 /**
@@ -38,7 +50,15 @@ export interface ClaimOrder {
 export type ClaimResult =
   | { status: 'acquired'; claim: Claim; order?: ClaimOrder }
   | { status: 'duplicate' }
-  | { status: 'in_flight'; retryAfterMs: number }
+  | {
+      status: 'in_flight'
+      retryAfterMs: number
+      /**
+       * `'order'` (ordering stores): the event itself is free, but another event with the same
+       * mark key (of the same email) holds it; `retryAfterMs` is that claim's lease left.
+       */
+      reason?: 'order'
+    }
 
 /**
  * What a store knows of one key, from {@link DedupStore.lookup}: `'done'` (handled and still
@@ -55,7 +75,9 @@ export interface ClaimOptions {
   retentionMs: number
   /**
    * Ordering capability only (a store without it ignores this): the acquired result carries
-   * `order.mark` for `order.key`. A claim never changes a mark.
+   * `order.mark` for `order.key`, and the claim holds `order.key` (`Claim.orderKey`) until it
+   * completes, is released or its lease ends; while another claim holds it, the answer is
+   * `in_flight` with `reason: 'order'`. A claim never changes a mark.
    */
   order?: StoreOrderInput
 }
@@ -79,8 +101,15 @@ export interface DedupStore {
   /**
    * `true` declares the optional ordering capability (see `OrderingDedupStore`, checked by
    * `orderingConformance`). Without it the store still works; ordering is then reported `unknown`.
+   * A store whose capability depends on its database (PostgreSQL's mark tables) says `false`
+   * once it finds it cannot keep marks, and `true` again once it can.
    */
   readonly ordering?: boolean
+  /**
+   * Why the store cannot keep order marks right now (e.g. a missing mark table), or undefined.
+   * The receiver logs it once when an ordered claim comes back without a mark.
+   */
+  readonly orderingIssue?: string | undefined
   /** Atomically takes the key if it is new, released, or its lease or retention expired. */
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult>
   /** Marks the claim's key done; durable before the promise resolves. False if the token no longer owns the key. */

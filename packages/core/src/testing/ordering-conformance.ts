@@ -1,8 +1,8 @@
 /**
  * The ordering conformance suite: the rules of the store's ordering capability (see
- * `OrderingDedupStore`) as tests for vitest, jest or node:test. Races of events of one email,
- * equal timestamps, a crash between claim and complete, late older events, and a store without
- * the capability (ordering then `unknown`).
+ * `OrderingDedupStore`) as tests for vitest, jest or node:test. One event of an email at a time
+ * (ordering-lock.ts), races of completes, equal timestamps, a crash between claim and complete,
+ * late older events, and a store without the capability (ordering then `unknown`).
  */
 import {
   type Claim,
@@ -11,12 +11,13 @@ import {
   type DedupStore,
   type EventOrder,
   type OrderingDedupStore,
-  type OrderMark,
   orderFromClaim,
   orderInputOf,
   supportsOrdering,
 } from '@email-webhooks/core'
 import type { ConformanceRunner } from './conformance.js'
+import { check, type Email, emailOf, LONG, type Step, sameMark, show, sleep } from './ordering-email.js'
+import { orderLockCases } from './ordering-lock.js'
 
 /** Options of {@link orderingConformance}. */
 export interface OrderingConformanceOptions {
@@ -33,75 +34,6 @@ export interface OrderingConformanceOptions {
   shortMs?: number
   /** Rounds of the race cases; default 20. */
   rounds?: number
-}
-
-const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-const BASE_MS = Date.UTC(2026, 0, 1, 12)
-
-class OrderingConformanceFailure extends Error {
-  override readonly name = 'OrderingConformanceFailure'
-}
-
-function check(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new OrderingConformanceFailure(message)
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-const show = (mark: OrderMark | null | undefined) => (mark ? `${mark.type}@${mark.createdAtMs}/${mark.eventId}` : String(mark))
-const sameMark = (a: OrderMark | null | undefined, b: OrderMark | null) =>
-  a === b || (!!a && !!b && a.createdAtMs === b.createdAtMs && a.eventId === b.eventId && a.type === b.type)
-
-/** One email's event as the receiver will hand it to the store: dedup key, mark key and mark. */
-interface Step {
-  dedupKey: string
-  markKey: string
-  mark: OrderMark
-}
-
-/** Test helpers bound to one store and one email. */
-interface Email {
-  step(type: string, offsetMs: number, id?: string): Step
-  claim(s: Step, leaseMs?: number): Promise<{ claim: Claim; order: EventOrder }>
-  complete(c: Claim, s: Step, retentionMs?: number): Promise<boolean>
-  handle(s: Step): Promise<EventOrder>
-  markNow(): Promise<OrderMark | null>
-  expectMark(expected: OrderMark | null, what: string): Promise<void>
-}
-
-function emailOf(store: OrderingDedupStore): Email {
-  const emailId = crypto.randomUUID()
-  const markKey = `conformance:email:${emailId}`
-  const step = (type: string, offsetMs: number, id: string = crypto.randomUUID()): Step => {
-    const input = orderInputOf({ id, type, created_at: new Date(BASE_MS + offsetMs).toISOString(), data: { id: emailId } })
-    check(input.ok, `orderInputOf gives a position for a well-formed email event (${input.ok || input.reason})`)
-    return { dedupKey: `conformance:${emailId}:${id}`, markKey, mark: input.mark }
-  }
-  const claim = async (s: Step, leaseMs = LONG.leaseMs): Promise<{ claim: Claim; order: EventOrder }> => {
-    const result = await store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey, mark: s.mark } })
-    check(result.status === 'acquired', `claim of ${s.mark.type} is acquired, got ${JSON.stringify(result)}`)
-    const order = orderFromClaim({ ok: true, key: s.markKey, mark: s.mark }, result.order)
-    check(order.status !== 'unknown', `an acquired claim with an order option carries order.mark, got ${JSON.stringify(result.order)}`)
-    return { claim: result.claim, order }
-  }
-  const complete = (c: Claim, s: Step, retentionMs = LONG.retentionMs) =>
-    store.complete(c, { retentionMs, order: { key: s.markKey, mark: s.mark } })
-  const handle = async (s: Step): Promise<EventOrder> => {
-    const { claim: c, order } = await claim(s)
-    check((await complete(c, s)) === true, `complete of ${s.mark.type} with its own token returns true`)
-    return order
-  }
-  /** Reads the mark through a probe claim (claims never change marks), then releases the probe. */
-  const markNow = async (): Promise<OrderMark | null> => {
-    const probe = step('email.probe', 0)
-    const { claim: c, order } = await claim(probe)
-    await store.release(c)
-    return order.newestHandled
-  }
-  const expectMark = async (expected: OrderMark | null, what: string) => {
-    const mark = await markNow()
-    check(sameMark(mark, expected), `${what}: the mark is ${show(expected)}, got ${show(mark)}`)
-  }
-  return { step, claim, complete, handle, markNow, expectMark }
 }
 
 /**
@@ -140,7 +72,7 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
       test('without the capability, still deduplicates with order options and ordering is unknown', async (store) => {
         check(!supportsOrdering(store), 'the store does not declare ordering: true')
         const id = crypto.randomUUID()
-        const event = { id, type: 'email.submitted', created_at: new Date(BASE_MS).toISOString(), data: { id: crypto.randomUUID() } }
+        const event = { id, type: 'email.submitted', created_at: '2026-01-01T12:00:00.000Z', data: { id: crypto.randomUUID() } }
         const input = orderInputOf(event)
         check(input.ok, 'the event has a position')
         const opts = { ...LONG, order: { key: `conformance:${input.key}`, mark: input.mark } }
@@ -206,13 +138,19 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
       }
     })
 
-    ordered('never moves the mark at claim time', async (newEmail) => {
+    ordered('never moves the mark at claim time', async (newEmail, store) => {
       const email = newEmail()
       const queued = email.step('email.queued', 0)
       await email.handle(queued)
       const newer = email.step('email.submitted', 1_000)
+      const held = await email.claim(newer)
+      check(
+        sameMark(held.order.newestHandled, queued.mark),
+        `the claim of a newer event reads the old mark, got ${JSON.stringify(held.order)}`,
+      )
+      check((await store.release(held.claim)) === true, 'the claim is released')
+      await email.expectMark(queued.mark, 'after a newer event was claimed and released')
       const { claim } = await email.claim(newer)
-      await email.expectMark(queued.mark, 'while a newer event is claimed but not completed')
       check((await email.complete(claim, newer)) === true, 'the newer event completes')
       await email.expectMark(newer.mark, 'once it completed')
     })
@@ -231,8 +169,7 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
         `the retry sees the old mark, got ${JSON.stringify(retry.order)}`,
       )
       check((await email.complete(crashed.claim, submitted)) === false, 'the crashed claim cannot complete after the takeover')
-      await email.expectMark(queued.mark, 'after the refused complete of the crashed claim')
-      check((await email.complete(retry.claim, submitted)) === true, 'the retry completes')
+      check((await email.complete(retry.claim, submitted)) === true, 'the retry completes (the refused complete freed nothing of it)')
       await email.expectMark(submitted.mark, 'after the retry completed')
     })
 
@@ -247,27 +184,41 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
       const forged = email.step('email.rejected', 2_000)
       const owner = await email.claim(forged)
       check((await email.complete({ ...owner.claim, token: crypto.randomUUID() }, forged)) === false, 'a forged token cannot complete')
+      check((await store.release({ ...owner.claim, token: crypto.randomUUID() })) === false, 'a forged token cannot release')
+      const other = await email.ask(email.step('email.deferred', 3_000))
+      check(other.status === 'in_flight', `the forged calls freed nothing: the email is still held, got ${JSON.stringify(other)}`)
+      check((await store.release(owner.claim)) === true, 'the owner releases')
       await email.expectMark(queued.mark, 'after a refused complete')
     })
 
-    ordered(`leaves the newer event as the mark when two events of one email race (${rounds} rounds)`, async (newEmail) => {
-      for (let round = 0; round < rounds; round++) {
-        const email = newEmail()
-        const older = email.step('email.deferred', 0)
-        const newer = email.step('email.submitted', round % 4 === 3 ? 0 : 1 + round)
-        const [winner, loser] = compareOrderPositions(newer.mark, older.mark) > 0 ? [newer, older] : [older, newer]
-        const [a, b] = await Promise.all([email.claim(older), email.claim(newer)])
-        check(a.order.status === 'first' && b.order.status === 'first', `round ${round}: both racing claims see no mark`)
-        const pairs: Array<[Claim, Step]> = [
-          [a.claim, older],
-          [b.claim, newer],
-        ]
-        if (round % 2 === 1) pairs.reverse()
-        const done = await Promise.all(pairs.map(([c, s]) => email.complete(c, s)))
-        check(done.every(Boolean), `round ${round}: both completes return true`)
-        await email.expectMark(winner.mark, `round ${round}: after the race (the older was ${show(loser.mark)})`)
-      }
-    })
+    ordered(
+      `leaves the newer event as the mark when the completes of two events of one email race (${rounds} rounds)`,
+      async (newEmail) => {
+        // A claim whose lease lapsed can still complete while the next event of the email holds it:
+        // each round's older event is claimed with a short lease, all at once, and left to lapse.
+        const emails = Array.from({ length: rounds }, () => newEmail())
+        const olders = emails.map((email) => email.step('email.deferred', 0))
+        const lapsed = await Promise.all(emails.map((email, round) => email.claim(olders[round] as Step, shortMs)))
+        await sleep(shortMs + 50)
+        for (let round = 0; round < rounds; round++) {
+          const email = emails[round] as Email
+          const older = olders[round] as Step
+          const newer = email.step('email.submitted', round % 4 === 3 ? 0 : 1 + round)
+          const [winner, loser] = compareOrderPositions(newer.mark, older.mark) > 0 ? [newer, older] : [older, newer]
+          const a = lapsed[round] as { claim: Claim; order: EventOrder }
+          const b = await email.claim(newer)
+          check(a.order.status === 'first' && b.order.status === 'first', `round ${round}: neither claim sees a mark`)
+          const pairs: Array<[Claim, Step]> = [
+            [a.claim, older],
+            [b.claim, newer],
+          ]
+          if (round % 2 === 1) pairs.reverse()
+          const done = await Promise.all(pairs.map(([c, s]) => email.complete(c, s)))
+          check(done.every(Boolean), `round ${round}: both completes return true`)
+          await email.expectMark(winner.mark, `round ${round}: after the race (the older was ${show(loser.mark)})`)
+        }
+      },
+    )
 
     ordered('keeps the newest of many concurrent events of one email as the mark', async (newEmail) => {
       for (let round = 0; round < Math.max(1, Math.floor(rounds / 4)); round++) {
@@ -294,6 +245,8 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
       const asDedupKey = (await store.claim(a.markKey, LONG)).status
       check(asDedupKey === 'acquired', `a mark key is not a dedup key: claiming it is acquired, got ${asDedupKey}`)
     })
+
+    orderLockCases(ordered, shortMs)
 
     ordered('forgets a mark after its retention, and every complete refreshes it', async (newEmail) => {
       const email = newEmail()

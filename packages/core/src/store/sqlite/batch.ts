@@ -1,7 +1,8 @@
 /**
  * One group-commit batch of `SqliteDedupStore`, run inside its `BEGIN IMMEDIATE` transaction: each
- * claim reads the done record and takes the lease (and reads the order mark when asked); each
- * complete ends its lease, writes the done record and advances the order mark (order.ts).
+ * claim reads the done record and takes the lease (with the order key's lock, and the order mark,
+ * when asked); each complete ends its lease, writes the done record, advances the order mark and
+ * frees the order key (order.ts).
  */
 import type { ClaimResult, StoreOrderInput } from '../types.js'
 import { advanceMark, readMark } from './order.js'
@@ -28,19 +29,35 @@ export interface PendingComplete extends Pending<boolean> {
   token: string
   retentionMs: number
   order: StoreOrderInput | undefined
+  /** The order key the claim holds (freed with the complete). */
+  orderKey: string | undefined
   done: boolean
 }
 
-/** One claim inside the batch's transaction: duplicate, a new lease (with the mark when asked), or the live lease that holds the key. */
+/**
+ * One claim inside the batch's transaction: duplicate, the live lease that holds the key, another
+ * event's claim that holds the order key, or a new lease (holding the order key, with the mark).
+ */
 function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, now: number): ClaimResult {
-  const { findDone, takeLease, findLease } = sql
+  const { findDone, takeLease, findLease, marks } = sql
   const done = findDone.get(key) as number | undefined
   if (done !== undefined && done > now) return DUPLICATE
+  if (order) {
+    const locked = marks.findLock.get(order.key) as number | undefined
+    if (locked !== undefined && locked > now) {
+      const own = sql.findHeldLease.get(key) as number | undefined
+      // This event's own live lease holds the order key too: it is in flight itself.
+      if (own !== undefined && own > now) return { status: 'in_flight', retryAfterMs: Math.max(1, own - now) }
+      return { status: 'in_flight', retryAfterMs: Math.max(1, locked - now), reason: 'order' }
+    }
+  }
   const token = crypto.randomUUID()
   const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
   if (attempt !== undefined) {
-    const claim = { key, token, attempt }
-    return order ? { status: 'acquired', claim, order: { mark: readMark(sql.marks, order.key, now) } } : { status: 'acquired', claim }
+    if (!order) return { status: 'acquired', claim: { key, token, attempt } }
+    marks.takeLock.run(order.key, token, now + leaseMs)
+    const claim = { key, token, attempt, orderKey: order.key }
+    return { status: 'acquired', claim, order: { mark: readMark(marks, order.key, now) } }
   }
   // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
   const expiresAt = findLease.get(key) as number
@@ -56,5 +73,6 @@ export function commitBatch(sql: Statements, claims: PendingClaim[], completes: 
     if (!item.done) continue
     markDone.run(item.key, now + item.retentionMs)
     if (item.order) advanceMark(marks, item.order, now + item.retentionMs, now)
+    if (item.orderKey !== undefined) marks.freeLock.run(item.orderKey, item.token)
   }
 }

@@ -72,6 +72,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #sync: WalSync | undefined
   readonly #purger: Purger
   readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], now: number) => void
+  /** Gives a lease up and frees the order key it holds, in one transaction. */
+  readonly #release: (claim: Claim, now: number) => boolean
   /** Reads a key's state from one snapshot. */
   readonly #read: (key: string, now: number) => DedupKeyState
   /** Keys completed (and synced) by this store → when their record expires. */
@@ -115,6 +117,11 @@ export class SqliteDedupStore implements DedupStore {
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
       commitBatch(statements, claims, completes, now),
     ).immediate
+    this.#release = db.transaction((claim: Claim, now: number): boolean => {
+      const released = statements.releaseLease.run(now, claim.key, claim.token).changes === 1
+      if (released && claim.orderKey !== undefined) statements.marks.freeLock.run(claim.orderKey, claim.token)
+      return released
+    }).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
       const done = this.#sql.findDone.get(key) as number | undefined
       if (done !== undefined && done > now) return 'done'
@@ -142,7 +149,16 @@ export class SqliteDedupStore implements DedupStore {
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
       const { key, token } = claim
-      this.#completes.push({ key, token, retentionMs: opts.retentionMs, order: opts.order, done: false, resolve, reject })
+      this.#completes.push({
+        key,
+        token,
+        retentionMs: opts.retentionMs,
+        order: opts.order,
+        orderKey: claim.orderKey,
+        done: false,
+        resolve,
+        reject,
+      })
       this.#scheduleFlush()
     })
   }
@@ -151,7 +167,7 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#refused()
     if (refused) return Promise.reject(refused)
     try {
-      const released = this.#sql.releaseLease.run(this.#now(), claim.key, claim.token).changes === 1
+      const released = this.#release(claim, this.#now())
       if (this.#purger.wrote(0, 1)) this.#schedulePurge()
       return Promise.resolve(released)
     } catch (error) {

@@ -1,7 +1,8 @@
 /**
  * The ordering capability of `SqliteDedupStore`: marks in `<table>_order` (order key → position,
  * type and expiry), read by a claim and advanced by a complete inside the group-commit
- * transaction that takes the lease or writes the done record. Event ids compare with SQLite's
+ * transaction that takes the lease or writes the done record; the claim that holds each order key
+ * in `<table>_order_lock`, taken with the lease and freed by the complete or the release. Event ids compare with SQLite's
  * BINARY collation: the byte order of their UTF-8 text, as `compareOrderPositions`.
  */
 import type { OrderMark } from '../../ordering/position.js'
@@ -9,24 +10,39 @@ import type { StoreOrderInput } from '../types.js'
 import { prepareWalk, type Walked } from './purge.js'
 import type { Database, Statement } from './schema.js'
 
-/** The prepared statements of the mark table (with its purge walk). */
+/** The prepared statements of the mark table (with its purge walk) and of the order-key locks. */
 export interface MarkStatements extends Walked {
   /** (key, now) → the live mark's row. */
   readMark: Statement
   /** (key, created_at ms, event id, type, expiresAt, now): set the mark if none is live or this one is newer; renew its expiry. */
   advanceMark: Statement
+  /** (key) → expires_at of the claim that holds the order key, if any row. */
+  findLock: Statement
+  /** (key, token, expiresAt): the order key is held by this claim until then. */
+  takeLock: Statement
+  /** (key, token): frees the order key if this claim still holds it. */
+  freeLock: Statement
+  /** The lock table's purge walk (locks whose lease lapsed). */
+  locks: Walked
 }
 
-/** The SQL that creates the mark table of `table`. */
+/**
+ * The SQL that creates the mark table of `table` and its lock table: which claim holds each order
+ * key (one event of an email at a time), until its complete, its release or the end of its lease.
+ */
 export function markTableSql(table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${table}_order (
     key TEXT PRIMARY KEY NOT NULL, created_at_ms INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL, expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS ${table}_order_lock (
+    key TEXT PRIMARY KEY NOT NULL, token TEXT NOT NULL, expires_at INTEGER NOT NULL
   ) WITHOUT ROWID;`
 }
 
-/** Prepares the mark statements of `table` (its mark table must exist). */
+/** Prepares the mark and lock statements of `table` (its tables must exist). */
 export function prepareMarks(db: Database, table: string): MarkStatements {
   const t = `${table}_order`
+  const lock = `${table}_order_lock`
   const newer = `${t}.expires_at <= :now OR excluded.created_at_ms > ${t}.created_at_ms
     OR (excluded.created_at_ms = ${t}.created_at_ms AND excluded.event_id > ${t}.event_id)`
   return {
@@ -39,6 +55,13 @@ export function prepareMarks(db: Database, table: string): MarkStatements {
          type = CASE WHEN ${newer} THEN excluded.type ELSE ${t}.type END,
          expires_at = excluded.expires_at`,
     ),
+    findLock: db.prepare(`SELECT expires_at FROM ${lock} WHERE key = ?`).pluck(),
+    takeLock: db.prepare(
+      `INSERT INTO ${lock} (key, token, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at`,
+    ),
+    freeLock: db.prepare(`DELETE FROM ${lock} WHERE key = ? AND token = ?`),
+    locks: prepareWalk(db, lock),
     ...prepareWalk(db, t),
   }
 }

@@ -4,8 +4,9 @@
  * rows per done record written since the step before, so one full round over the table takes
  * at most a quarter of its size in new records; a record is gone at most two rounds after it
  * expired, which keeps the table under about twice its live records at any arrival rate. Order
- * marks (at most one per email, so no more than done records) and leases are walked the same
- * way, each by a cursor of its own, as many rows per step; a lease row goes an hour after it
+ * marks (at most one per email, so no more than done records), order locks (freed by complete and
+ * release; only lapsed ones wait here) and leases are walked the same way, each by a cursor of its
+ * own, as many rows per step; a lease row goes an hour after it
  * ended (released or lapsed: it carries the attempt count). Steps run after the batch that
  * triggered them has answered, in one short transaction each.
  */
@@ -79,6 +80,7 @@ class Cursor {
 export class Purger {
   readonly #done: Cursor
   readonly #marks: Cursor
+  readonly #locks: Cursor
   readonly #leases: Cursor
   /** Done records written since the last step. */
   #writes = 0
@@ -88,6 +90,7 @@ export class Purger {
   constructor(statements: Statements) {
     this.#done = new Cursor(statements)
     this.#marks = new Cursor(statements.marks)
+    this.#locks = new Cursor(statements.marks.locks)
     this.#leases = new Cursor(statements.leases)
   }
 
@@ -101,16 +104,24 @@ export class Purger {
   /** One step (call inside a write transaction): walks the window owed and returns the rows deleted. */
   step(now: number): number {
     const walk = Math.max(MIN_WALK, this.#writes * WALK_PER_WRITE)
-    const deleted = this.#done.window(walk, now) + this.#marks.window(walk, now) + this.#leases.window(walk, now - LEASE_MEMORY_MS)
+    const deleted =
+      this.#done.window(walk, now) +
+      this.#marks.window(walk, now) +
+      this.#locks.window(walk, now) +
+      this.#leases.window(walk, now - LEASE_MEMORY_MS)
     // Owed until here: a step whose statements throw is retried, with the same walk, after the next writes.
     this.#writes = 0
     this.#rows = 0
     return deleted
   }
 
-  /** Walks the done records, the marks and the leases once each from where their cursors are (call inside a write transaction). */
+  /** Walks the done records, the marks, the order locks and the leases once each from where their cursors are (call inside a write transaction). */
   round(now: number): number {
-    const deleted = this.#done.round(MIN_WALK, now) + this.#marks.round(MIN_WALK, now) + this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS)
+    const deleted =
+      this.#done.round(MIN_WALK, now) +
+      this.#marks.round(MIN_WALK, now) +
+      this.#locks.round(MIN_WALK, now) +
+      this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS)
     this.#writes = 0
     this.#rows = 0
     return deleted
