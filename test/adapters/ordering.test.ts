@@ -4,7 +4,7 @@
  * without the capability and for events whose fields cannot be ordered. Real HTTP where the target
  * listens; the store is the in-process MemoryDedupStore (the other stores: test/ordering/receiver-stores.test.ts).
  */
-import { type EventOrder, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
+import { createReceiver, type EmailEventType, type EventOrder, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
 import { createEmailSequence, createEvent, createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { WithoutOrdering } from '../store/conformance-helpers.js'
@@ -19,10 +19,11 @@ for (const kind of ALL_TARGETS) {
     })
 
     type Options = Parameters<typeof kind.create>[2]
-    async function start(options: Options = {}) {
+    async function start({ handlersFor, ...options }: Options & { handlersFor?: EmailEventType[] } = {}) {
       const seen: { type: string; order: EventOrder }[] = []
       const record = (event: WebhookEvent, ctx: { order: EventOrder }) => void seen.push({ type: event.type, order: ctx.order })
-      const handlers = { 'email.queued': record, 'email.deferred': record, 'email.submitted': record }
+      const types: EmailEventType[] = handlersFor ?? ['email.queued', 'email.deferred', 'email.submitted']
+      const handlers = Object.fromEntries(types.map((type) => [type, record]))
       target = await kind.create(TEST_SECRET, handlers, { store: new MemoryDedupStore(), onUnknown: record, ordering: true, ...options })
       return { seen, send: (delivery: Delivery) => (target as Target).send(delivery) }
     }
@@ -71,8 +72,65 @@ for (const kind of ALL_TARGETS) {
       ])
     })
 
-    it('reports ordering unknown for a store without the capability, and dedup still works', async () => {
-      const { seen, send } = await start({ store: new WithoutOrdering() })
+    it('never skips a fact: a late bounce of one recipient after another recipient was accepted runs its handler', async () => {
+      const { seen, send } = await start({ skipStale: true, handlersFor: ['email.bounced', 'email.recipient_accepted'] })
+      const { deliveries } = await createEmailSequence({
+        types: [
+          { type: 'email.bounced', recipient: 'alice@example.com' },
+          { type: 'email.recipient_accepted', recipient: 'bob@example.com' },
+        ],
+      })
+      const [aliceBounced, bobAccepted] = deliveries as unknown as [Delivery, Delivery]
+      expect((await send(bobAccepted)).json).toEqual({ ok: true })
+      const late = await send(aliceBounced)
+      expect([late.status, late.json]).toEqual([200, { ok: true }])
+      expect(seen.map(({ type, order }) => [type, order.status])).toEqual([
+        ['email.recipient_accepted', 'first'],
+        ['email.bounced', 'stale'],
+      ])
+    })
+
+    it('skips a late message-state event only when the newer handled event sets the message state too', async () => {
+      const { seen, send } = await start({ skipStale: true, handlersFor: ['email.submitted', 'email.recipient_accepted'] })
+      const { deliveries } = await createEmailSequence({
+        types: ['email.queued', 'email.submitted', { type: 'email.recipient_accepted', recipient: 'bob@example.com' }],
+      })
+      const [queued, submitted, accepted] = deliveries as unknown as [Delivery, Delivery, Delivery]
+      expect((await send(accepted)).json).toEqual({ ok: true })
+      // A recipient event replaces no message state: the late email.submitted still runs.
+      expect((await send(submitted)).json).toEqual({ ok: true })
+      const other = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
+      expect((await send(other.deliveries[1] as Delivery)).json).toEqual({ ok: true })
+      // email.submitted replaces email.queued: skipped.
+      expect((await send(other.deliveries[0] as Delivery)).json).toEqual({ ok: true, skipped: 'stale' })
+      expect((await send(queued)).json).toEqual({ ok: true })
+      expect(seen.map(({ type, order }) => [type, order.status])).toEqual([
+        ['email.recipient_accepted', 'first'],
+        ['email.submitted', 'stale'],
+        ['email.submitted', 'first'],
+        // The first email's late queued stands behind a recipient event: answered { ok: true }, not
+        // skipped (it has no handler here).
+      ])
+    })
+
+    it('refuses skipStale for facts and onStale without skipStale when the receiver is built, saying why', async () => {
+      const create = (options: Options) => kind.create(TEST_SECRET, {}, { store: new MemoryDedupStore(), ordering: true, ...options })
+      // @ts-expect-error a bounce is a fact: not a type skipStale accepts
+      await expect(create({ skipStale: ['email.bounced'] })).rejects.toThrow(/cannot skip email\.bounced: it is a fact/)
+      // @ts-expect-error nor is a recipient event
+      await expect(create({ skipStale: ['email.queued', 'email.recipient_deferred'] })).rejects.toThrow(/email\.recipient_deferred/)
+      await expect(create({ onStale: () => {} })).rejects.toThrow(/onStale .* skipStale is not set/)
+    })
+
+    it('reports ordering unknown for a store without the capability, says so once when built, and dedup still works', async () => {
+      const warnings: string[] = []
+      const logger = { warn: (line: string) => void warnings.push(line), error: () => {} }
+      const { seen, send } = await start({ store: new WithoutOrdering(), logger })
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/ordering: true, but this store \(WithoutOrdering\) keeps no order marks/)
+      await expect(kind.create(TEST_SECRET, {}, { store: new WithoutOrdering(), ordering: true, skipStale: true })).rejects.toThrow(
+        /skipStale needs a store that keeps order marks, and this store \(WithoutOrdering\)/,
+      )
       const { deliveries } = await createEmailSequence({ types: ['email.queued', 'email.submitted'] })
       for (const delivery of [...deliveries].reverse()) expect((await send(delivery)).json).toEqual({ ok: true })
       expect((await send(deliveries[0] as Delivery)).json).toEqual({ ok: true, duplicate: true })
@@ -129,3 +187,15 @@ for (const kind of ALL_TARGETS) {
     })
   })
 }
+
+describe('a skipped event', () => {
+  it('counts in stats().skipped with the outcome skipped, not as handled', async () => {
+    const store = new MemoryDedupStore()
+    const receiver = createReceiver({ secret: TEST_SECRET, store, ordering: true, skipStale: ['email.deferred'], logger: false })
+    const { deliveries } = await createEmailSequence({ types: ['email.deferred', 'email.submitted'] })
+    const [deferred, submitted] = deliveries as unknown as [Delivery, Delivery]
+    expect((await receiver.receive(submitted)).outcome).toBe('handled')
+    expect((await receiver.receive(deferred)).outcome).toBe('skipped')
+    expect(receiver.stats()).toMatchObject({ handled: 1, skipped: 1 })
+  })
+})

@@ -8,16 +8,18 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { DedupStore, EventOrder, WebhookEvent, WebhookOptions } from '@email-webhooks/core'
-import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { PostgresDedupStore, postgresDedupTableSql } from '@email-webhooks/core/postgres'
 import { type RedisClient, RedisDedupStore } from '@email-webhooks/core/redis'
 import { createEmailSequence, TEST_SECRET } from '@email-webhooks/core/testing'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { express5Listen, type Target } from '../adapters/targets.js'
+import { type Delivery, express5Listen, type Target } from '../adapters/targets.js'
 import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 
 type Seen = { type: string; order: EventOrder }[]
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 async function receiverOn(options: WebhookOptions<{ order: EventOrder }>, seen: Seen): Promise<Target> {
   const record = (event: WebhookEvent, ctx: { order: EventOrder }) => void seen.push({ type: event.type, order: ctx.order })
@@ -103,22 +105,41 @@ describe('ordering with PostgreSQL over HTTP', () => {
     expect(marks.rows[0].n).toBe(2)
   })
 
-  it('on a table from before ordering, with createTable: false, still deduplicates and reports ordering unknown', async () => {
+  it('on a table from before ordering, with createTable: false, deduplicates, says once that ctx.order is unknown, and picks up the order tables once they exist', async () => {
     await pool.query(
       'CREATE TABLE legacy_hooks (key text PRIMARY KEY, done boolean NOT NULL, token text, attempt integer NOT NULL, expires_at timestamptz NOT NULL)',
     )
     const seen: Seen = []
-    const target = await receiverOn({ store: storeOn('legacy_hooks', false) }, seen)
-    const { emailId, deliveries } = await createEmailSequence({ types: ['email.queued'] })
+    const warnings: string[] = []
+    const store = storeOn('legacy_hooks', false)
+    const logger = { warn: (line: string) => void warnings.push(line), error: () => {} }
+    const target = await receiverOn({ store, logger }, seen)
+    const { emailId, deliveries } = await createEmailSequence({ types: ['email.queued', 'email.deferred', 'email.submitted'] })
+    const [queued, deferred, submitted] = deliveries as unknown as [Delivery, Delivery, Delivery]
     try {
-      const delivery = deliveries[0] as NonNullable<(typeof deliveries)[0]>
-      expect((await target.send(delivery)).json).toEqual({ ok: true })
-      expect((await target.send(delivery)).json).toEqual({ ok: true, duplicate: true })
+      expect((await target.send(queued)).json).toEqual({ ok: true })
+      expect((await target.send(queued)).json).toEqual({ ok: true, duplicate: true })
+      expect((await target.send(deferred)).json).toEqual({ ok: true })
+      expect(store.ordering).toBe(false)
+      expect(store.orderingIssue).toMatch(/legacy_hooks_order and legacy_hooks_order_lock are missing/)
+      // Said once, through the receiver's logger, with the store's reason and the fix.
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(
+        /ordering: true, but the store answered a claim without an order mark.*are missing.*postgresDedupTableSql\(\)/,
+      )
+      // The owner creates the order tables; within a second the running store uses them.
+      await pool.query(postgresDedupTableSql('legacy_hooks'))
+      await sleep(1_100)
+      expect((await target.send(submitted)).json).toEqual({ ok: true })
+      expect(store.ordering).toBe(true)
+      expect(warnings[1]).toMatch(/keeps order marks again/)
     } finally {
       await target.close()
     }
     expect(seen.map(({ order }) => order)).toEqual([
       { status: 'unknown', key: `email:${emailId}`, newestHandled: null, reason: 'store_without_ordering' },
+      { status: 'unknown', key: `email:${emailId}`, newestHandled: null, reason: 'store_without_ordering' },
+      { status: 'first', key: `email:${emailId}`, newestHandled: null },
     ])
   })
 
@@ -193,7 +214,11 @@ describe('ordering with Redis over HTTP', () => {
     stores.push(store)
     expect(store.ordering).toBeUndefined()
     const seen: Seen = []
-    const target = await receiverOn({ store }, seen)
+    const warnings: string[] = []
+    const target = await receiverOn({ store, logger: { warn: (line) => void warnings.push(line), error: () => {} } }, seen)
+    // Said once when the receiver is built; asking to skip stale events on it is refused.
+    expect(warnings).toEqual([expect.stringMatching(/this store \(RedisDedupStore\) keeps no order marks/)])
+    await expect(receiverOn({ store, skipStale: true }, [])).rejects.toThrow(/skipStale needs a store that keeps order marks/)
     const { deliveries } = await createEmailSequence({ types: ['email.queued'] })
     try {
       const delivery = deliveries[0] as NonNullable<(typeof deliveries)[0]>

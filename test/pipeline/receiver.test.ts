@@ -1033,6 +1033,7 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
       handled: 0,
       duplicates: 0,
       ignored: 0,
+      skipped: 0,
       rejected: { signature_mismatch: 2, malformed_signature: 1 },
       failed: { handler_failed: 1 },
     })

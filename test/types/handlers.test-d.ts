@@ -140,3 +140,19 @@ expectTypeOf(createEvent('organization.updated')).toEqualTypeOf<WebhookEvent>()
   const other = await createSignedDelivery({ type: 'organization.updated' })
   expectTypeOf(other.event).toEqualTypeOf<WebhookEvent>()
 }
+
+// skipStale takes only message-state types a newer event replaces; facts are a compile error.
+{
+  const { createReceiver, STALE_SKIPPABLE_TYPES } = await import('@email-webhooks/core')
+  expectTypeOf<(typeof STALE_SKIPPABLE_TYPES)[number]>().toEqualTypeOf<
+    'email.queued' | 'email.submitted' | 'email.deferred' | 'email.uncertain'
+  >()
+  createReceiver({ secret: 's', ordering: true, skipStale: ['email.deferred', 'email.queued'] })
+  createReceiver({ secret: 's', ordering: true, skipStale: true })
+  // @ts-expect-error a bounce is a fact no later event replaces
+  createReceiver({ secret: 's', ordering: true, skipStale: ['email.bounced'] })
+  // @ts-expect-error so is a complaint
+  createReceiver({ secret: 's', ordering: true, skipStale: ['email.complained'] })
+  // @ts-expect-error and every recipient event
+  createReceiver({ secret: 's', ordering: true, skipStale: ['email.recipient_accepted'] })
+}

@@ -39,4 +39,5 @@ export {
   type ParsedCreatedAt,
   parseCreatedAt,
 } from './position.js'
+export { isReplacedBy, isStaleSkippableType, STALE_SKIPPABLE_TYPES, type StaleSkippableType } from './skip.js'
 export { type EventOrder, isOrderMark, type OrderStatus, orderFromClaim, orderStatusOf, unknownOrder } from './status.js'

@@ -17,9 +17,9 @@ export function okAnswer(event: WebhookEvent, outcome: ReceiveOutcome): Receiver
   return { status: 200, headers: jsonHeaders(), body: OK_BODY, outcome, event }
 }
 
-/** 200 to a stale event skipped by `skipStale`: recorded as handled, no handler ran. */
+/** 200 to a stale event skipped by `skipStale`: recorded as done, no handler ran. */
 export function staleSkippedAnswer(event: WebhookEvent): ReceiverResponse {
-  return { status: 200, headers: jsonHeaders(), body: STALE_BODY, outcome: 'handled', event }
+  return { status: 200, headers: jsonHeaders(), body: STALE_BODY, outcome: 'skipped', event }
 }
 
 /** 200 to a redelivery of an event already handled. */

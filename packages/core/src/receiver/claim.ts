@@ -1,4 +1,11 @@
-/** Claim step: ask the store for the event's key and map duplicate, in-flight and store failure to answers. */
+/**
+ * Claim step: ask the store for the event's key and map duplicate, in-flight and store failure to
+ * answers. With ordering on, one event of an email at a time: the request first takes the
+ * email's place in this process (order-gate.ts), then claims; a claim that another instance's
+ * event of the same email holds (`in_flight`, reason `order`) is asked again after short pauses.
+ * Either wait ends by half of `handlerTimeoutMs` from the request's first claim, with a 409
+ * `in_flight` and a short Retry-After.
+ */
 import { WebhookHandlingError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
@@ -9,7 +16,7 @@ import { type EventOrdering, eventOrderOf } from './order.js'
 import type { Pipeline } from './pipeline.js'
 import type { ReceiverResponse } from './types.js'
 
-/** A claim this request holds, and when it was asked for (the handler deadline counts from then, as the lease may). */
+/** A claim this request holds, and when it was first asked for (the handler deadline counts from then, as the lease may). */
 export interface Claimed {
   claim: Claim
   startedAt: number
@@ -17,7 +24,24 @@ export interface Claimed {
   order: EventOrder
   /** What `complete` passes to the store (with the event's `order` when its mark advances). */
   completeOptions: CompleteOptions
+  /**
+   * Frees this process's hold on the event's order key (ordering on), once the claim is settled:
+   * completed or released. Whoever settles the claim after the answer (a handler past its
+   * deadline) takes it and calls it then; undefined when there is nothing to free.
+   */
+  settle: (() => void) | undefined
 }
+
+/** The store's answer that another event with the same order key holds it. */
+interface OrderBusy {
+  busyMs: number
+}
+
+/** Pauses between the claims of an event whose email another instance holds: 10 ms, doubling up to 200 ms. */
+const FIRST_PAUSE_MS = 10
+const MAX_PAUSE_MS = 200
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Claims `key`; returns the claim, or the answer when there is nothing to run (duplicate, in flight, store down). */
 export async function claimKey<Ctx>(
@@ -27,11 +51,50 @@ export async function claimKey<Ctx>(
   ordering: EventOrdering,
 ): Promise<Claimed | ReceiverResponse> {
   const startedAt = performance.now()
+  const orderKey = ordering.claimOptions.order?.key
+  if (orderKey === undefined) {
+    const result = await ask(p, key, event, ordering, startedAt)
+    return 'busyMs' in result ? emailBusy(p, event) : result
+  }
+  const entered = p.gate.enter(orderKey, p.orderWaitMs)
+  if (entered !== true && !(await entered)) return emailBusy(p, event)
+  let result: Claimed | ReceiverResponse | OrderBusy
+  try {
+    for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
+      result = await ask(p, key, event, ordering, startedAt)
+      if (!('busyMs' in result)) break
+      if (performance.now() + pause - startedAt >= p.orderWaitMs) {
+        result = emailBusy(p, event)
+        break
+      }
+      await sleep(pause)
+    }
+  } catch (error) {
+    p.gate.leave(orderKey)
+    throw error
+  }
+  if ('claim' in result) {
+    result.settle = () => p.gate.leave(orderKey)
+    return result
+  }
+  p.gate.leave(orderKey)
+  return result
+}
+
+/** One claim: the claim, the answer when there is nothing to run, or that the email is busy. */
+async function ask<Ctx>(
+  p: Pipeline<Ctx>,
+  key: string,
+  event: WebhookEvent | undefined,
+  ordering: EventOrdering,
+  startedAt: number,
+): Promise<Claimed | ReceiverResponse | OrderBusy> {
+  const askedAt = performance.now()
   const pending = attempt(() => p.store.claim(key, ordering.claimOptions))
   let timedOut = false
   let result: Awaited<typeof pending>
   try {
-    result = await p.deadlines.within(pending, p.storeMayHang ? startedAt + p.storeTimeoutMs : undefined, () => {
+    result = await p.deadlines.within(pending, p.storeMayHang ? askedAt + p.storeTimeoutMs : undefined, () => {
       timedOut = true
       // A claim that lands after we gave up would block retries until its lease ends: give it back.
       pending.then((late) => (late.status === 'acquired' ? p.store.release(late.claim) : false)).catch(() => {})
@@ -41,15 +104,26 @@ export async function claimKey<Ctx>(
     return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   }
   if (result.status === 'acquired') {
-    return { claim: result.claim, startedAt, order: eventOrderOf(p, ordering, result), completeOptions: ordering.completeOptions }
+    const order = eventOrderOf(p, ordering, result)
+    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, settle: undefined }
   }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++
     return duplicateAnswer(event)
   }
+  if (result.reason === 'order') return { busyMs: result.retryAfterMs }
   const error = new WebhookHandlingError(
     'in_flight',
     'This event is being handled by another request right now; retry after the Retry-After delay.',
   )
   return p.fail(error, event, result.retryAfterMs)
+}
+
+/** 409 to an event whose email another event still holds after the wait: the sender retries it shortly. */
+function emailBusy<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent | undefined): ReceiverResponse {
+  const error = new WebhookHandlingError(
+    'in_flight',
+    `Another event of the same email is being handled right now (ordering: true handles one event of an email at a time, and this one waited ${p.orderWaitMs} ms, half of handlerTimeoutMs); retry after the Retry-After delay.`,
+  )
+  return p.fail(error, event, 1000)
 }

@@ -94,16 +94,20 @@ export async function dispatchEvent<Extra>(
   } catch (cause) {
     if (timeout !== undefined && cause === timeout) {
       const { store, reporter } = p
-      const { completeOptions } = claimed
+      const { completeOptions, settle } = claimed
+      // This late settle frees the event's email in this process, not the answer.
+      claimed.settle = undefined
       const info = { status: 503, eventId: event.id, type: event.type }
-      running.then(
-        () =>
-          attempt(() => store.complete(claimed.claim, completeOptions)).then(
-            (completed) => completed || reporter.storeStepFailed('complete', info, false),
-            (error: unknown) => reporter.storeStepFailed('complete', info, error),
-          ),
-        () => attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
-      )
+      running
+        .then(
+          () =>
+            attempt(() => store.complete(claimed.claim, completeOptions)).then(
+              (completed) => completed || reporter.storeStepFailed('complete', info, false),
+              (error: unknown) => reporter.storeStepFailed('complete', info, error),
+            ),
+          () => attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
+        )
+        .finally(settle)
       return p.fail(timeout, event)
     }
     controller.abort(cause)

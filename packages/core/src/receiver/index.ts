@@ -8,7 +8,7 @@ import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import { createVerifier, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
-import { claimKey } from './claim.js'
+import { type Claimed, claimKey } from './claim.js'
 import { dispatchEvent } from './dispatch.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
@@ -63,9 +63,27 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
     const claimed = await claimKey(p, `${p.namespace}:${verified.id}`, event, orderingOf(p, event))
     if (!('claim' in claimed)) return claimed
+    if (claimed.settle === undefined) return run(claimed, event, parsed, verified, input.context)
+    try {
+      return await run(claimed, event, parsed, verified, input.context)
+    } finally {
+      // Unless a late settle took it over (a handler past its deadline), the claim is settled now.
+      claimed.settle?.()
+    }
+  }
+
+  /** Runs the claimed event's handlers (or skips or ignores it) and settles the claim. */
+  async function run(
+    claimed: Claimed,
+    event: WebhookEvent | undefined,
+    parsed: WebhookEvent | WebhookVerificationError,
+    verified: { id: string; timestamp: number },
+    context: Extra | undefined,
+  ): Promise<ReceiverResponse> {
     if (event === undefined) return settleInvalid(p, claimed, verified.id, parsed as WebhookVerificationError)
-    if (claimed.order.status === 'stale' && p.skipStale?.(event.type)) return settleSkipped(p, claimed, event)
-    const known = await dispatchEvent(p, event, claimed, verified.timestamp, input.context)
+    const { order } = claimed
+    if (order.status === 'stale' && p.skipStale?.(event.type, order.newestHandled.type)) return settleSkipped(p, claimed, event)
+    const known = await dispatchEvent(p, event, claimed, verified.timestamp, context)
     if (typeof known !== 'boolean') return known
     return settleHandled(p, claimed, event, known)
   }

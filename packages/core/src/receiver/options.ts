@@ -6,12 +6,11 @@
  */
 import { getDefaultStore } from '#default-store'
 import { isEmailEventType } from '../events.js'
-import { supportsOrdering } from '../ordering/contract.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory.js'
 import type { DedupStore } from '../store/types.js'
-import { type OrderingMode, orderingMode, skipStaleTest } from './order.js'
+import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
 /** The prefix of every message of this package. */
@@ -45,8 +44,8 @@ export interface ResolvedOptions<Ctx> {
   /** `on`: the receiver passes `order` to claim and complete (`ordering: true` and a store that keeps marks). */
   ordering: OrderingMode
   orderInputOptions: OrderInputOptions
-  /** Whether a stale event of this type is acknowledged without running a handler; undefined: none is. */
-  skipStale: ((type: string) => boolean) | undefined
+  /** Whether a stale event of this type, older than a handled one of `newerType`, is acknowledged without a handler; undefined: none is. */
+  skipStale: ((type: string, newerType: string) => boolean) | undefined
   onStale: StaleObserver | undefined
 }
 
@@ -137,6 +136,12 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
   const logger = checkLogger(options.logger)
   const store = checkStore(options.store)
   const orderInputOptions: OrderInputOptions = options.orderKey ? { orderKey: options.orderKey } : {}
+  const ordering = orderingMode(options, store, PACKAGE)
+  if (ordering === 'store_without_ordering') {
+    logger?.warn(
+      `${PACKAGE} ordering: true, but this store (${storeName(store)}) keeps no order marks (it does not declare ordering: true; a Redis Cluster client cannot), so every ctx.order is unknown (store_without_ordering) and events of one email are not kept apart across instances. Use a store with the ordering capability for ordering.`,
+    )
+  }
   return {
     handlers,
     onEvent: options.onEvent,
@@ -149,7 +154,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     storeTimeoutMs,
     store,
     logger,
-    ordering: orderingMode(options, supportsOrdering(store), PACKAGE),
+    ordering,
     orderInputOptions,
     skipStale: skipStaleTest(options.skipStale, PACKAGE),
     onStale: options.onStale,

@@ -5,9 +5,11 @@
  * read or write: their order is `unknown` with the reason.
  */
 import { isEmailEventType, type WebhookEvent } from '../events.js'
+import { supportsOrdering } from '../ordering/contract.js'
 import { type OrderInput, orderInputOf } from '../ordering/key.js'
+import { isReplacedBy, isStaleSkippableType, STALE_SKIPPABLE_TYPES } from '../ordering/skip.js'
 import { type EventOrder, orderFromClaim, unknownOrder } from '../ordering/status.js'
-import type { ClaimOptions, ClaimResult, CompleteOptions } from '../store/types.js'
+import type { ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from '../store/types.js'
 import type { Pipeline } from './pipeline.js'
 
 /** What the claim and the complete of one event pass to the store, and how to read the claim's order. */
@@ -42,44 +44,76 @@ export function orderingOf<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent | undefine
   }
 }
 
-/** `ctx.order` from the event's input and the acquired claim's result; never throws, never guesses. */
+/**
+ * `ctx.order` from the event's input and the acquired claim's result; never throws, never guesses.
+ * An ordered claim that comes back without a mark (a store whose mark tables went missing) is
+ * reported once, and again once marks come back.
+ */
 export function eventOrderOf<Ctx>(p: Pipeline<Ctx>, ordering: EventOrdering, result: ClaimResult): EventOrder {
   if (ordering.input === undefined) return p.ordering === 'off' ? ORDERING_OFF : WITHOUT_ORDERING
-  return orderFromClaim(ordering.input, result.status === 'acquired' ? result.order : undefined)
+  const claimOrder = result.status === 'acquired' ? result.order : undefined
+  if (ordering.claimOptions.order) p.reporter.marksKept(claimOrder !== undefined, p.store)
+  return orderFromClaim(ordering.input, claimOrder)
 }
 
 /**
- * The receiver's ordering mode from its options; `skipStale`, `onStale` and `orderKey` need `ordering: true`.
- * @throws {TypeError} when `ordering` is not a boolean, or one of those is given without `ordering: true`.
+ * The receiver's ordering mode from its options, checked once: `skipStale`, `onStale` and
+ * `orderKey` need `ordering: true`; `onStale` needs `skipStale` (it sees what that skips); and
+ * `skipStale` needs a store that keeps marks (it would skip nothing without).
+ * @throws {TypeError} naming the option and what to do.
  */
 export function orderingMode(
   options: { ordering?: unknown; skipStale?: unknown; onStale?: unknown; orderKey?: unknown },
-  storeKeepsMarks: boolean,
+  store: DedupStore,
   prefix: string,
 ): OrderingMode {
   const { ordering } = options
   if (ordering !== undefined && typeof ordering !== 'boolean') throw new TypeError(`${prefix} ordering must be true or false.`)
+  const given = (name: 'skipStale' | 'onStale' | 'orderKey') => options[name] !== undefined && options[name] !== false
   if (ordering !== true) {
-    const needs = (['skipStale', 'onStale', 'orderKey'] as const).find((name) => options[name] !== undefined && options[name] !== false)
+    const needs = (['skipStale', 'onStale', 'orderKey'] as const).find(given)
     if (needs) throw new TypeError(`${prefix} ${needs} needs ordering: true (ctx.order and the store's marks are off by default).`)
     return 'off'
   }
-  return storeKeepsMarks ? 'on' : 'store_without_ordering'
+  if (given('onStale') && !given('skipStale')) {
+    throw new TypeError(
+      `${prefix} onStale sees the stale events that skipStale acknowledges without a handler, and skipStale is not set, so it would never be called. Pass skipStale too, or read ctx.order.status in your handlers.`,
+    )
+  }
+  if (supportsOrdering(store)) return 'on'
+  if (given('skipStale')) {
+    throw new TypeError(
+      `${prefix} skipStale needs a store that keeps order marks, and this store (${storeName(store)}) does not declare the ordering capability (ordering: true), so nothing would be skipped. Use one of the built-in stores (memory, SQLite, PostgreSQL, Redis without Cluster), or add the capability to your store (see OrderingDedupStore and orderingConformance).`,
+    )
+  }
+  return 'store_without_ordering'
+}
+
+/** The store's class name for messages (never its options). */
+export function storeName(store: DedupStore): string {
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name
+  return typeof name === 'string' && name.length > 0 && name !== 'Object' ? name : 'a custom store'
 }
 
 /**
- * Builds the `skipStale` test once: `true` skips every stale event, a list only stale events of
- * those types, nothing skips none.
- * @throws {TypeError} when `skipStale` is not `true`, `false`, or an array of email event types.
+ * Builds the `skipStale` test once: `true` skips every stale event of the types that may be
+ * skipped (STALE_SKIPPABLE_TYPES), a list only those; and only when the newer handled event
+ * replaces it (`isReplacedBy`).
+ * @throws {TypeError} when `skipStale` is not `true`, `false`, or an array of those types (a fact such as `email.bounced` is refused, with why).
  */
-export function skipStaleTest(skipStale: unknown, prefix: string): ((type: string) => boolean) | undefined {
+export function skipStaleTest(skipStale: unknown, prefix: string): ((type: string, newerType: string) => boolean) | undefined {
   if (skipStale === undefined || skipStale === false) return undefined
-  if (skipStale === true) return () => true
+  if (skipStale === true) return isReplacedBy
+  const list = `${STALE_SKIPPABLE_TYPES.map((type) => `'${type}'`).join(', ')}`
   if (!Array.isArray(skipStale) || skipStale.some((type) => typeof type !== 'string' || !isEmailEventType(type))) {
+    throw new TypeError(`${prefix} skipStale must be true (every type that may be skipped) or an array of some of ${list}.`)
+  }
+  const fact = skipStale.find((type) => !isStaleSkippableType(type))
+  if (fact !== undefined) {
     throw new TypeError(
-      `${prefix} skipStale must be true (skip every stale event) or an array of email event types such as ['email.deferred', 'email.queued'].`,
+      `${prefix} skipStale cannot skip ${fact}: it is a fact that no later event replaces (a bounce, a complaint, a rejection, a recipient's event or a recovered submission), so a late one must still run its handler. skipStale takes ${list}.`,
     )
   }
   const types = new Set<string>(skipStale)
-  return (type) => types.has(type)
+  return (type, newerType) => types.has(type) && isReplacedBy(type, newerType)
 }

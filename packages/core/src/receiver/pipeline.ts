@@ -7,6 +7,7 @@ import { errorAnswer } from './answers.js'
 import { Deadlines } from './deadline.js'
 import type { ResolvedOptions } from './options.js'
 import { type EventOrdering, plainOrdering } from './order.js'
+import { OrderGate } from './order-gate.js'
 import { Reporter } from './report.js'
 import type { ErrorInfo, ReceiverResponse } from './types.js'
 
@@ -17,6 +18,10 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   /** What an event that passes no `order` to the store uses (ordering off, no event, or no usable order). */
   plainOrdering: EventOrdering
   deadlines: Deadlines
+  /** Ordering on: the order keys held in this process, one event of an email at a time. */
+  gate: OrderGate
+  /** Ordering on: how long an event waits for another event of its email (half of handlerTimeoutMs). */
+  orderWaitMs: number
   /** False for the in-process memory store, which answers before the next tick and cannot hang: no store deadline. */
   storeMayHang: boolean
   reporter: Reporter
@@ -38,6 +43,8 @@ export function createPipeline<Ctx>(
     completeOptions,
     plainOrdering: plainOrdering(claimOptions, completeOptions),
     deadlines: new Deadlines(Math.min(resolved.storeTimeoutMs, resolved.handlerTimeoutMs)),
+    gate: new OrderGate(),
+    orderWaitMs: Math.floor(resolved.handlerTimeoutMs / 2),
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),
     reporter,
     fail(error, event, retryAfterMs) {

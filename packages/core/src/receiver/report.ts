@@ -16,11 +16,14 @@ export class Reporter {
   handled = 0
   duplicates = 0
   ignored = 0
+  skipped = 0
   readonly #rejected: Record<string, number> = {}
   readonly #failed: Record<string, number> = {}
   readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
   readonly #logger: WebhookLogger | undefined
   #warnedMismatch = false
+  /** An ordered claim came back without a mark, and no later one with a mark yet. */
+  #marksMissing = false
 
   constructor(onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined, logger: WebhookLogger | undefined) {
     this.#onError = onError
@@ -62,11 +65,26 @@ export class Reporter {
     )
   }
 
+  /**
+   * Whether an ordered claim came back with a mark: a store that stops keeping marks (its mark
+   * tables gone) is said once, with its `orderingIssue`; its return is said once too.
+   */
+  marksKept(kept: boolean, store: { orderingIssue?: string | undefined }): void {
+    if (kept === !this.#marksMissing) return
+    this.#marksMissing = !kept
+    if (!kept) {
+      this.#logger?.warn(
+        `${PACKAGE} ordering: true, but the store answered a claim without an order mark, so ctx.order is unknown (store_without_ordering) and skipStale skips nothing until it keeps marks again.${store.orderingIssue ? ` ${store.orderingIssue}` : ''}`,
+      )
+    } else this.#logger?.warn(`${PACKAGE} the store keeps order marks again: ctx.order and skipStale work as configured.`)
+  }
+
   stats(): ReceiverStats {
     return {
       handled: this.handled,
       duplicates: this.duplicates,
       ignored: this.ignored,
+      skipped: this.skipped,
       rejected: { ...this.#rejected },
       failed: { ...this.#failed },
     }

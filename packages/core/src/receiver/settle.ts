@@ -58,13 +58,13 @@ export async function settleInvalid<Ctx>(
 }
 
 /**
- * 200 to a stale event that `skipStale` covers, once it is recorded as handled (no handler ran);
- * then `onStale` sees it. Counted as handled.
+ * 200 to a stale event that `skipStale` covers, once it is recorded as done (no handler ran);
+ * then `onStale` sees it. Counted as skipped.
  */
 export async function settleSkipped<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent): Promise<ReceiverResponse> {
   const failed = await complete(p, claimed, event)
   if (failed) return failed
-  p.reporter.handled++
+  p.reporter.skipped++
   const order = claimed.order
   if (p.onStale && order.status === 'stale') {
     try {

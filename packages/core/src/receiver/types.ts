@@ -3,6 +3,7 @@ import type { WebhookHandlingError, WebhookVerificationError } from '../errors.j
 import type { EmailEventOf, EmailEventType, WebhookEvent } from '../events.js'
 import type { WebhookHeaders } from '../headers.js'
 import type { OrderKeyFunction } from '../ordering/key.js'
+import type { StaleSkippableType } from '../ordering/skip.js'
 import type { EventOrder } from '../ordering/status.js'
 import type { WebhookSecret } from '../secret.js'
 import type { DedupStore } from '../store/types.js'
@@ -64,6 +65,8 @@ export interface ReceiverStats {
   duplicates: number
   /** Signed, in-window deliveries whose body is not a valid envelope: acknowledged (2xx), recorded, reported. */
   ignored: number
+  /** Stale events acknowledged (2xx) and recorded without a handler, as `skipStale` asks. */
+  skipped: number
   /** Refusals before any handler ran (401, 413), by error code: `signature_mismatch`, `timestamp_too_old`, … */
   rejected: Record<string, number>
   /** Authentic deliveries answered non-2xx so the sender retries (409, 5xx), by error code. */
@@ -100,7 +103,7 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   leaseMs?: number
   /** How long handled events are remembered, whole ms; default 7 days. */
   retentionMs?: number
-  /** Handler deadline, whole ms counted from the claim: `ctx.signal` aborts and the answer is 503; default 7,000. */
+  /** Handler deadline, whole ms counted from the (first) claim: `ctx.signal` aborts and the answer is 503; default 7,000. */
   handlerTimeoutMs?: number
   /** Longest wait for the store's claim and for its complete before answering 503, whole ms; default 1,500. */
   storeTimeoutMs?: number
@@ -108,8 +111,9 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   now?: () => number
   /**
    * Keep a high-water mark per email in the store and tell handlers where each event stands
-   * (`ctx.order`); default false, as it costs one more row written per event (see the README's
-   * "Ordering"). Off, `ctx.order` is `unknown` with reason `ordering_off`.
+   * (`ctx.order`), and handle one event of an email at a time (the next waits, at most half of
+   * `handlerTimeoutMs`, then gets 409 `in_flight`); default false, as it costs more rows written
+   * per event (see the README's "Ordering"). Off, `ctx.order` is `unknown` with reason `ordering_off`.
    */
   ordering?: boolean
   /**
@@ -120,13 +124,17 @@ export interface WebhookOptions<Ctx = HandlerContext> {
    */
   orderKey?: OrderKeyFunction
   /**
-   * Acknowledge stale events (older than one already handled for the same key) without running any
-   * handler: `true` for every type, or a list of email event types. They are answered 2xx and
-   * recorded as handled; `onStale` sees each. Default: none is skipped, handlers decide with `ctx.order`.
-   * Needs `ordering: true`.
+   * Acknowledge a stale message-state event without running any handler when the newer event
+   * already handled for its email replaces it: `true` for every type that may be skipped, or a
+   * list of them (`email.queued`, `email.submitted`, `email.deferred`, `email.uncertain`; see
+   * `STALE_SKIPPABLE_TYPES`). Skipped only when the newer handled event sets the message state too;
+   * facts (bounces, complaints, rejections, recipient events, recovered submissions) always run.
+   * Answered 2xx `{"ok":true,"skipped":"stale"}`, recorded as done, counted in `stats().skipped`;
+   * `onStale` sees each. Default: none is skipped, handlers decide with `ctx.order`.
+   * Needs `ordering: true` and a store that keeps marks.
    */
-  skipStale?: true | EmailEventType[]
-  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `ordering: true`. */
+  skipStale?: true | StaleSkippableType[]
+  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `skipStale`. */
   onStale?: StaleObserver
 }
 
@@ -137,7 +145,7 @@ export interface ReceiverOptions<Ctx = HandlerContext> extends WebhookOptions<Ct
 }
 
 /** The outcome of one delivery, in words a log or a demo can show. */
-export type ReceiveOutcome = 'handled' | 'duplicate' | 'unknown_type' | 'ignored' | 'rejected' | 'retry'
+export type ReceiveOutcome = 'handled' | 'duplicate' | 'unknown_type' | 'ignored' | 'skipped' | 'rejected' | 'retry'
 
 /** The answer to send: status, headers and a small JSON body. */
 export interface ReceiverResponse {
