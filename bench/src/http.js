@@ -20,6 +20,9 @@ export const BARE_LABELS = {
   express: 'Express 5 bare (express.raw → 200)',
   'express lean': 'Express 5 lean bare (body read by hand → res.end)',
   hono: 'Hono on @hono/node-server bare (arrayBuffer → 200)',
+  'hono memory': 'Hono + memory store, ordering off',
+  'hono sqlite': 'Hono + SQLite, ordering off',
+  'express sqlite': 'Express 5 + SQLite, ordering off',
 }
 /** A load generator busier than this may be what limits a round (reported, not flagged). */
 const LOAD_BOUND = 0.8
@@ -41,6 +44,32 @@ export const HTTP_VARIANTS = [
   { id: 'hono-memory', framework: 'hono', mode: 'memory', kind: 'distinct', label: 'Hono (node-server) + memory store' },
   { id: 'hono-sqlite', framework: 'hono', mode: 'sqlite', kind: 'distinct', label: 'Hono (node-server) + default SQLite store' },
   { id: 'hono-sqlite-dup', framework: 'hono', mode: 'sqlite', kind: 'duplicates', label: 'Hono (node-server) + SQLite, 50 % duplicates' },
+  // The cost of ordering: the same adapter and store with `ordering: true`, paired with ordering off
+  // (the "bare" side of these pairs). Every event is of a new email: each writes a mark and a lock.
+  {
+    id: 'hono-memory-ordering',
+    framework: 'hono',
+    mode: 'memory-ordered',
+    bare: 'memory',
+    kind: 'distinct',
+    label: 'Hono + memory store, ordering: true vs off',
+  },
+  {
+    id: 'hono-sqlite-ordering',
+    framework: 'hono',
+    mode: 'sqlite-ordered',
+    bare: 'sqlite',
+    kind: 'distinct',
+    label: 'Hono + SQLite, ordering: true vs off',
+  },
+  {
+    id: 'express-sqlite-ordering',
+    framework: 'express',
+    mode: 'sqlite-ordered',
+    bare: 'sqlite',
+    kind: 'distinct',
+    label: 'Express 5 + SQLite, ordering: true vs off',
+  },
 ]
 
 /** Two ratios from the two load generators agree when they differ by at most this much. */
@@ -77,7 +106,7 @@ function ipcChild(child, name) {
 }
 
 async function startServer(pinning, framework, mode) {
-  const dir = mode === 'sqlite' ? mkdtempSync(join(tmpdir(), 'email-webhooks-http-')) : undefined
+  const dir = mode.startsWith('sqlite') ? mkdtempSync(join(tmpdir(), 'email-webhooks-http-')) : undefined
   const dbPath = dir && join(dir, 'dedup.db')
   const env = { ...process.env, ...(dbPath ? { EMAIL_WEBHOOKS_DB: dbPath } : {}) }
   const child = spawnNode(pinning, pinning.serverCore, [join(here, 'server.js'), framework, mode], {

@@ -8,7 +8,8 @@
  * Modes: `bare` is the framework answering 200 after reading the raw body (Express: express.raw and
  * res.json); `lean` (Express only) reads the body by hand and answers with res.end; `memory` is our
  * adapter with `new MemoryDedupStore()`; `sqlite` is our adapter with the default store (Node:
- * a SQLite file at EMAIL_WEBHOOKS_DB). Only the packages' public API is used.
+ * a SQLite file at EMAIL_WEBHOOKS_DB); `memory-ordered` and `sqlite-ordered` are the same with
+ * `ordering: true`. Only the packages' public API is used.
  */
 import { MemoryDedupStore } from '@email-webhooks/core'
 import { BENCH_SECRET } from './payloads.js'
@@ -16,7 +17,7 @@ import { BENCH_SECRET } from './payloads.js'
 const [framework, mode] = process.argv.slice(2)
 if (
   !['express', 'hono'].includes(framework) ||
-  !['bare', 'lean', 'sqlite', 'memory'].includes(mode) ||
+  !['bare', 'lean', 'sqlite', 'memory', 'sqlite-ordered', 'memory-ordered'].includes(mode) ||
   (mode === 'lean' && framework !== 'express') ||
   !process.send
 ) {
@@ -32,7 +33,10 @@ const handlers = {
     handled++
   },
 }
-const options = mode === 'memory' ? { store: new MemoryDedupStore() } : {}
+const options = {
+  ...(mode.startsWith('memory') ? { store: new MemoryDedupStore() } : {}),
+  ...(mode.endsWith('-ordered') ? { ordering: true } : {}),
+}
 
 let server
 if (framework === 'express') {

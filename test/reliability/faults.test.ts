@@ -167,20 +167,22 @@ describe.each(ADAPTERS)('faults on %s', (name) => {
     expect(attempts).toEqual([1, 2])
   })
 
-  it('answers 503 when complete fails, records nothing as done, and the retry runs the event once the lease ends', async () => {
+  it('answers 503 when complete fails after the handler succeeded, records it in the background once the store is back, and never runs the handler again', async () => {
     const r = await start()
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
     store.completeMode = 'throw'
     const down = await r.send(raw(delivery))
     expect([down.status, codeOf(down)]).toEqual([503, 'store_unavailable'])
-    store.recover()
-    // The claim still holds its lease (complete never ran): 409 with Retry-After, never a 2xx duplicate.
+    expect(JSON.parse(down.text).error.message).toMatch(/keeps trying to record it in the background/)
+    // Still down: the event is not released, its retry meets the lease (409), never a second run.
     const early = await r.send(raw(await redeliver(delivery)))
     expect(early.status).toBe(409)
+    store.recover()
+    // Past the lease too: the complete tried again in the background lands, the retries are duplicates.
     await sleep(1_100)
     const retried = await r.send(raw(await redeliver(delivery)))
-    expect([retried.status, retried.text]).toEqual([200, '{"ok":true}'])
-    expect(attempts).toEqual([1, 2])
+    expect([retried.status, retried.text]).toEqual([200, '{"ok":true,"duplicate":true}'])
+    expect(attempts).toEqual([1])
   })
 
   it.each([

@@ -61,6 +61,19 @@ export function bodyTooLargeError(maxBodyBytes: number): WebhookVerificationErro
   )
 }
 
+/**
+ * A 503 `store_unavailable` after the event's work was done (its handler succeeded, or nothing had
+ * to run) and the store failed to record it: the receiver keeps trying in the background.
+ */
+export function notRecorded(cause: unknown, timedOutAfterMs?: number): WebhookHandlingError {
+  const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
+  return new WebhookHandlingError(
+    'store_unavailable',
+    `The event was handled, but recording it in the dedup store ${reason}. The receiver keeps trying to record it in the background: the sender's retries get 409 in_flight until it lands, then a duplicate 200, and the handler does not run again. See the error's cause.`,
+    { cause },
+  )
+}
+
 /** A 503 `store_unavailable` keeping the store's failure as cause. */
 export function storeUnavailable(cause: unknown, timedOutAfterMs?: number): WebhookHandlingError {
   const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'

@@ -51,6 +51,8 @@ export async function claimKey<Ctx>(
   ordering: EventOrdering,
 ): Promise<Claimed | ReceiverResponse> {
   const startedAt = performance.now()
+  // A retry of an event whose complete is pending here: the next background try starts now.
+  if (p.recorder.size > 0) p.recorder.nudge(key)
   const orderKey = ordering.claimOptions.order?.key
   if (orderKey === undefined) {
     const result = await ask(p, key, event, ordering, startedAt)

@@ -98,16 +98,26 @@ export async function dispatchEvent<Extra>(
       // This late settle frees the event's email in this process, not the answer.
       claimed.settle = undefined
       const info = { status: 503, eventId: event.id, type: event.type }
-      running
-        .then(
-          () =>
-            attempt(() => store.complete(claimed.claim, completeOptions)).then(
-              (completed) => completed || reporter.storeStepFailed('complete', info, false),
-              (error: unknown) => reporter.storeStepFailed('complete', info, error),
-            ),
-          () => attempt(() => store.release(claimed.claim)).catch((error: unknown) => reporter.storeStepFailed('release', info, error)),
-        )
-        .finally(settle)
+      running.then(
+        () => {
+          // Succeeded late: recorded as done; a complete that fails is tried again in the background.
+          const late = attempt(() => store.complete(claimed.claim, completeOptions))
+          late.then(
+            (completed) => {
+              if (!completed) reporter.storeStepFailed('complete', info, false)
+              settle?.()
+            },
+            (error: unknown) => {
+              reporter.storeStepFailed('complete', info, error)
+              p.recorder.start(claimed.claim, completeOptions, event, late, settle)
+            },
+          )
+        },
+        () =>
+          attempt(() => store.release(claimed.claim))
+            .catch((error: unknown) => reporter.storeStepFailed('release', info, error))
+            .finally(settle),
+      )
       return p.fail(timeout, event)
     }
     controller.abort(cause)

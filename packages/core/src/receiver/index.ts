@@ -13,7 +13,7 @@ import { dispatchEvent } from './dispatch.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline } from './pipeline.js'
-import { settleHandled, settleInvalid, settleSkipped } from './settle.js'
+import { settleHandled, settleInvalid, settleRecorded, settleSkipped } from './settle.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverOptions, ReceiverResponse } from './types.js'
 
 function exceeds(body: WebhookBody, maxBytes: number): boolean {
@@ -61,13 +61,22 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     }
     const parsed = parse(body, verified.id)
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
-    const claimed = await claimKey(p, `${p.namespace}:${verified.id}`, event, orderingOf(p, event))
+    const key = `${p.namespace}:${verified.id}`
+    const claimed = await claimKey(p, key, event, orderingOf(p, event))
     if (!('claim' in claimed)) return claimed
+    // Handled here already, its complete still pending (the lease ended while the store was down).
+    const recorded = p.recorder.size > 0 ? p.recorder.take(key) : undefined
+    if (recorded !== undefined) return settleOnce(claimed, () => settleRecorded(p, claimed, recorded))
     if (claimed.settle === undefined) return run(claimed, event, parsed, verified, input.context)
+    return settleOnce(claimed, () => run(claimed, event, parsed, verified, input.context))
+  }
+
+  /** Runs `step`, then frees what the claim holds in this process, unless a late settle took that over. */
+  async function settleOnce(claimed: Claimed, step: () => Promise<ReceiverResponse>): Promise<ReceiverResponse> {
     try {
-      return await run(claimed, event, parsed, verified, input.context)
+      return await step()
     } finally {
-      // Unless a late settle took it over (a handler past its deadline), the claim is settled now.
+      // Unless a late settle took it over (a handler past its deadline, a complete tried again), the claim is settled now.
       claimed.settle?.()
     }
   }

@@ -8,6 +8,7 @@ import { Deadlines } from './deadline.js'
 import type { ResolvedOptions } from './options.js'
 import { type EventOrdering, plainOrdering } from './order.js'
 import { OrderGate } from './order-gate.js'
+import { Recorder } from './recorder.js'
 import { Reporter } from './report.js'
 import type { ErrorInfo, ReceiverResponse } from './types.js'
 
@@ -18,6 +19,8 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   /** What an event that passes no `order` to the store uses (ordering off, no event, or no usable order). */
   plainOrdering: EventOrdering
   deadlines: Deadlines
+  /** Events handled whose complete failed, recorded in the background. */
+  recorder: Recorder
   /** Ordering on: the order keys held in this process, one event of an email at a time. */
   gate: OrderGate
   /** Ordering on: how long an event waits for another event of its email (half of handlerTimeoutMs). */
@@ -35,6 +38,7 @@ export function createPipeline<Ctx>(
   onError: ((error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void) | undefined,
 ): Pipeline<Ctx> {
   const reporter = new Reporter(onError, resolved.logger)
+  const recorder = new Recorder({ store: resolved.store, reporter, storeTimeoutMs: resolved.storeTimeoutMs })
   const claimOptions = { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs }
   const completeOptions = { retentionMs: resolved.retentionMs }
   return {
@@ -43,6 +47,7 @@ export function createPipeline<Ctx>(
     completeOptions,
     plainOrdering: plainOrdering(claimOptions, completeOptions),
     deadlines: new Deadlines(Math.min(resolved.storeTimeoutMs, resolved.handlerTimeoutMs)),
+    recorder,
     gate: new OrderGate(),
     orderWaitMs: Math.floor(resolved.handlerTimeoutMs / 2),
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),

@@ -60,8 +60,12 @@ export class Reporter {
   storeStepFailed(step: 'complete' | 'release', info: ErrorInfo, cause: unknown): void {
     if (!this.#logger) return
     const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : cause === false ? 'the lease had already ended' : String(cause)
+    const next =
+      step === 'complete' && cause !== false
+        ? 'the handler succeeded, and the receiver keeps trying to record it in the background; retries get 409 in_flight until it lands, then a duplicate 200'
+        : 'the event stays claimed until its lease ends (leaseMs), and retries get 409 in_flight until then'
     this.#logger.error(
-      `${PACKAGE} ${info.status} ${step} failed${info.type !== undefined ? ` ${info.type}` : ''}${info.eventId !== undefined ? ` ${info.eventId}` : ''}: the event stays claimed until its lease ends (leaseMs), and retries get 409 in_flight until then. cause: ${why}`,
+      `${PACKAGE} ${info.status} ${step} failed${info.type !== undefined ? ` ${info.type}` : ''}${info.eventId !== undefined ? ` ${info.eventId}` : ''}: ${next}. cause: ${why}`,
     )
   }
 
@@ -79,6 +83,27 @@ export class Reporter {
     } else this.#logger?.warn(`${PACKAGE} the store keeps order marks again: ctx.order and skipStale work as configured.`)
   }
 
+  /** A complete tried again in the background landed: the event is recorded, its retries are duplicates. */
+  recordedLate(info: ErrorInfo, tries: number): void {
+    this.#logger?.warn(
+      `${PACKAGE} recorded${about(info)} as done after ${tries} more ${tries === 1 ? 'try' : 'tries'}: the store is back, and the sender's retries of it are answered as duplicates (its handler is not run again).`,
+    )
+  }
+
+  /** The store refused a complete tried again: the lease had ended and another request took the event over. */
+  recordRefused(info: ErrorInfo): void {
+    this.#logger?.error(
+      `${PACKAGE} could not record${about(info)} as done: its handler succeeded, but the dedup store was down until its lease (leaseMs) ended and another request (another instance, or this one after a restart) took it over, so its handler may run a second time. Keep handlers idempotent by event.id.`,
+    )
+  }
+
+  /** The receiver stopped trying to complete an event (the store stayed down too long, or too many were pending). */
+  recordAbandoned(info: ErrorInfo, afterSeconds: number): void {
+    this.#logger?.error(
+      `${PACKAGE} gave up recording${about(info)} as done after ${afterSeconds} s: its handler succeeded, but the dedup store stayed down; a retry of it once the store is back runs the handler again.`,
+    )
+  }
+
   stats(): ReceiverStats {
     return {
       handled: this.handled,
@@ -93,6 +118,11 @@ export class Reporter {
 
 const FIRST_MISMATCH =
   'This is the first delivery this receiver refused for its signature; later ones are only counted (stats().rejected). If every delivery is refused, the secret is wrong: the sender disables an endpoint after repeated failures.'
+
+/** ` <type> <id>` of an event, as far as they are known. */
+function about(info: ErrorInfo): string {
+  return `${info.type !== undefined ? ` ${info.type}` : ''}${info.eventId !== undefined ? ` ${info.eventId}` : ' an event'}`
+}
 
 /** One line: status, code, event type and id, what happened, and the cause's message. */
 function logLine(error: ReceiverError, info: ErrorInfo): string {

@@ -1,24 +1,33 @@
 /** Settle step: record the event as done (durable before the store resolves), then the final answer. */
 import { WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
-import { ignoredAnswer, okAnswer, staleSkippedAnswer, storeUnavailable } from './answers.js'
+import type { CompleteOptions } from '../store/types.js'
+import { duplicateAnswer, ignoredAnswer, notRecorded, okAnswer, staleSkippedAnswer } from './answers.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
 import type { ReceiverResponse } from './types.js'
 
-/** Completes the claim; the failure answer, or undefined once the record is durable. */
+/**
+ * Completes the claim; the failure answer, or undefined once the record is durable. A complete
+ * that fails or times out is tried again in the background (recorder.ts), never released: the
+ * event's work is done, so its retries must not run it again.
+ */
 async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<ReceiverResponse | undefined> {
   let timedOut = false
   let completed: boolean
+  const pending = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
   try {
-    const pending = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
     completed = await p.deadlines.within(pending, p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined, () => {
       timedOut = true
       return new Error(`store complete took longer than ${p.storeTimeoutMs} ms`)
     })
   } catch (cause) {
-    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
+    // The background tries take over what the claim holds in this process (its email).
+    const { settle } = claimed
+    claimed.settle = undefined
+    p.recorder.start(claimed.claim, claimed.completeOptions, event, pending, settle)
+    return p.fail(notRecorded(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   }
   if (completed) return undefined
   const error = new WebhookHandlingError(
@@ -75,4 +84,21 @@ export async function settleSkipped<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, eve
     }
   }
   return staleSkippedAnswer(event)
+}
+
+/**
+ * A retry acquired an event here whose handler already succeeded while its complete was still
+ * being tried in the background (the lease ended while the store was down): record it with this
+ * claim, without running the handler again, and answer as for a duplicate.
+ */
+export async function settleRecorded<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  recorded: { options: CompleteOptions; event: WebhookEvent | undefined },
+): Promise<ReceiverResponse> {
+  claimed.completeOptions = recorded.options
+  const failed = await complete(p, claimed, recorded.event)
+  if (failed) return failed
+  p.reporter.duplicates++
+  return duplicateAnswer(recorded.event)
 }

@@ -1,0 +1,171 @@
+/**
+ * Events whose handler succeeded but whose `complete` failed (the store down, the disk full, a
+ * store past `storeTimeoutMs`). Such an event is never released: the answer is 503, and its
+ * complete is tried again in the background, with backoff (50 ms doubling to 2 s), until it lands,
+ * until the store refuses it (the lease ended and another request took the event over), or for at
+ * most `RECORD_TRIES_MS`. Meanwhile the sender's retries meet the live lease (409 `in_flight`, and
+ * each such retry makes the next try start at once); once the complete lands they are duplicates.
+ * A retry that acquires the event here after its lease ended (the store came back late) is
+ * recorded with its own claim, without running the handler again. So a second run needs the store
+ * to stay down past the lease AND the retry to reach another instance (or this process to restart).
+ */
+import type { WebhookEvent } from '../events.js'
+import type { Claim, CompleteOptions, DedupStore } from '../store/types.js'
+import { attempt } from './deadline.js'
+import type { Reporter } from './report.js'
+
+/** How long the complete of one event is tried again before the receiver gives up on it (then logged). */
+export const RECORD_TRIES_MS: number = 60 * 60 * 1000
+/** Events kept at most; past it, the oldest is given up (logged). */
+const MAX_PENDING = 10_000
+const FIRST_PAUSE_MS = 50
+const MAX_PAUSE_MS = 2_000
+
+/** What the recorder needs of one receiver. */
+export interface RecorderHost {
+  store: DedupStore
+  reporter: Reporter
+  /** The longest wait for one complete. */
+  storeTimeoutMs: number
+}
+
+interface Pending {
+  claim: Claim
+  options: CompleteOptions
+  event: WebhookEvent | undefined
+  /** Ends the current pause so that the next try starts at once. */
+  wake: (() => void) | undefined
+  /** Set when the key was recorded another way (a retry acquired it here): the loop stops. */
+  stopped: boolean
+  /** Frees what the claim holds in this process (its email, with ordering on) once settled. */
+  settle: (() => void) | undefined
+}
+
+/** The events of one receiver whose complete is being tried again in the background. */
+export class Recorder {
+  readonly #pending = new Map<string, Pending>()
+  readonly #host: RecorderHost
+
+  constructor(host: RecorderHost) {
+    this.#host = host
+  }
+
+  /** Events whose complete has not landed yet. */
+  get size(): number {
+    return this.#pending.size
+  }
+
+  /**
+   * Keeps trying to complete `claim` after a failed or timed-out complete (`first`, still running
+   * when it timed out). `settle` runs once the loop ends, whatever the end.
+   */
+  start(
+    claim: Claim,
+    options: CompleteOptions,
+    event: WebhookEvent | undefined,
+    first: Promise<boolean>,
+    settle: (() => void) | undefined,
+  ): void {
+    if (this.#pending.size >= MAX_PENDING) this.#giveUpOldest()
+    const pending: Pending = { claim, options, event, wake: undefined, stopped: false, settle }
+    this.#pending.set(claim.key, pending)
+    void this.#run(pending, first)
+  }
+
+  /** A retry of `key` met its live lease: try the complete now instead of after the pause. */
+  nudge(key: string): void {
+    this.#pending.get(key)?.wake?.()
+  }
+
+  /**
+   * A retry acquired `key` here while its earlier complete was still pending (the lease ended
+   * while the store was down): its handler already succeeded. Stops the background loop and
+   * returns the complete options to record the event with the new claim; undefined when `key` is
+   * not pending.
+   */
+  take(key: string): { options: CompleteOptions; event: WebhookEvent | undefined } | undefined {
+    const pending = this.#pending.get(key)
+    if (pending === undefined) return undefined
+    this.#end(pending)
+    return { options: pending.options, event: pending.event }
+  }
+
+  async #run(pending: Pending, first: Promise<boolean>): Promise<void> {
+    const { store, reporter, storeTimeoutMs } = this.#host
+    const started = performance.now()
+    let tries = 0
+    // A try that timed out may still land: then a later try finds the key no longer its own.
+    let landed = false
+    const watch = (attempt: Promise<boolean>) => {
+      attempt.then(
+        (done) => {
+          if (done) landed = true
+        },
+        () => {},
+      )
+      return attempt
+    }
+    let outcome: boolean | undefined = await watch(first).catch(() => undefined)
+    for (let pause = FIRST_PAUSE_MS; outcome === undefined && !pending.stopped; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
+      if (performance.now() - started >= RECORD_TRIES_MS) break
+      await new Promise<void>((resolve) => {
+        const timer = unref(setTimeout(resolve, pause))
+        pending.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      pending.wake = undefined
+      if (pending.stopped) return
+      tries++
+      outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).catch(
+        () => undefined,
+      )
+      if (outcome === false && landed) outcome = true
+    }
+    if (pending.stopped) return
+    this.#end(pending)
+    const info = { status: 503, eventId: pending.event?.id, type: pending.event?.type }
+    if (outcome === true) reporter.recordedLate(info, tries)
+    else if (outcome === false) reporter.recordRefused(info)
+    else reporter.recordAbandoned(info, Math.round((performance.now() - started) / 1000))
+  }
+
+  #end(pending: Pending): void {
+    pending.stopped = true
+    pending.wake?.()
+    if (this.#pending.get(pending.claim.key) === pending) this.#pending.delete(pending.claim.key)
+    pending.settle?.()
+    pending.settle = undefined
+  }
+
+  #giveUpOldest(): void {
+    const oldest = this.#pending.values().next().value
+    if (oldest === undefined) return
+    this.#end(oldest)
+    this.#host.reporter.recordAbandoned({ status: 503, eventId: oldest.event?.id, type: oldest.event?.type }, 0)
+  }
+}
+
+/** `promise`, or undefined once `ms` passed (the promise may still settle, unobserved). */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = unref(setTimeout(() => resolve(undefined), ms))
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+/** A timer that does not keep a Node process alive on its own (the tries end with the process). */
+function unref<T>(timer: T): T {
+  ;(timer as { unref?: () => void }).unref?.()
+  return timer
+}
