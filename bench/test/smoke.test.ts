@@ -18,6 +18,9 @@ const VARIANTS = [
   'hono-memory',
   'hono-sqlite',
   'hono-sqlite-dup',
+  'hono-memory-ordering',
+  'hono-sqlite-ordering',
+  'express-sqlite-ordering',
 ]
 
 interface Round {

@@ -3,8 +3,10 @@
 // deliberately wrong stores.
 import {
   type Claim,
+  type ClaimOrder,
   compareOrderPositions,
   type DedupStore,
+  type FactCounts,
   type OrderingClaimOptions,
   type OrderingClaimResult,
   type OrderingCompleteOptions,
@@ -29,6 +31,7 @@ class OrderedMemoryStore implements OrderingDedupStore {
   protected readonly inner = new WithoutOrdering()
   protected readonly marks = new Map<string, { mark: OrderMark; expiresAt: number }>()
   protected readonly locks = new Map<string, { token: string; expiresAt: number }>()
+  protected readonly facts = new Map<string, FactCounts & { expiresAt: number }>()
 
   /** Claims run one after another, so that reading the lock and taking it is one step. */
   #claims: Promise<unknown> = Promise.resolve()
@@ -50,14 +53,33 @@ class OrderedMemoryStore implements OrderingDedupStore {
     const result = await this.inner.claim(key, opts)
     if (result.status !== 'acquired') return result
     this.locks.set(orderKey, { token: result.claim.token, expiresAt: Date.now() + opts.leaseMs })
-    return { ...result, claim: { ...result.claim, orderKey }, order: { mark: this.read(orderKey) } }
+    const order: ClaimOrder = { mark: this.read(orderKey) }
+    if (opts.order.fact !== undefined) order.fact = this.countsOf(`${orderKey}|${opts.order.fact}`)
+    return { ...result, claim: { ...result.claim, orderKey }, order }
   }
 
   async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
     const done = await this.inner.complete(claim, opts)
     if (done && opts.order) this.advance(opts.order, opts.retentionMs)
+    if (done) this.count(opts)
     if (done) this.unlock(claim)
     return done
+  }
+
+  protected countsOf(key: string): FactCounts {
+    const fact = this.facts.get(key)
+    return fact && fact.expiresAt > Date.now() ? { handled: fact.handled, reconciled: fact.reconciled } : { handled: 0, reconciled: 0 }
+  }
+
+  protected count(opts: OrderingCompleteOptions): void {
+    if (opts.order?.fact === undefined || !opts.factChange) return
+    const key = `${opts.order.key}|${opts.order.fact}`
+    const now = this.countsOf(key)
+    this.facts.set(key, {
+      handled: now.handled + opts.factChange.handled,
+      reconciled: Math.max(0, now.reconciled + opts.factChange.reconciled),
+      expiresAt: Date.now() + opts.retentionMs,
+    })
   }
 
   async release(claim: Claim): Promise<boolean> {
@@ -156,6 +178,12 @@ class NoRefresh extends OrderedMemoryStore {
     if (before && after && before.expiresAt > Date.now() && after.mark.eventId === before.mark.eventId) after.expiresAt = before.expiresAt
   }
 }
+class FactsUnfenced extends OrderedMemoryStore {
+  override async complete(claim: Claim, opts: OrderingCompleteOptions): Promise<boolean> {
+    this.count(opts)
+    return super.complete(claim, { ...opts, factChange: { handled: 0, reconciled: 0 } })
+  }
+}
 class NoOrderLock extends OrderedMemoryStore {
   protected override async claimNow(key: string, opts: OrderingClaimOptions): Promise<OrderingClaimResult> {
     const result = await this.inner.claim(key, opts)
@@ -233,6 +261,7 @@ describe('the ordering conformance suite tells a correct store from wrong ones',
     ['never forgets a mark', () => new NeverForgets(), ['forgets a mark after its retention']],
     ['does not refresh the mark on a stale complete', () => new NoRefresh(), ['every complete refreshes it']],
     ['declares ordering but returns no mark', () => new DeclaresButSilent(), ['reports no mark (first)', 'two events of one email race']],
+    ['changes a fact even when complete is refused', () => new FactsUnfenced(), ['changes no fact on a refused complete']],
     [
       'lets two events of one email be claimed at once',
       () => new NoOrderLock(),

@@ -121,7 +121,7 @@ describe('ordering with PostgreSQL over HTTP', () => {
       expect((await target.send(queued)).json).toEqual({ ok: true, duplicate: true })
       expect((await target.send(deferred)).json).toEqual({ ok: true })
       expect(store.ordering).toBe(false)
-      expect(store.orderingIssue).toMatch(/legacy_hooks_order and legacy_hooks_order_lock are missing/)
+      expect(store.orderingIssue).toMatch(/legacy_hooks_order, legacy_hooks_order_lock, legacy_hooks_order_fact are missing/)
       // Said once, through the receiver's logger, with the store's reason and the fix.
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toMatch(

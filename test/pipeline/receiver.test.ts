@@ -638,7 +638,9 @@ describe('createReceiver handler deadline (ctx.signal)', () => {
     })
     const answer = await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
     expect(answer.code).toBe('handler_timeout')
-    expect(abortedAfter).toBeGreaterThanOrEqual(95)
+    // The 100 ms count from the claim; on a loaded machine the handler may start a few ms after it.
+    // An abort at once (0 ms) still fails this.
+    expect(abortedAfter).toBeGreaterThanOrEqual(50)
     expect(abortedAfter).toBeLessThan(10_000)
   })
 })

@@ -238,7 +238,7 @@ describe('PostgresDedupStore: purge plan', () => {
       expect((await store.claim('one', LONG)).status).toBe('acquired')
       await store.purgeExpired()
       const purges = sent.filter((text) => text.includes('now()'))
-      expect(purges).toHaveLength(4) // expired rows, leases lapsed an hour ago, expired order marks, order locks whose lease lapsed
+      expect(purges).toHaveLength(5) // expired rows, leases lapsed an hour ago, expired order marks, order locks whose lease lapsed, expired facts
       // With sequential scans priced out, a plan that still scans has no index it can use: a bound
       // like clock_timestamp() (volatile) cannot be an index condition.
       const client = await pool.connect()

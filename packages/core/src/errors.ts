@@ -63,6 +63,8 @@ export type WebhookHandlingErrorCode =
   | 'in_flight'
   | 'lease_lost'
   | 'raw_body_unavailable'
+  /** A reconciled event (from `reconcileEmails`) reached a receiver that cannot recognise it: ordering off, or a store without facts. */
+  | 'reconcile_unsupported'
 
 const HANDLING_STATUS: Record<WebhookHandlingErrorCode, 409 | 500 | 503> = {
   handler_failed: 500,
@@ -71,6 +73,7 @@ const HANDLING_STATUS: Record<WebhookHandlingErrorCode, 409 | 500 | 503> = {
   in_flight: 409,
   lease_lost: 409,
   raw_body_unavailable: 500,
+  reconcile_unsupported: 409,
 }
 
 /**

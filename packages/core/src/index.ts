@@ -81,7 +81,9 @@ export {
   type EmailEventHandler,
   type EmailEventHandlers,
   type ErrorInfo,
+  type EventSource,
   type HandlerContext,
+  RECONCILE_FIELD,
   type ReceiveInput,
   type ReceiveOutcome,
   type Receiver,
@@ -97,7 +99,7 @@ export { assertValidSecrets, type WebhookSecret } from './secret.js'
 export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.js'
 export { DedupStoreError, type DedupStoreErrorCode } from './store/errors.js'
 export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory.js'
-export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './store/types.js'
+export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, FactCounts } from './store/types.js'
 export {
   DEFAULT_TOLERANCE_SECONDS,
   type VerifiedWebhook,

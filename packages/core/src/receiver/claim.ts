@@ -9,7 +9,7 @@
 import { WebhookHandlingError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
-import type { Claim, CompleteOptions } from '../store/types.js'
+import type { Claim, CompleteOptions, FactCounts } from '../store/types.js'
 import { duplicateAnswer, storeUnavailable } from './answers.js'
 import { attempt } from './deadline.js'
 import { type EventOrdering, eventOrderOf } from './order.js'
@@ -22,8 +22,10 @@ export interface Claimed {
   startedAt: number
   /** `ctx.order`, from the claim's answer. */
   order: EventOrder
-  /** What `complete` passes to the store (with the event's `order` when its mark advances). */
+  /** What `complete` passes to the store (with the event's `order` when its mark advances, and its fact's change). */
   completeOptions: CompleteOptions
+  /** The counts of the event's fact, from a store that keeps facts (ordering on, email events). */
+  fact: FactCounts | undefined
   /**
    * Frees this process's hold on the event's order key (ordering on), once the claim is settled:
    * completed or released. Whoever settles the claim after the answer (a handler past its
@@ -107,7 +109,8 @@ async function ask<Ctx>(
   }
   if (result.status === 'acquired') {
     const order = eventOrderOf(p, ordering, result)
-    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, settle: undefined }
+    const fact = result.order?.fact
+    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, fact, settle: undefined }
   }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++

@@ -9,6 +9,7 @@ import { isEmailEventType, type WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
+import type { EventSource } from './facts.js'
 import type { Pipeline } from './pipeline.js'
 import type { HandlerContext, ReceiverResponse } from './types.js'
 
@@ -46,12 +47,14 @@ class Context {
   readonly attempt: number
   readonly timestamp: number
   readonly order: EventOrder
+  readonly source: EventSource
 
-  constructor(abort: LazyAbort, attempt: number, timestamp: number, order: EventOrder) {
+  constructor(abort: LazyAbort, attempt: number, timestamp: number, order: EventOrder, source: EventSource) {
     this.#abort = abort
     this.attempt = attempt
     this.timestamp = timestamp
     this.order = order
+    this.source = source
   }
 
   get signal(): AbortSignal {
@@ -77,9 +80,11 @@ export async function dispatchEvent<Extra>(
   claimed: Claimed,
   timestamp: number,
   extra: Extra | undefined,
+  source: EventSource,
 ): Promise<boolean | ReceiverResponse> {
   const controller = new LazyAbort()
-  const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp, claimed.order), extra) as HandlerContext & Extra
+  const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp, claimed.order, source), extra) as HandlerContext &
+    Extra
   const running = runHandlers(p, event, ctx)
   let timeout: WebhookHandlingError | undefined
   try {

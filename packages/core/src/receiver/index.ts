@@ -10,10 +10,11 @@ import { createVerifier, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
 import { type Claimed, claimKey } from './claim.js'
 import { dispatchEvent } from './dispatch.js'
+import { decideFact, reconcileIndexOf } from './facts.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline } from './pipeline.js'
-import { settleHandled, settleInvalid, settleRecorded, settleSkipped } from './settle.js'
+import { refuseReconciled, settleAlreadyHandled, settleHandled, settleInvalid, settleRecorded, settleSkipped } from './settle.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverOptions, ReceiverResponse } from './types.js'
 
 function exceeds(body: WebhookBody, maxBytes: number): boolean {
@@ -90,9 +91,16 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     context: Extra | undefined,
   ): Promise<ReceiverResponse> {
     if (event === undefined) return settleInvalid(p, claimed, verified.id, parsed as WebhookVerificationError)
+    const index = reconcileIndexOf(event)
+    if (index !== undefined || claimed.fact !== undefined) {
+      const decision = decideFact(claimed.fact, index)
+      if ('refuse' in decision) return refuseReconciled(p, claimed, event, decision.refuse)
+      if (decision.change) claimed.completeOptions = { ...claimed.completeOptions, factChange: decision.change }
+      if (!decision.run) return settleAlreadyHandled(p, claimed, event)
+    }
     const { order } = claimed
     if (order.status === 'stale' && p.skipStale?.(event.type, order.newestHandled.type)) return settleSkipped(p, claimed, event)
-    const known = await dispatchEvent(p, event, claimed, verified.timestamp, context)
+    const known = await dispatchEvent(p, event, claimed, verified.timestamp, context, index === undefined ? 'sender' : 'reconcile')
     if (typeof known !== 'boolean') return known
     return settleHandled(p, claimed, event, known)
   }
@@ -107,6 +115,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
 }
 
 export { bodyTooLargeError } from './answers.js'
+export { type EventSource, RECONCILE_FIELD } from './facts.js'
 export {
   DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,

@@ -6,10 +6,10 @@
  */
 import { isEmailEventType, type WebhookEvent } from '../events.js'
 import { supportsOrdering } from '../ordering/contract.js'
-import { type OrderInput, orderInputOf } from '../ordering/key.js'
+import { EMAIL_ORDER_KEY_PREFIX, type OrderInput, orderInputOf } from '../ordering/key.js'
 import { isReplacedBy, isStaleSkippableType, STALE_SKIPPABLE_TYPES } from '../ordering/skip.js'
 import { type EventOrder, orderFromClaim, unknownOrder } from '../ordering/status.js'
-import type { ClaimOptions, ClaimResult, CompleteOptions, DedupStore } from '../store/types.js'
+import type { ClaimOptions, ClaimResult, CompleteOptions, DedupStore, StoreOrderInput } from '../store/types.js'
 import type { Pipeline } from './pipeline.js'
 
 /** What the claim and the complete of one event pass to the store, and how to read the claim's order. */
@@ -36,7 +36,11 @@ export function orderingOf<Ctx>(p: Pipeline<Ctx>, event: WebhookEvent | undefine
   if (p.ordering !== 'on' || event === undefined) return p.plainOrdering
   const input = orderInputOf(event, p.orderInputOptions)
   if (!input.ok) return { claimOptions: p.claimOptions, completeOptions: p.completeOptions, input }
-  const order = { key: `${p.namespace}:${input.key}`, mark: input.mark }
+  const key = `${p.namespace}:${input.key}`
+  // Email events also count their fact (type and millisecond), for reconcile (facts.ts).
+  const order: StoreOrderInput = input.key.startsWith(EMAIL_ORDER_KEY_PREFIX)
+    ? { key, mark: input.mark, fact: `${event.type}|${input.mark.createdAtMs}` }
+    : { key, mark: input.mark }
   return {
     claimOptions: { leaseMs: p.leaseMs, retentionMs: p.retentionMs, order },
     completeOptions: { retentionMs: p.retentionMs, order },

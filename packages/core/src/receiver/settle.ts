@@ -102,3 +102,28 @@ export async function settleRecorded<Ctx>(
   p.reporter.duplicates++
   return duplicateAnswer(recorded.event)
 }
+
+/** 200 as a duplicate to an event the other path (reconcile, or the sender) already handled: recorded, no handler run. */
+export async function settleAlreadyHandled<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent): Promise<ReceiverResponse> {
+  const failed = await complete(p, claimed, event)
+  if (failed) return failed
+  p.reporter.duplicates++
+  return duplicateAnswer(event)
+}
+
+/** 409 `reconcile_unsupported` to a reconciled event this receiver cannot recognise, once its claim is given back. */
+export async function refuseReconciled<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  event: WebhookEvent,
+  why: string,
+): Promise<ReceiverResponse> {
+  await attempt(() => p.store.release(claimed.claim)).catch((error: unknown) =>
+    p.reporter.storeStepFailed('release', { status: 409, eventId: event.id, type: event.type }, error),
+  )
+  const error = new WebhookHandlingError(
+    'reconcile_unsupported',
+    `This ${event.type} event came from reconcile, and ${why}, so the receiver cannot tell whether the sender's own delivery of it was already handled. Nothing ran.`,
+  )
+  return p.fail(error, event)
+}

@@ -8,6 +8,7 @@ import type { EventOrder } from '../ordering/status.js'
 import type { WebhookSecret } from '../secret.js'
 import type { DedupStore } from '../store/types.js'
 import type { WebhookBody } from '../verify.js'
+import type { EventSource } from './facts.js'
 
 /** What every handler receives besides the event. Adapters add their own fields (Hono adds `c`). */
 export interface HandlerContext {
@@ -24,6 +25,11 @@ export interface HandlerContext {
    * `created_at`/`data.id` is unusable).
    */
   order: EventOrder
+  /**
+   * `'sender'` for the sender's own deliveries; `'reconcile'` for an event `reconcileEmails` built
+   * from the email's event list (it was missed: the endpoint was disabled, or its delivery expired).
+   */
+  source: EventSource
 }
 
 /** Sees each stale event that `skipStale` acknowledged without running a handler, once it is recorded. What it throws is ignored. */

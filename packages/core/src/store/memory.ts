@@ -8,7 +8,17 @@ import type { OrderMark } from '../ordering/position.js'
 import { compareOrderPositions } from '../ordering/position.js'
 import { callDurationProblem } from './durations.js'
 import { DedupStoreError } from './errors.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, StoreOrderInput } from './types.js'
+import type {
+  Claim,
+  ClaimOptions,
+  ClaimOrder,
+  ClaimResult,
+  CompleteOptions,
+  DedupKeyState,
+  DedupStore,
+  FactCounts,
+  StoreOrderInput,
+} from './types.js'
 
 const PACKAGE = '[@email-webhooks/core]'
 
@@ -34,6 +44,11 @@ interface Entry {
 /** The high-water mark of one order key (ordering capability). */
 interface MarkEntry {
   mark: OrderMark
+  expiresAt: number
+}
+
+/** The counts of one fact (an email's events of one type and millisecond). */
+interface FactEntry extends FactCounts {
   expiresAt: number
 }
 
@@ -74,6 +89,7 @@ export class MemoryDedupStore implements DedupStore {
   readonly #entries = new Map<string, Entry>()
   readonly #marks = new Map<string, MarkEntry>()
   readonly #locks = new Map<string, LockEntry>()
+  readonly #facts = new Map<string, FactEntry>()
   /** Per slot, the latest expiry of a live mark forgotten there (0: none). */
   readonly #forgotten: Float64Array
   readonly #maxKeys: number
@@ -125,9 +141,14 @@ export class MemoryDedupStore implements DedupStore {
     this.#locks.set(order.key, { token, expiresAt: now + opts.leaseMs })
     const claim = { key, token, attempt, orderKey: order.key }
     const held = this.#marks.get(order.key)
-    if (held && held.expiresAt > now) return Promise.resolve({ status: 'acquired', claim, order: { mark: { ...held.mark } } })
-    const forgotten = (this.#forgotten[slotOf(order.key, this.#forgotten.length)] as number) > now
-    return Promise.resolve({ status: 'acquired', claim, order: forgotten ? { mark: null, forgotten } : { mark: null } })
+    const result: ClaimOrder = { mark: null }
+    if (held && held.expiresAt > now) result.mark = { ...held.mark }
+    else if ((this.#forgotten[slotOf(order.key, this.#forgotten.length)] as number) > now) result.forgotten = true
+    if (order.fact !== undefined) {
+      const fact = this.#facts.get(`${order.key}|${order.fact}`)
+      result.fact = fact && fact.expiresAt > now ? { handled: fact.handled, reconciled: fact.reconciled } : { handled: 0, reconciled: 0 }
+    }
+    return Promise.resolve({ status: 'acquired', claim, order: result })
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
@@ -140,6 +161,8 @@ export class MemoryDedupStore implements DedupStore {
     entry.token = null
     entry.expiresAt = now + opts.retentionMs
     if (opts.order) this.#advance(opts.order, now, now + opts.retentionMs)
+    if (opts.order?.fact !== undefined && opts.factChange)
+      this.#count(`${opts.order.key}|${opts.order.fact}`, opts.factChange, now, now + opts.retentionMs)
     this.#unlock(claim)
     return Promise.resolve(true)
   }
@@ -163,8 +186,27 @@ export class MemoryDedupStore implements DedupStore {
     this.#entries.clear()
     this.#marks.clear()
     this.#locks.clear()
+    this.#facts.clear()
     this.#forgotten.fill(0)
     return Promise.resolve()
+  }
+
+  /** Adds `change` to a fact's counts (a lapsed fact counts from zero) and renews its expiry; forgets the oldest when full. */
+  #count(key: string, change: FactCounts, now: number, expiresAt: number): void {
+    const held = this.#facts.get(key)
+    const live = held && held.expiresAt > now ? held : undefined
+    if (held) this.#facts.delete(key)
+    else if (this.#facts.size >= this.#maxKeys) {
+      for (const oldest of this.#facts.keys()) {
+        this.#facts.delete(oldest)
+        break
+      }
+    }
+    this.#facts.set(key, {
+      handled: (live?.handled ?? 0) + change.handled,
+      reconciled: Math.max(0, (live?.reconciled ?? 0) + change.reconciled),
+      expiresAt,
+    })
   }
 
   /** Frees the order key the claim holds, if it still holds it. */

@@ -1,13 +1,14 @@
 /**
  * The ordering capability of `PostgresDedupStore`: its mark table (`<table>_order`), its lock
  * table (`<table>_order_lock`: the claim that holds each order key, so that one event of an email
- * runs at a time) and the statements that take the lock and read the mark with a claim, and
+ * runs at a time), its fact table (`<table>_order_fact`: how many events of one email, type and
+ * millisecond were handled, for reconcile) and the statements that take the lock and read the mark with a claim, and
  * advance the mark and free the lock with a complete, each ONE statement (data-modifying CTEs),
  * so both move in the same transaction as the dedup row. Event ids compare with `COLLATE "C"`
  * (byte order, as `compareOrderPositions`), whatever the database's locale.
  */
 import type { OrderMark } from '../ordering/position.js'
-import type { StoreOrderInput } from './types.js'
+import type { FactCounts, StoreOrderInput } from './types.js'
 
 /** The SQL that creates the mark and lock tables of `table` and their expiry indexes. */
 export function postgresOrderTableSql(table: string): string {
@@ -25,18 +26,34 @@ CREATE TABLE IF NOT EXISTS ${table}_order_lock (
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ${table}_lock_exp ON ${table}_order_lock (expires_at);
+CREATE TABLE IF NOT EXISTS ${table}_order_fact (
+  key text COLLATE "C" PRIMARY KEY,
+  handled integer NOT NULL,
+  reconciled integer NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${table}_fact_exp ON ${table}_order_fact (expires_at);
 `
+}
+
+/** The order tables of `table`: marks, locks and facts. */
+export function postgresOrderTables(table: string): string[] {
+  return [`${table}_order`, `${table}_order_lock`, `${table}_order_fact`]
 }
 
 /** The statements of the capability. */
 export interface PostgresOrderSql {
   /**
-   * Parameters: the claim's three (key, token, lease ms), then the mark key. Returns the claim's
-   * row; `lock_left_ms` when another claim holds the order key; `locked` = 1 when this statement
-   * took the lock; and, when it acquired, the live mark's columns (null when none).
+   * Parameters: the claim's three (key, token, lease ms), then the mark key and the fact key (or
+   * null). Returns the claim's row; `lock_left_ms` when another claim holds the order key; `locked`
+   * = 1 when this statement took the lock; and, when it acquired, the live mark's columns and the
+   * live fact's counts (null when none).
    */
   claim: string
-  /** Parameters: the complete's three, then key, created_at ms, event id and type of the mark. Returns `n` = 1 when completed. */
+  /**
+   * Parameters: the complete's three, then key, created_at ms, event id and type of the mark, then
+   * the fact key (or null) and the changes of its counts. Returns `n` = 1 when completed.
+   */
   complete: string
   /** Parameters: key, token, order key. Gives the lease up and frees the order key; returns `n` = 1 when released. */
   release: string
@@ -81,9 +98,10 @@ lk AS (
   RETURNING 1),
 ${insert('lk')}
 SELECT ins.attempt, cur.done, cur.left_ms, held.left_ms AS lock_left_ms, (SELECT count(*) FROM lk)::int AS locked,
-  m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type
+  m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type, f.handled, f.reconciled
 FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true LEFT JOIN held ON true
-LEFT JOIN ${table}_order m ON ins.attempt IS NOT NULL AND m.key = $4 AND m.expires_at > clock_timestamp()`,
+LEFT JOIN ${table}_order m ON ins.attempt IS NOT NULL AND m.key = $4 AND m.expires_at > clock_timestamp()
+LEFT JOIN ${table}_order_fact f ON ins.attempt IS NOT NULL AND f.key = $5::text AND f.expires_at > clock_timestamp()`,
     complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),
 done AS (
   UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
@@ -96,6 +114,13 @@ mark AS (
     event_id = CASE WHEN ${newer} THEN excluded.event_id ELSE m.event_id END,
     type = CASE WHEN ${newer} THEN excluded.type ELSE m.type END,
     expires_at = excluded.expires_at),
+fact AS (
+  INSERT INTO ${table}_order_fact AS f (key, handled, reconciled, expires_at)
+  SELECT $8::text, $9::int, greatest(0, $10::int), ${expiresIn('$3')} FROM done WHERE $8::text IS NOT NULL
+  ON CONFLICT (key) DO UPDATE SET
+    handled = CASE WHEN f.expires_at <= clock_timestamp() THEN 0 ELSE f.handled END + $9::int,
+    reconciled = greatest(0, CASE WHEN f.expires_at <= clock_timestamp() THEN 0 ELSE f.reconciled END + $10::int),
+    expires_at = excluded.expires_at),
 unlock AS (DELETE FROM ${lock} WHERE key = $4 AND token = $2 AND EXISTS (SELECT 1 FROM done))
 SELECT count(*)::int AS n FROM done`,
     // The lock goes with the token whether or not the lease still was this claim's: a claim that
@@ -104,13 +129,19 @@ SELECT count(*)::int AS n FROM done`,
 unlock AS (DELETE FROM ${lock} WHERE key = $3 AND token = $2)
 SELECT count(*)::int AS n FROM released`,
     unlock: `DELETE FROM ${lock} WHERE key = $1 AND token = $2`,
-    purge: [purgeBatch(`${table}_order`), purgeBatch(lock)],
+    purge: [purgeBatch(`${table}_order`), purgeBatch(lock), purgeBatch(`${table}_order_fact`)],
   }
 }
 
-/** The parameters the complete statement adds for `order`. */
-export function orderParams(order: StoreOrderInput): unknown[] {
-  return [order.key, order.mark.createdAtMs, order.mark.eventId, order.mark.type]
+/** The parameters the complete statement adds for `order` and the fact's `change`. */
+export function orderParams(order: StoreOrderInput, change: FactCounts | undefined): unknown[] {
+  const fact = order.fact !== undefined && change ? `${order.key}|${order.fact}` : null
+  return [order.key, order.mark.createdAtMs, order.mark.eventId, order.mark.type, fact, change?.handled ?? 0, change?.reconciled ?? 0]
+}
+
+/** The fact's counts in a claim row (zeros when the join found none). */
+export function factOfRow(row: { handled: number | null; reconciled: number | null }): FactCounts {
+  return { handled: row.handled ?? 0, reconciled: row.reconciled ?? 0 }
 }
 
 /** The mark in a claim row, or null when the join found none. */

@@ -15,10 +15,18 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from './driver.js'
 import { callDurationProblem } from './durations.js'
 import { classify } from './postgres-errors.js'
-import { markOfRow, orderParams, type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './postgres-order.js'
+import {
+  factOfRow,
+  markOfRow,
+  orderParams,
+  type PostgresOrderSql,
+  postgresOrderSql,
+  postgresOrderTableSql,
+  postgresOrderTables,
+} from './postgres-order.js'
 import { assertTableName, createTableSql, DEFAULT_POSTGRES_TABLE } from './postgres-schema.js'
 import { passwordOf, redactUrl, scrub } from './redact.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
+import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
 
 export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './postgres-schema.js'
 
@@ -71,6 +79,8 @@ type MarkRow = ClaimRow & {
   created_at_ms: number | null
   event_id: string | null
   type: string | null
+  handled: number | null
+  reconciled: number | null
 }
 
 /** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
@@ -252,12 +262,20 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
       const won = order
-        ? await this.#query<MarkRow>(this.#orderSql.claim, [key, token, opts.leaseMs, order.key])
+        ? await this.#query<MarkRow>(this.#orderSql.claim, [
+            key,
+            token,
+            opts.leaseMs,
+            order.key,
+            order.fact === undefined ? null : `${order.key}|${order.fact}`,
+          ])
         : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
       const row = won.rows[0] as MarkRow
       if (row.attempt !== null) {
         if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
-        return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: { mark: markOfRow(row) } }
+        const found: ClaimOrder = { mark: markOfRow(row) }
+        if (order.fact !== undefined) found.fact = factOfRow(row)
+        return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: found }
       }
       if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
       if (order) {
@@ -281,7 +299,8 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     await this.#prepare()
     const params = [claim.key, claim.token, opts.retentionMs]
     if (this.#marks !== true || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
-    return (await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order)])).rows[0]?.n === 1
+    const completed = await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order, opts.factChange)])
+    return completed.rows[0]?.n === 1
   }
 
   async release(claim: Claim): Promise<boolean> {
@@ -367,7 +386,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     if (!this.#createTable || marks !== null) {
       return this.#setMarks(
         marks === true,
-        marks === false ? 'are not writable by this role (it needs SELECT, INSERT, UPDATE and DELETE on both)' : 'are missing',
+        marks === false ? 'are not writable by this role (it needs SELECT, INSERT, UPDATE and DELETE on each)' : 'are missing',
       )
     }
     if (!present) {
@@ -386,10 +405,12 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   /** Whether the dedup table exists, and whether both order tables do with every right (null: one is missing). */
   async #findTables(): Promise<{ present: boolean; marks: boolean | null }> {
     const rights = (param: string) => ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((right) => `has_table_privilege(${param}, '${right}')`)
+    const tables = postgresOrderTables(this.#table)
+    const params = tables.map((_, i) => `$${i + 2}`)
     const found = await this.#query<{ present: boolean; marks: boolean | null }>(
-      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN to_regclass($2) IS NULL OR to_regclass($3) IS NULL THEN NULL
-       ELSE ${[...rights('$2'), ...rights('$3')].join(' AND ')} END AS marks`,
-      [this.#table, `${this.#table}_order`, `${this.#table}_order_lock`],
+      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN ${params.map((p) => `to_regclass(${p}) IS NULL`).join(' OR ')} THEN NULL
+       ELSE ${params.flatMap(rights).join(' AND ')} END AS marks`,
+      [this.#table, ...tables],
     )
     this.#marksCheckedAt = performance.now()
     const row = found.rows[0]
@@ -400,7 +421,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     this.#marks = usable
     this.#marksIssue = usable
       ? undefined
-      : `${PACKAGE} the order tables ${this.#table}_order and ${this.#table}_order_lock ${why}: create them as the table's owner (their SQL is in postgresDedupTableSql()) or grant this role CREATE on the schema; the store finds them within a second, without a restart.`
+      : `${PACKAGE} the order tables ${postgresOrderTables(this.#table).join(', ')} ${why}: create them as the table's owner (their SQL is in postgresDedupTableSql()) or grant this role CREATE on the schema; the store finds them within a second, without a restart.`
   }
 
   /** With the order tables missing, looks for them again, at most once a second. */

@@ -14,8 +14,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 
 // Claim: KEYS[1] the dedup key; ARGV token, lease ms, retention ms. Answers {0, 0} duplicate,
 // {1, ms left} in flight, {2, attempt} acquired. The ordered claim adds KEYS[2] the mark (a hash:
-// ms, id, type) and KEYS[3] the order key's lock (the holder's token, expiring with its lease):
-// {3, ms left} while another claim holds the lock, else the lease and the lock, and the mark.
+// ms, id, type), KEYS[3] the order key's lock (the holder's token, expiring with its lease) and
+// KEYS[4] the email's facts (a hash: '<fact>#h' handled, '<fact>#r' reconciled), ARGV[4] the fact
+// ('' for none): {3, ms left} while another claim holds the lock, else the lease and the lock,
+// the mark and the fact's counts.
 const CLAIM_CHECK = `${NOW}
 local lease = tonumber(ARGV[2])
 local attempt = 1
@@ -37,10 +39,13 @@ const CLAIM_ORDER_SCRIPT = `${CLAIM_CHECK}local held = redis.call('PTTL', KEYS[3
 if held > 0 then return {3, held} end
 ${TAKE_LEASE}redis.call('SET', KEYS[3], ARGV[1], 'PX', lease)
 local m = redis.call('HMGET', KEYS[2], 'ms', 'id', 'type')
-return {2, attempt, m[1], m[2], m[3]}`
+local f = {false, false}
+if ARGV[4] ~= '' then f = redis.call('HMGET', KEYS[4], ARGV[4] .. '#h', ARGV[4] .. '#r') end
+return {2, attempt, m[1], m[2], m[3], f[1], f[2]}`
 
 // Complete: KEYS[1]; ARGV token, retention ms. The ordered complete adds KEYS[2] the mark,
-// advanced when ARGV[3..5] (created_at ms, event id, type) is newer, and KEYS[3] the lock, freed.
+// advanced when ARGV[3..5] (created_at ms, event id, type) is newer, KEYS[3] the lock, freed, and
+// KEYS[4] the facts, where ARGV[6] (the fact, '' for none) gets ARGV[7] handled and ARGV[8] reconciled more.
 const COMPLETE_DONE = `if ARGV[1] == '' then return 0 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
@@ -66,11 +71,18 @@ const ADVANCE_MARK = `local m = redis.call('HMGET', KEYS[2], 'ms', 'id')
 if newer(ARGV[3], ARGV[4], m[1], m[2]) then redis.call('HSET', KEYS[2], 'ms', ARGV[3], 'id', ARGV[4], 'type', ARGV[5]) end
 redis.call('PEXPIRE', KEYS[2], retention)
 `
+// Reconciled never goes below 0; the facts of an email expire together, with the retention.
+const COUNT_FACT = `if ARGV[6] ~= '' then
+  redis.call('HINCRBY', KEYS[4], ARGV[6] .. '#h', ARGV[7])
+  if redis.call('HINCRBY', KEYS[4], ARGV[6] .. '#r', ARGV[8]) < 0 then redis.call('HSET', KEYS[4], ARGV[6] .. '#r', 0) end
+  redis.call('PEXPIRE', KEYS[4], retention)
+end
+`
 /** Frees the lock key `KEYS[i]` if the token ARGV[1] holds it. */
 const unlock = (i: number) => `if redis.call('GET', KEYS[${i}]) == ARGV[1] then redis.call('DEL', KEYS[${i}]) end
 `
 const COMPLETE_SCRIPT = `${COMPLETE_DONE}return 1`
-const COMPLETE_ORDER_SCRIPT = `${NEWER}${COMPLETE_DONE}${ADVANCE_MARK}${unlock(3)}return 1`
+const COMPLETE_ORDER_SCRIPT = `${NEWER}${COMPLETE_DONE}${ADVANCE_MARK}${COUNT_FACT}${unlock(3)}return 1`
 
 // Release: KEYS[1]; ARGV token. The ordered release adds KEYS[2] the lock, freed if this token
 // holds it (a claim that took the key over holds it with its own token).
@@ -104,7 +116,7 @@ const script = (source: string): Script => ({ source, sha: createHash('sha1').up
 /**
  * The store's scripts: each run on one key; the ordered ones (built from the same parts as the
  * plain ones, never by editing their text) also on the mark key and the lock key: `claimOrder`
- * and `completeOrder` on [dedup, mark, lock], `releaseOrder` on [dedup, lock].
+ * and `completeOrder` on [dedup, mark, lock, facts], `releaseOrder` on [dedup, lock].
  */
 export const SCRIPTS: Record<'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'lookup', Script> = {
   claim: script(CLAIM_SCRIPT),

@@ -3,7 +3,8 @@
  * optional peer dependency, loaded only by this module). Each operation is one Lua script on one
  * key, so it runs atomically on the server's clock and works on a cluster. Ordering (not on a
  * Cluster client): claim and complete scripts also read and advance the mark key `<prefix>order:<key>`,
- * and take and free the order key's lock `<prefix>order-lock:<key>`. Durability comes from
+ * take and free the order key's lock `<prefix>order-lock:<key>`, and count its facts in
+ * `<prefix>order-fact:<key>`. Durability comes from
  * the server: `appendonly yes` with `appendfsync always`, and `maxmemory-policy noeviction`; the
  * store checks these once and refuses a server that would lose completions (or warns once when
  * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
@@ -18,7 +19,7 @@ import { classify, withoutCommand } from './redis-errors.js'
 import type { RedisWaitFor } from './redis-options.js'
 import { checkDurations, checkWaitFor, invalidOption } from './redis-options.js'
 import { SCRIPTS, type Script } from './redis-scripts.js'
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
+import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from './types.js'
 
 export type { RedisWaitFor } from './redis-options.js'
 
@@ -82,6 +83,11 @@ const loadDriver = optionalDriver(
 const ORDER_KEY = 'order:'
 /** Where the lock of each order key lives (the token of the claim that holds it), after the prefix. */
 const LOCK_KEY = 'order-lock:'
+/** Where the fact counts of each order key live (a hash), after the prefix. */
+const FACT_KEY = 'order-fact:'
+
+/** The keys of an ordered script: the dedup key, then the mark, the lock and the facts of `orderKey`. */
+const orderedKeys = (key: string, orderKey: string): string[] => [key, ORDER_KEY + orderKey, LOCK_KEY + orderKey, FACT_KEY + orderKey]
 
 function markOf(ms: string | null | undefined, id: string | null | undefined, type: string | null | undefined): OrderMark | null {
   if (ms === null || ms === undefined || id === null || id === undefined || type === null || type === undefined) return null
@@ -161,13 +167,15 @@ export class RedisDedupStore implements DedupStore {
     const order = this.ordering ? opts.order : undefined
     const reply = (
       order
-        ? await this.#run(SCRIPTS.claimOrder, [key, ORDER_KEY + order.key, LOCK_KEY + order.key], token, opts.leaseMs, opts.retentionMs)
+        ? await this.#run(SCRIPTS.claimOrder, orderedKeys(key, order.key), token, opts.leaseMs, opts.retentionMs, order.fact ?? '')
         : await this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs)
     ) as [number, number, ...(string | null | undefined)[]]
     if (reply[0] === 2) {
       if (!order) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
       const claim = { key, token, attempt: reply[1], orderKey: order.key }
-      return { status: 'acquired', claim, order: { mark: markOf(reply[2], reply[3], reply[4]) } }
+      const found: ClaimOrder = { mark: markOf(reply[2], reply[3], reply[4]) }
+      if (order.fact !== undefined) found.fact = { handled: Number(reply[5] ?? 0), reconciled: Number(reply[6] ?? 0) }
+      return { status: 'acquired', claim, order: found }
     }
     if (reply[0] === 0) return { status: 'duplicate' }
     if (reply[0] === 3) return { status: 'in_flight', retryAfterMs: Math.max(1, reply[1]), reason: 'order' }
@@ -180,10 +188,11 @@ export class RedisDedupStore implements DedupStore {
     const reply = order
       ? await this.#run(
           SCRIPTS.completeOrder,
-          [claim.key, ORDER_KEY + order.key, LOCK_KEY + order.key],
+          orderedKeys(claim.key, order.key),
           claim.token,
           opts.retentionMs,
           ...markArgs(order.mark),
+          ...(order.fact !== undefined && opts.factChange ? [order.fact, opts.factChange.handled, opts.factChange.reconciled] : ['', 0, 0]),
         )
       : await this.#run(SCRIPTS.complete, [claim.key], claim.token, opts.retentionMs)
     const done = reply === 1

@@ -29,12 +29,31 @@ export interface StoreOrderInput {
   key: string
   /** The event's position and type: what the mark becomes when this event completes and is the newest. */
   mark: OrderMark
+  /**
+   * Facts (ordering stores that keep them): the event's fact within the mark key, `<type>|<created_at ms>`.
+   * A claim returns its counts (`ClaimOrder.fact`); a complete with `factChange` changes them.
+   */
+  fact?: string
+}
+
+/**
+ * How many events of one fact (one email, type and `created_at` millisecond) were handled, and how
+ * many of those were brought by reconcile and not yet matched by the sender's own delivery.
+ */
+export interface FactCounts {
+  handled: number
+  reconciled: number
 }
 
 /** What an ordering store adds to an `acquired` claim made with an `order` option. */
 export interface ClaimOrder {
   /** The newest completed event for the key, or `null` when none is remembered (never completed, or expired). */
   mark: OrderMark | null
+  /**
+   * The counts of `order.fact` (zeros when none is remembered), from a store that keeps facts;
+   * absent from one that does not.
+   */
+  fact?: FactCounts
   /**
    * `true` when `mark` is `null` but a mark for this key may have been forgotten before its
    * retention ended (a full `MemoryDedupStore` evicts marks): the event's order is then `unknown`,
@@ -91,6 +110,11 @@ export interface CompleteOptions {
    * to `order.mark` if that is newer, in the same atomic step as the complete.
    */
   order?: StoreOrderInput
+  /**
+   * With `order.fact`: added to the fact's counts in the same atomic step (`reconciled` never goes
+   * below 0), and the fact's expiry becomes now + `retentionMs`.
+   */
+  factChange?: FactCounts
 }
 
 /**

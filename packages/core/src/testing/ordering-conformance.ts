@@ -17,6 +17,7 @@ import {
 } from '@email-webhooks/core'
 import type { ConformanceRunner } from './conformance.js'
 import { check, type Email, emailOf, LONG, type Step, sameMark, show, sleep } from './ordering-email.js'
+import { orderFactCases } from './ordering-facts.js'
 import { orderLockCases } from './ordering-lock.js'
 
 /** Options of {@link orderingConformance}. */
@@ -34,6 +35,11 @@ export interface OrderingConformanceOptions {
   shortMs?: number
   /** Rounds of the race cases; default 20. */
   rounds?: number
+  /**
+   * `true` (default): the store keeps facts (`order.fact` counts, for reconcile) and must pass their
+   * cases. `false`: it keeps none; its ordered claims must then carry no `order.fact`.
+   */
+  facts?: boolean
 }
 
 /**
@@ -247,6 +253,13 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
     })
 
     orderLockCases(ordered, shortMs)
+    if (options.facts === false) {
+      ordered('keeps no facts, as declared (facts: false): ordered claims carry no order.fact', async (newEmail) => {
+        const email = newEmail()
+        const result = await email.ask(email.step('email.bounced', 0))
+        check(result.status === 'acquired' && result.order?.fact === undefined, `no order.fact, got ${JSON.stringify(result)}`)
+      })
+    } else orderFactCases(ordered, shortMs)
 
     ordered('forgets a mark after its retention, and every complete refreshes it', async (newEmail) => {
       const email = newEmail()

@@ -6,6 +6,7 @@ import {
   type Claim,
   type ClaimResult,
   type EventOrder,
+  type FactCounts,
   type OrderingDedupStore,
   type OrderMark,
   orderFromClaim,
@@ -37,6 +38,8 @@ export interface Step {
   dedupKey: string
   markKey: string
   mark: OrderMark
+  /** The event's fact within the mark key, `<type>|<created_at ms>`. */
+  fact: string
 }
 
 /** Test helpers bound to one store and one email. */
@@ -46,7 +49,7 @@ export interface Email {
   ask(s: Step, leaseMs?: number): Promise<ClaimResult>
   /** Claims `s` and checks that it is acquired with an order. */
   claim(s: Step, leaseMs?: number): Promise<{ claim: Claim; order: EventOrder }>
-  complete(c: Claim, s: Step, retentionMs?: number): Promise<boolean>
+  complete(c: Claim, s: Step, retentionMs?: number, factChange?: FactCounts): Promise<boolean>
   /** Claims (waiting while another event of the email holds it, as the receiver does) and completes `s`. */
   handle(s: Step): Promise<EventOrder>
   markNow(): Promise<OrderMark | null>
@@ -63,10 +66,10 @@ export function emailOf(store: OrderingDedupStore): Email {
   const step = (type: string, offsetMs: number, id: string = crypto.randomUUID()): Step => {
     const input = orderInputOf({ id, type, created_at: new Date(BASE_MS + offsetMs).toISOString(), data: { id: emailId } })
     check(input.ok, `orderInputOf gives a position for a well-formed email event (${input.ok || input.reason})`)
-    return { dedupKey: `conformance:${emailId}:${id}`, markKey, mark: input.mark }
+    return { dedupKey: `conformance:${emailId}:${id}`, markKey, mark: input.mark, fact: `${type}|${input.mark.createdAtMs}` }
   }
   const ask = (s: Step, leaseMs = LONG.leaseMs) =>
-    store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey, mark: s.mark } })
+    store.claim(s.dedupKey, { leaseMs, retentionMs: LONG.retentionMs, order: { key: s.markKey, mark: s.mark, fact: s.fact } })
   const accept = (s: Step, result: ClaimResult): { claim: Claim; order: EventOrder } => {
     check(result.status === 'acquired', `claim of ${s.mark.type} is acquired, got ${JSON.stringify(result)}`)
     const order = orderFromClaim({ ok: true, key: s.markKey, mark: s.mark }, result.order)
@@ -78,8 +81,8 @@ export function emailOf(store: OrderingDedupStore): Email {
     return { claim: result.claim, order }
   }
   const claim = async (s: Step, leaseMs = LONG.leaseMs) => accept(s, await ask(s, leaseMs))
-  const complete = (c: Claim, s: Step, retentionMs = LONG.retentionMs) =>
-    store.complete(c, { retentionMs, order: { key: s.markKey, mark: s.mark } })
+  const complete = (c: Claim, s: Step, retentionMs = LONG.retentionMs, factChange?: FactCounts) =>
+    store.complete(c, { retentionMs, order: { key: s.markKey, mark: s.mark, fact: s.fact }, ...(factChange ? { factChange } : {}) })
   const handle = async (s: Step): Promise<EventOrder> => {
     const until = Date.now() + HANDLE_WAIT_MS
     let result = await ask(s)

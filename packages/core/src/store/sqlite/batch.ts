@@ -4,8 +4,8 @@
  * when asked); each complete ends its lease, writes the done record, advances the order mark and
  * frees the order key (order.ts).
  */
-import type { ClaimResult, StoreOrderInput } from '../types.js'
-import { advanceMark, readMark } from './order.js'
+import type { ClaimOrder, ClaimResult, FactCounts, StoreOrderInput } from '../types.js'
+import { advanceMark, readFact, readMark } from './order.js'
 import type { Statements } from './schema.js'
 
 /** The one `duplicate` result (compared by identity). */
@@ -31,6 +31,7 @@ export interface PendingComplete extends Pending<boolean> {
   order: StoreOrderInput | undefined
   /** The order key the claim holds (freed with the complete). */
   orderKey: string | undefined
+  factChange: FactCounts | undefined
   done: boolean
 }
 
@@ -57,7 +58,9 @@ function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, no
     if (!order) return { status: 'acquired', claim: { key, token, attempt } }
     marks.takeLock.run(order.key, token, now + leaseMs)
     const claim = { key, token, attempt, orderKey: order.key }
-    return { status: 'acquired', claim, order: { mark: readMark(marks, order.key, now) } }
+    const found: ClaimOrder = { mark: readMark(marks, order.key, now) }
+    if (order.fact !== undefined) found.fact = readFact(marks, `${order.key}|${order.fact}`, now)
+    return { status: 'acquired', claim, order: found }
   }
   // The write lock is held until the batch commits: the lease that stopped the upsert is live at `now`.
   const expiresAt = findLease.get(key) as number
@@ -72,7 +75,12 @@ export function commitBatch(sql: Statements, claims: PendingClaim[], completes: 
     item.done = endLease.run(item.key, item.token).changes === 1
     if (!item.done) continue
     markDone.run(item.key, now + item.retentionMs)
-    if (item.order) advanceMark(marks, item.order, now + item.retentionMs, now)
+    const { order, factChange } = item
+    if (order) advanceMark(marks, order, now + item.retentionMs, now)
+    if (order?.fact !== undefined && factChange) {
+      const { handled, reconciled } = factChange
+      marks.changeFact.run({ key: `${order.key}|${order.fact}`, handled, reconciled, expires: now + item.retentionMs, now })
+    }
     if (item.orderKey !== undefined) marks.freeLock.run(item.orderKey, item.token)
   }
 }

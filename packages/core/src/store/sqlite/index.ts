@@ -155,6 +155,7 @@ export class SqliteDedupStore implements DedupStore {
         retentionMs: opts.retentionMs,
         order: opts.order,
         orderKey: claim.orderKey,
+        factChange: opts.factChange,
         done: false,
         resolve,
         reject,

@@ -2,11 +2,13 @@
  * The ordering capability of `SqliteDedupStore`: marks in `<table>_order` (order key → position,
  * type and expiry), read by a claim and advanced by a complete inside the group-commit
  * transaction that takes the lease or writes the done record; the claim that holds each order key
- * in `<table>_order_lock`, taken with the lease and freed by the complete or the release. Event ids compare with SQLite's
+ * in `<table>_order_lock`, taken with the lease and freed by the complete or the release; the counts
+ * of each fact (an email's events of one type and millisecond) in `<table>_order_fact`, read with the
+ * claim and changed with the complete. Event ids compare with SQLite's
  * BINARY collation: the byte order of their UTF-8 text, as `compareOrderPositions`.
  */
 import type { OrderMark } from '../../ordering/position.js'
-import type { StoreOrderInput } from '../types.js'
+import type { FactCounts, StoreOrderInput } from '../types.js'
 import { prepareWalk, type Walked } from './purge.js'
 import type { Database, Statement } from './schema.js'
 
@@ -24,6 +26,12 @@ export interface MarkStatements extends Walked {
   freeLock: Statement
   /** The lock table's purge walk (locks whose lease lapsed). */
   locks: Walked
+  /** (key, now) → [handled, reconciled] of a live fact. */
+  readFact: Statement
+  /** (key, handled, reconciled, expiresAt, now): add to a fact's counts (a lapsed one counts from zero; reconciled ≥ 0) and renew it. */
+  changeFact: Statement
+  /** The fact table's purge walk. */
+  facts: Walked
 }
 
 /**
@@ -36,6 +44,9 @@ export function markTableSql(table: string): string {
   ) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS ${table}_order_lock (
     key TEXT PRIMARY KEY NOT NULL, token TEXT NOT NULL, expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS ${table}_order_fact (
+    key TEXT PRIMARY KEY NOT NULL, handled INTEGER NOT NULL, reconciled INTEGER NOT NULL, expires_at INTEGER NOT NULL
   ) WITHOUT ROWID;`
 }
 
@@ -43,6 +54,7 @@ export function markTableSql(table: string): string {
 export function prepareMarks(db: Database, table: string): MarkStatements {
   const t = `${table}_order`
   const lock = `${table}_order_lock`
+  const fact = `${table}_order_fact`
   const newer = `${t}.expires_at <= :now OR excluded.created_at_ms > ${t}.created_at_ms
     OR (excluded.created_at_ms = ${t}.created_at_ms AND excluded.event_id > ${t}.event_id)`
   return {
@@ -62,8 +74,23 @@ export function prepareMarks(db: Database, table: string): MarkStatements {
     ),
     freeLock: db.prepare(`DELETE FROM ${lock} WHERE key = ? AND token = ?`),
     locks: prepareWalk(db, lock),
+    readFact: db.prepare(`SELECT handled, reconciled FROM ${fact} WHERE key = ? AND expires_at > ?`).raw(),
+    changeFact: db.prepare(
+      `INSERT INTO ${fact} (key, handled, reconciled, expires_at) VALUES (:key, :handled, max(0, :reconciled), :expires)
+       ON CONFLICT (key) DO UPDATE SET
+         handled = CASE WHEN ${fact}.expires_at <= :now THEN 0 ELSE ${fact}.handled END + :handled,
+         reconciled = max(0, CASE WHEN ${fact}.expires_at <= :now THEN 0 ELSE ${fact}.reconciled END + :reconciled),
+         expires_at = :expires`,
+    ),
+    facts: prepareWalk(db, fact),
     ...prepareWalk(db, t),
   }
+}
+
+/** The live counts of fact `key` at `now`, zeros when none (call inside the batch's transaction). */
+export function readFact(statements: MarkStatements, key: string, now: number): FactCounts {
+  const row = statements.readFact.get(key, now) as [number, number] | undefined
+  return row === undefined ? { handled: 0, reconciled: 0 } : { handled: row[0], reconciled: row[1] }
 }
 
 /** The live mark of `key` at `now`, or null (call inside the batch's transaction). */

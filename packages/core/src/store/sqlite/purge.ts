@@ -5,9 +5,9 @@
  * at most a quarter of its size in new records; a record is gone at most two rounds after it
  * expired, which keeps the table under about twice its live records at any arrival rate. Order
  * marks (at most one per email, so no more than done records), order locks (freed by complete and
- * release; only lapsed ones wait here) and leases are walked the same way, each by a cursor of its
- * own, as many rows per step; a lease row goes an hour after it
- * ended (released or lapsed: it carries the attempt count). Steps run after the batch that
+ * release; only lapsed ones wait here), facts (at most one per done record) and leases are walked
+ * the same way, each by a cursor of its own, as many rows per step; a lease row goes an hour after
+ * it ended (released or lapsed: it carries the attempt count). Steps run after the batch that
  * triggered them has answered, in one short transaction each.
  */
 import type { Database, Statement, Statements } from './schema.js'
@@ -81,6 +81,7 @@ export class Purger {
   readonly #done: Cursor
   readonly #marks: Cursor
   readonly #locks: Cursor
+  readonly #facts: Cursor
   readonly #leases: Cursor
   /** Done records written since the last step. */
   #writes = 0
@@ -91,6 +92,7 @@ export class Purger {
     this.#done = new Cursor(statements)
     this.#marks = new Cursor(statements.marks)
     this.#locks = new Cursor(statements.marks.locks)
+    this.#facts = new Cursor(statements.marks.facts)
     this.#leases = new Cursor(statements.leases)
   }
 
@@ -108,6 +110,7 @@ export class Purger {
       this.#done.window(walk, now) +
       this.#marks.window(walk, now) +
       this.#locks.window(walk, now) +
+      this.#facts.window(walk, now) +
       this.#leases.window(walk, now - LEASE_MEMORY_MS)
     // Owed until here: a step whose statements throw is retried, with the same walk, after the next writes.
     this.#writes = 0
@@ -115,12 +118,13 @@ export class Purger {
     return deleted
   }
 
-  /** Walks the done records, the marks, the order locks and the leases once each from where their cursors are (call inside a write transaction). */
+  /** Walks the done records, the marks, the order locks, the facts and the leases once each from where their cursors are (call inside a write transaction). */
   round(now: number): number {
     const deleted =
       this.#done.round(MIN_WALK, now) +
       this.#marks.round(MIN_WALK, now) +
       this.#locks.round(MIN_WALK, now) +
+      this.#facts.round(MIN_WALK, now) +
       this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS)
     this.#writes = 0
     this.#rows = 0
