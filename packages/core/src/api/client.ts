@@ -6,7 +6,10 @@
 import { EmailApiError } from './errors.js'
 import { type ApiAnswer, type ApiCall, type RequestPolicy, type RetryInfo, request } from './http.js'
 
-/** Default retries after the first attempt on 429, 500/502/503 (and lost answers of idempotent calls). */
+/**
+ * Default retries after the first attempt: on 429, 500/502/503 and lost answers of idempotent
+ * calls; `createEndpoint` only on 429 and on connection failures before the request left.
+ */
 export const DEFAULT_API_MAX_RETRIES = 3
 /** Default time an attempt may take before it is abandoned. */
 export const DEFAULT_API_TIMEOUT_MS = 30_000
@@ -27,7 +30,11 @@ export interface WebhooksClientOptions {
   baseUrl: string
   /** The `fetch` to use; default `globalThis.fetch`. */
   fetch?: typeof fetch
-  /** Retries after the first attempt; default 3. 0 disables retries. */
+  /**
+   * Retries after the first attempt; default 3. 0 disables retries. `createEndpoint` is retried only
+   * on 429 and when the request never left (connection refused, no address): a 5xx or a lost answer
+   * may come after the endpoint was created.
+   */
   maxRetries?: number
   /** Milliseconds one attempt may take (AbortSignal); default 30 000. */
   timeoutMs?: number
@@ -164,7 +171,7 @@ function resolvePolicy(options: WebhooksClientOptions): RequestPolicy {
  * @param options.apiKey Server-side key with the scope `webhooks:manage` (never printed, never in errors).
  * @param options.baseUrl Base URL ending in `/v1`.
  * @param options.fetch Injectable `fetch`; default `globalThis.fetch`.
- * @param options.maxRetries Retries on 429 and 500/502/503; default 3.
+ * @param options.maxRetries Retries on 429 and 500/502/503 (`createEndpoint`: 429 and connections refused only); default 3.
  * @param options.timeoutMs Per-attempt timeout; default 30 000 ms.
  * @throws {TypeError} when the key is missing or malformed, or the base URL is not valid.
  * @example

@@ -95,9 +95,15 @@ export interface ApiErrorContext {
   operation: string
   endpointId?: string
   deliveryId?: string
+  /** The call is not idempotent (POST /webhooks): a 5xx or a lost answer may come after the service acted. */
+  mayHaveActed?: boolean
 }
 
 const PREFIX = '[@email-webhooks/core/api]'
+
+/** What to do when a create may have succeeded although its answer was a failure or never came. */
+export const MAY_HAVE_ACTED =
+  'The service may have created the endpoint anyway, so the client did not retry (a second endpoint would get a secret nobody saw): list the endpoints before creating again, and disable an endpoint whose secret you never received.'
 
 /** The advice for a status and code; the service's own message is appended but never parsed. */
 export function adviceFor(status: number, code: string, context: ApiErrorContext, attempts: number): string {
@@ -125,7 +131,8 @@ export function adviceFor(status: number, code: string, context: ApiErrorContext
     return `not found (404 ${code}). Check the base URL: it must end in /v1.`
   }
   if (status === 429) return `rate limited (429)${tries}. Wait a minute and try again, or lower the concurrency.`
-  if (status >= 500) return `the service is temporarily unavailable (${status} ${code})${tries}. Try again later.`
+  if (status >= 500)
+    return `the service is temporarily unavailable (${status} ${code})${tries}. ${context.mayHaveActed ? MAY_HAVE_ACTED : 'Try again later.'}`
   if (status === 400) return `the service refused the request to ${context.operation} (400 ${code}).`
   return `the request to ${context.operation} failed (${status} ${code}).`
 }
