@@ -4,7 +4,14 @@
  * exponential backoff over 10 attempts, disable after 10 failures in a row, and the
  * management API's answers (keys and scopes, JSON, request ids, the 100-record cap, expiry).
  */
-import { createFaithfulSender, type FaithfulSender, listenSender, TEST_API_KEY } from '@email-webhooks/core/testing'
+import { checkEndpointUrl, isLoopbackHost, validateBaseUrl } from '@email-webhooks/core/api'
+import {
+  checkEndpointUrl as checkEndpointUrlFromTesting,
+  createFaithfulSender,
+  type FaithfulSender,
+  listenSender,
+  TEST_API_KEY,
+} from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Reply, startReceiver } from './helpers.js'
 
@@ -213,6 +220,29 @@ describe('faithful sender: management API', () => {
     expect(await code('https://hooks.example.com/x#frag')).toBe('invalid_webhook')
     expect(await code(`https://hooks.example.com/${'a'.repeat(2000)}`)).toBe('validation_error')
     expect(await code('https://hooks.example.com/x')).toBeUndefined()
+  })
+
+  it('counts the same hosts as loopback as the API client does: localhost, 127.0.0.0/8 and [::1]', async () => {
+    const sender = createFaithfulSender()
+    const hosts = ['localhost', '127.0.0.1', '127.0.0.2', '127.1.2.3', '[::1]', '10.0.0.1', '128.0.0.1', 'hooks.example.com']
+    const senderAccepts = async (host: string) =>
+      (await api(sender, 'POST', '/webhooks', { url: `http://${host}:3000/hooks` })).status === 201
+    const clientAccepts = (host: string) => {
+      try {
+        return validateBaseUrl(`http://${host}:3000/v1`) !== ''
+      } catch {
+        return false
+      }
+    }
+    const verdicts = await Promise.all(hosts.map(async (host) => [host, await senderAccepts(host), clientAccepts(host)]))
+    expect(verdicts).toEqual(hosts.map((host, i) => [host, i < 5, i < 5]))
+    expect(hosts.map((host) => isLoopbackHost(new URL(`http://${host}`).hostname))).toEqual(hosts.map((_, i) => i < 5))
+    // The rule is core's, exported from the API entry and still from the testing kit.
+    for (const url of ['https://172.16.5.4/x', 'http://127.0.0.2:3000/x', 'https://hooks.example.com/x'])
+      expect([checkEndpointUrlFromTesting(url, false), checkEndpointUrlFromTesting(url, true)]).toEqual([
+        checkEndpointUrl(url, false),
+        checkEndpointUrl(url, true),
+      ])
   })
 
   it('PATCH re-enables a disabled endpoint and resets its counter; unknown ids are 404 not_found', async () => {

@@ -4,8 +4,14 @@
  * recoverEndpoint(). The API key is never printed; API errors are one line on stderr.
  */
 import type { DedupStore } from '@email-webhooks/core'
-import { createWebhooksClient, EmailApiError, type RecoveryReport, recoverEndpoint, type WebhooksClient } from '@email-webhooks/core/api'
-import { checkEndpointUrl } from '@email-webhooks/core/testing'
+import {
+  checkEndpointUrl,
+  createWebhooksClient,
+  EmailApiError,
+  type RecoveryReport,
+  recoverEndpoint,
+  type WebhooksClient,
+} from '@email-webhooks/core/api'
 import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson } from '../lib/common.js'
 import { EXIT, plainMessage, UsageError } from '../lib/errors.js'

@@ -5,6 +5,7 @@
  */
 import { EmailApiError } from './errors.js'
 import { type ApiAnswer, type ApiCall, type RequestPolicy, type RetryInfo, request } from './http.js'
+import { isLoopbackHost } from './urls.js'
 
 /**
  * Default retries after the first attempt: on 429, 500/502/503 and lost answers of idempotent
@@ -93,11 +94,9 @@ export interface WebhooksClient {
   retryDelivery(endpointId: string, deliveryId: string, options?: CallOptions): Promise<{ ok: true; requestId: string }>
 }
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
-
 /**
  * Checks a base URL and returns it without a trailing slash.
- * @throws {TypeError} when it is not an HTTPS URL (HTTP only to a loopback host) whose path ends in `/v1`, or carries credentials, a query or a fragment.
+ * @throws {TypeError} when it is not an HTTPS URL (HTTP only to a loopback host: localhost, 127.0.0.0/8, [::1]) whose path ends in `/v1`, or carries credentials, a query or a fragment.
  */
 export function validateBaseUrl(baseUrl: string): string {
   let url: URL
@@ -106,7 +105,7 @@ export function validateBaseUrl(baseUrl: string): string {
   } catch {
     throw new TypeError(`[@email-webhooks/core/api] baseUrl is not a URL: "${baseUrl}". Give the API's base URL, ending in /v1.`)
   }
-  const local = url.protocol === 'http:' && LOOPBACK.test(url.hostname)
+  const local = url.protocol === 'http:' && isLoopbackHost(url.hostname)
   if (url.protocol !== 'https:' && !local)
     throw new TypeError(
       '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to localhost, for tests): the API key must not travel in clear.',

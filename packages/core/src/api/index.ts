@@ -29,3 +29,4 @@ export {
   type RecoveryReport,
   recoverEndpoint,
 } from './recover.js'
+export { checkEndpointUrl, type EndpointUrlProblem, isLoopbackHost } from './urls.js'

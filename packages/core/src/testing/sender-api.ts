@@ -3,8 +3,8 @@
  * with scopes (401 invalid_api_key, 403 missing_scope), JSON bodies (415 json_required),
  * X-Request-Id on every answer, the error shape `{ error: { code, message, requestId, fields? } }`.
  */
+import { checkEndpointUrl } from '../api/urls.js'
 import {
-  checkEndpointUrl,
   SENDER_DELIVERIES_CAP,
   type SenderApiFault,
   type SenderApiRequest,
