@@ -75,6 +75,8 @@ export interface WebhookDelivery {
   attempts: number
   last_status: number | null
   next_attempt_at: string | null
+  /** Not documented by the service; when every listed record carries it, `recoverEndpoint` retries in its order. */
+  created_at?: string
 }
 
 /** The typed client; every method rejects with {@link EmailApiError}. */

@@ -17,7 +17,13 @@ export {
   type WebhooksClient,
   type WebhooksClientOptions,
 } from './client.js'
-export { EmailApiError, type EmailApiErrorCode, type EmailApiErrorInit, type EmailApiFieldError } from './errors.js'
+export {
+  EmailApiError,
+  type EmailApiErrorCode,
+  type EmailApiErrorInit,
+  type EmailApiFieldError,
+  RecoveryAbortedError,
+} from './errors.js'
 export { parseRetryAfter, RETRYABLE_STATUSES, type RetryInfo } from './http.js'
 export {
   type AlreadyHandledReason,
