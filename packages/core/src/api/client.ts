@@ -110,7 +110,7 @@ export function validateBaseUrl(baseUrl: string): string {
   const local = url.protocol === 'http:' && isLoopbackHost(url.hostname)
   if (url.protocol !== 'https:' && !local)
     throw new TypeError(
-      '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to localhost, for tests): the API key must not travel in clear.',
+      '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to a loopback host: localhost, 127.0.0.0/8 or [::1], for tests): the API key must not travel in clear.',
     )
   if (url.username || url.password)
     throw new TypeError('[@email-webhooks/core/api] baseUrl must not carry credentials; pass the key as apiKey.')
