@@ -21,7 +21,14 @@ export const NOT_LISTED_NOTE: string = `Note: events emitted while the endpoint 
 /** Printed when the list held the service's maximum. */
 export const TRUNCATED_WARNING: string = `warning: the service listed ${DELIVERIES_LIST_CAP} deliveries, its maximum: older ones were not shown and were not retried, and running recover again lists the same ones (a retry requeues the same record). Events not listed can only be brought back from each email's own event list (GET /emails/{id}); ${RECONCILE_HINT}.`
 
-/** Prints rows under a bold header, columns padded. */
+/**
+ * Prints rows under a bold header, columns padded.
+ * @param out Where to print.
+ * @param headers Column titles.
+ * @param rows One array of cells per row.
+ * @example
+ * table(out, ['id', 'url'], endpoints.map((e) => [e.id, e.url]))
+ */
 export function table(out: Output, headers: string[], rows: string[][]): void {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
   const line = (cells: string[]): string =>
@@ -60,13 +67,21 @@ function rows(report: RecoveryReport): string[][] {
   ]
 }
 
-/** The exit code of a finished report: 1 when a retry failed or the list may hide older deliveries. */
+/**
+ * The exit code of a finished report: 1 when a retry failed or the list may hide older deliveries.
+ * @param report What recoverEndpoint returned.
+ * @example
+ * state.exitCode = recoveryExitCode(report)
+ */
 export function recoveryExitCode(report: RecoveryReport): number {
   return report.failed.length > 0 || report.listMayBeTruncated ? EXIT.unexpected : EXIT.ok
 }
 
 /**
  * Prints a report (text or `--json`) and the store line; warnings go to stderr.
+ * @param out Where to print.
+ * @param report What recoverEndpoint returned.
+ * @param source The store consulted (or none).
  * @example
  * printRecovery(out, report, source)
  */
@@ -87,6 +102,10 @@ export function printRecovery(out: Output, report: RecoveryReport, source: Recov
 
 /**
  * Prints what an interrupted recovery did (Ctrl-C).
+ * @param out Where to print.
+ * @param error The abort, with its report (undefined when nothing was changed).
+ * @param source The store consulted (or none).
+ * @param endpointId The endpoint, for the JSON output when there is no report.
  * @example
  * printAborted(out, error, source, endpointId)
  */

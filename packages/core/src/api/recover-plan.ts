@@ -41,6 +41,10 @@ function timeOf(d: WebhookDelivery): number | undefined {
 /**
  * The deliveries oldest first: by `created_at` when every record has one, else the list reversed
  * (the service lists newest first). Ties keep the reversed list's order.
+ * @param deliveries The list as the service gave it (newest first).
+ * @throws Never.
+ * @example
+ * oldestFirst((await client.listDeliveries(endpointId)).deliveries)
  */
 export function oldestFirst(deliveries: readonly WebhookDelivery[]): WebhookDelivery[] {
   const reversed = [...deliveries].reverse()
@@ -52,7 +56,16 @@ export function oldestFirst(deliveries: readonly WebhookDelivery[]): WebhookDeli
     .map((x) => x.d)
 }
 
-/** Decides every delivery; `lookup` (when the store has one) is asked about the events not yet delivered. */
+/**
+ * Decides every delivery; `lookup` (when the store has one) is asked about the events not yet delivered.
+ * @param deliveries The listed records, newest first.
+ * @param store The receiver's store, or undefined.
+ * @param namespace The receiver's dedup namespace.
+ * @param requestId The list's request id, for the report.
+ * @throws {DedupStoreError} when `lookup` fails.
+ * @example
+ * const { toRetry } = await planRecovery(deliveries, store, DEFAULT_NAMESPACE, requestId)
+ */
 export async function planRecovery(
   deliveries: readonly WebhookDelivery[],
   store: DedupStore | undefined,

@@ -50,7 +50,15 @@ function spacingGate(spacingMs: number, signal: AbortSignal | undefined): () => 
   }
 }
 
-/** Runs the retries of `queue`, recording each outcome in `report`; resolves once none is running. */
+/**
+ * Runs the retries of `queue`, recording each outcome in `report`; resolves once none is running.
+ * @param run The client, the endpoint, the pacing and the signal.
+ * @param queue The deliveries to retry, in order.
+ * @param report Where outcomes go (`retried`, `expired`, `failed`, `interrupted`, `notStarted`).
+ * @throws What the client throws that is not an `EmailApiError` nor the abort.
+ * @example
+ * await runRetries({ client, endpointId, concurrency: 4, spacingMs: 100, signal }, plan.toRetry, report)
+ */
 export async function runRetries(run: RetryRun, queue: readonly WebhookDelivery[], report: RecoveryReport): Promise<void> {
   const { client, endpointId, signal } = run
   const call: CallOptions = signal ? { signal } : {}

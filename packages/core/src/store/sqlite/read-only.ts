@@ -13,7 +13,12 @@ import type { Database, DatabaseConstructor, Statements } from './schema.js'
 
 type ReadOnlyConstructor = new (path: string, options: { timeout: number; readonly: true; fileMustExist: true }) => Database
 
-/** What a read-only store refuses: every call that would write. */
+/**
+ * The error of every call that would write to a read-only store.
+ * @param path The store's file.
+ * @example
+ * return Promise.reject(readOnlyError(path))
+ */
 export function readOnlyError(path: string): DedupStoreError {
   return new DedupStoreError(
     'misconfigured',
@@ -24,6 +29,13 @@ export function readOnlyError(path: string): DedupStoreError {
 /**
  * Opens an existing file read-only and prepares the reads of `lookup`. The other statements are
  * absent: the store refuses every call that would use them.
+ * @param Driver better-sqlite3's Database class.
+ * @param path The file; it must exist.
+ * @param busyTimeoutMs How long a read waits for a lock.
+ * @param table The done records' table (leases in `<table>_lease`).
+ * @throws {DedupStoreError} `misconfigured` when the file does not exist, is not a database or has no dedup table.
+ * @example
+ * const { db, statements } = openReadOnly(loadDriver(), path, 5_000, DEFAULT_SQLITE_TABLE)
  */
 export function openReadOnly(
   Driver: DatabaseConstructor,
