@@ -218,6 +218,60 @@ describe('webhooks client: backoff, retries and timeouts', () => {
     expect([error.code, error.attempts]).toEqual(['timeout', 1])
   })
 
+  it('does not retry a create answered 5xx after the service created it: one endpoint, and advice to list before creating again', async () => {
+    const sender = createFaithfulSender({ apiKeys: { [KEY]: ['webhooks:manage'] } })
+    closers.push(() => sender.close())
+    let posts = 0
+    const client = createWebhooksClient({
+      apiKey: KEY,
+      baseUrl: 'https://api.sender.test/v1',
+      backoffBaseMs: 1,
+      maxRetries: 3,
+      // The service creates the endpoint, then a proxy in front of it answers 502.
+      fetch: async (input, init) => {
+        const request = new Request(input, init)
+        const answer = await sender.fetch(request)
+        if (request.method !== 'POST') return answer
+        posts++
+        return Response.json({ error: { code: 'internal_error', message: 'bad gateway' } }, { status: 502 })
+      },
+    })
+    const error = await failure(client.createEndpoint('https://hooks.example.com/x'))
+    expect([error.status, error.attempts, posts]).toEqual([502, 1, 1])
+    expect(error.message).toMatch(/may have created the endpoint anyway.*list the endpoints before creating again/)
+    expect((await client.listEndpoints()).endpoints).toHaveLength(1)
+  })
+
+  it('retries a create on 429 and when the connection was refused (the request never left)', async () => {
+    const { sender, client } = setup({ backoffBaseMs: 1, maxRetries: 3 })
+    sender.injectApiFaults({ status: 429 })
+    expect((await client.createEndpoint('https://hooks.example.com/a')).id).toMatch(/^[0-9a-f-]{36}$/)
+    let refused = 1
+    const flaky = createWebhooksClient({
+      apiKey: KEY,
+      baseUrl: 'https://api.sender.test/v1',
+      backoffBaseMs: 1,
+      fetch: async (input, init) => {
+        if (refused-- > 0)
+          throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) })
+        return sender.fetch(new Request(input, init))
+      },
+    })
+    expect((await flaky.createEndpoint('https://hooks.example.com/b')).id).toMatch(/^[0-9a-f-]{36}$/)
+    expect((await client.listEndpoints()).endpoints.map((e) => e.url)).toEqual([
+      'https://hooks.example.com/a',
+      'https://hooks.example.com/b',
+    ])
+  })
+
+  it('sends nothing when the signal is already aborted', async () => {
+    const { client, sent } = setup()
+    const signal = AbortSignal.abort(new Error('aborted before the call'))
+    await expect(client.listEndpoints({ signal })).rejects.toThrow('aborted before the call')
+    await expect(client.retryDelivery('e1', 'd1', { signal })).rejects.toThrow('aborted before the call')
+    expect(sent).toEqual([])
+  })
+
   it('stops waiting when the caller aborts', async () => {
     const { sender, client } = setup({ backoffBaseMs: 10_000, random: () => 0.99 })
     sender.injectApiFaults({ status: 503 })

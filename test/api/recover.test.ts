@@ -3,9 +3,22 @@
  * in the store, delivered, same event twice), what it reports (expired, failed, request ids),
  * dry runs that change nothing, unknown endpoints, and bounded concurrency with spacing.
  */
-import { emailWebhook, MemoryDedupStore } from '@email-webhooks/core'
-import { createWebhooksClient, EmailApiError, recoverEndpoint } from '@email-webhooks/core/api'
-import { createFaithfulSender, type FaithfulSenderOptions, TEST_API_KEY } from '@email-webhooks/core/testing'
+import { DEFAULT_NAMESPACE, emailWebhook, MemoryDedupStore } from '@email-webhooks/core'
+import {
+  createWebhooksClient,
+  EmailApiError,
+  RecoveryAbortedError,
+  recoverEndpoint,
+  type WebhookDelivery,
+  type WebhooksClient,
+} from '@email-webhooks/core/api'
+import {
+  createFaithfulSender,
+  type FaithfulSender,
+  type FaithfulSenderOptions,
+  TEST_API_KEY,
+  TEST_SECRET,
+} from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 const closers: Array<() => unknown> = []
@@ -67,6 +80,23 @@ function setup(
   }
 }
 
+/** A client whose endpoint `e1` is enabled and lists `deliveries` (newest first); retries are recorded in `retried`. */
+function fakeClient(deliveries: WebhookDelivery[], retried: string[]): WebhooksClient {
+  const { client } = setup()
+  return {
+    ...client,
+    listEndpoints: async () => ({
+      endpoints: [{ id: 'e1', url: 'https://x.example/h', enabled: true, failures: 0, created_at: '' }],
+      requestId: 'r0',
+    }),
+    listDeliveries: async () => ({ deliveries, requestId: 'r1' }),
+    retryDelivery: async (_endpointId: string, deliveryId: string) => {
+      retried.push(deliveryId)
+      return { ok: true as const, requestId: 'r2' }
+    },
+  }
+}
+
 describe('recoverEndpoint', () => {
   it('skips an event the store holds as done although the sender saw a timeout, and retries it without lookup', async () => {
     const { sender, store, client, runs, endpointId } = setup({
@@ -105,7 +135,8 @@ describe('recoverEndpoint', () => {
   })
 
   it('in a dry run reports what it would do and sends no PATCH and no retry', async () => {
-    const { sender, store, client, endpointId, setBroken } = setup()
+    // One attempt each: the three deliveries fail, and the third failure disables the endpoint.
+    const { sender, store, client, endpointId, setBroken } = setup({ senderOptions: { maxAttempts: 1, disableAfter: 3 } })
     setBroken(true)
     for (let i = 0; i < 3; i++) sender.emit({ type: 'email.bounced' })
     await sender.idle()
@@ -182,8 +213,180 @@ describe('recoverEndpoint', () => {
       retryDelivery: async () => ({ ok: true as const, requestId: 'r2' }),
     }
     const report = await recoverEndpoint({ client: fake, endpointId: 'e1', spacingMs: 0 })
-    expect(report.retried).toEqual([{ deliveryId: 'd1', eventId, requestId: 'r2' }])
-    expect(report.alreadyHandled).toEqual([{ deliveryId: 'd2', eventId, requestId: 'r1', reason: 'same_event' }])
+    // The list is newest first: d2 is the older record, retried first.
+    expect(report.retried).toEqual([{ deliveryId: 'd2', eventId, requestId: 'r2' }])
+    expect(report.alreadyHandled).toEqual([{ deliveryId: 'd1', eventId, requestId: 'r1', reason: 'same_event' }])
+  })
+
+  it('does not retry deliveries the sender is still delivering (pending, delivering), nor another record of their events', async () => {
+    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+    const record = (id: string, event_id: string, state: string) => ({
+      id,
+      event_id,
+      state,
+      attempts: 2,
+      last_status: 500,
+      next_attempt_at: null,
+    })
+    const retried: string[] = []
+    const fake = fakeClient(
+      [record('d4', c, 'failed'), record('d3', a, 'failed'), record('d2', b, 'delivering'), record('d1', a, 'pending')],
+      retried,
+    )
+    const report = await recoverEndpoint({ client: fake, endpointId: 'e1', spacingMs: 0 })
+    expect(retried).toEqual(['d4'])
+    expect(report.senderRetrying).toEqual([
+      { deliveryId: 'd1', eventId: a, requestId: 'r1', state: 'pending' },
+      { deliveryId: 'd2', eventId: b, requestId: 'r1', state: 'delivering' },
+    ])
+    expect(report.alreadyHandled).toEqual([{ deliveryId: 'd3', eventId: a, requestId: 'r1', reason: 'same_event' }])
+  })
+
+  it('leaves to the sender the deliveries a disable paused, which it resumes once the endpoint is re-enabled', async () => {
+    const { sender, store, client, runs, endpointId, setBroken } = setup({
+      senderOptions: { disableAfter: 3 },
+      handlerDelayMs: 300,
+      apiFetch: async (request, next) => {
+        if (request.url.endsWith('/retry')) throw new Error('no retry by hand expected')
+        return next(request)
+      },
+    })
+    setBroken(true)
+    const events = [sender.emit({ type: 'email.bounced' }).event, sender.emit({ type: 'email.bounced' }).event]
+    await sender.idle()
+    expect(sender.endpoint(endpointId)?.enabled).toBe(false)
+    expect(sender.deliveries(endpointId).map((d) => d.state)).toEqual(['pending', 'pending'])
+    setBroken(false)
+    const report = await recoverEndpoint({ client, endpointId, store, spacingMs: 0 })
+    expect([report.enable, report.retried, report.failed]).toEqual(['reenabled', [], []])
+    expect(report.senderRetrying.map((d) => d.eventId).sort()).toEqual(events.map((e) => e.id).sort())
+    await sender.idle()
+    expect(events.map((e) => runs.get(e.id))).toEqual([1, 1])
+  })
+
+  it("retries the oldest delivery first, so with ordering on none of an email's events arrives stale", async () => {
+    const emailId = crypto.randomUUID()
+    const start = Date.now()
+    const types = ['email.queued', 'email.submitted', 'email.deferred', 'email.submitted'] as const
+    const handled: string[] = []
+    const stale: string[] = []
+    let broken = true
+    let sender: FaithfulSender | undefined
+    const receiver = emailWebhook(
+      TEST_SECRET,
+      {},
+      {
+        store: new MemoryDedupStore(),
+        ordering: true,
+        skipStale: true,
+        onEvent: (event) => {
+          if (broken) throw new Error('down (simulated)')
+          handled.push(event.id)
+        },
+        onStale: (event) => void stale.push(event.id),
+        logger: false,
+      },
+    )
+    sender = createFaithfulSender({
+      timeScale: 0.0005,
+      maxAttempts: 1,
+      disableAfter: 100,
+      fetch: (input, init) => receiver(new Request(input, init)),
+    })
+    closers.push(() => sender?.close())
+    const { id: endpointId } = sender.createEndpoint('https://hooks.example.com/email', { secret: TEST_SECRET })
+    const ids = types.map((type, i) => {
+      const event = { id: crypto.randomUUID(), type, created_at: new Date(start + i * 1000).toISOString(), data: { id: emailId } }
+      return sender?.emit({ event }).event.id as string
+    })
+    await sender.idle()
+    broken = false
+    const client = createWebhooksClient({
+      apiKey: TEST_API_KEY,
+      baseUrl: 'https://api.sender.test/v1',
+      // Each retry answers once its delivery was handled, so the deliveries arrive in the order of the retries.
+      fetch: async (input, init) => {
+        const answer = await sender?.fetch(new Request(input, init))
+        await sender?.idle()
+        return answer as Response
+      },
+    })
+    const report = await recoverEndpoint({ client, endpointId, concurrency: 1, spacingMs: 0 })
+    expect(report.retried.map((r) => r.eventId)).toEqual(ids)
+    expect([handled, stale]).toEqual([ids, []])
+  })
+
+  it("orders retries by the records' created_at when the list gives one for every record", async () => {
+    const record = (id: string, at: string) => ({
+      id,
+      event_id: `ev-${id}`,
+      state: 'failed',
+      attempts: 10,
+      last_status: 500,
+      next_attempt_at: null,
+      created_at: at,
+    })
+    const retried: string[] = []
+    const fake = fakeClient(
+      [record('d1', '2026-01-01T00:00:02Z'), record('d2', '2026-01-01T00:00:03Z'), record('d3', '2026-01-01T00:00:01Z')],
+      retried,
+    )
+    await recoverEndpoint({ client: fake, endpointId: 'e1', spacingMs: 0, concurrency: 1 })
+    expect(retried).toEqual(['d3', 'd1', 'd2'])
+  })
+
+  it('stops at an abort: no retry starts after it, and it rejects with RecoveryAbortedError and the report of what was done', async () => {
+    const starts: number[] = []
+    const { sender, store, client, endpointId, setBroken } = setup({
+      senderOptions: { maxAttempts: 1, disableAfter: 100 },
+      apiFetch: async (request, next) => {
+        if (request.url.endsWith('/retry')) starts.push(performance.now())
+        return next(request)
+      },
+    })
+    setBroken(true)
+    for (let i = 0; i < 8; i++) sender.emit({ type: 'email.bounced' })
+    await sender.idle()
+    setBroken(false)
+    const controller = new AbortController()
+    let abortedAt = Number.POSITIVE_INFINITY
+    setTimeout(() => {
+      abortedAt = performance.now()
+      controller.abort(new Error('stopped by the test'))
+    }, 150)
+    const error = await recoverEndpoint({ client, endpointId, store, concurrency: 2, spacingMs: 100, signal: controller.signal }).catch(
+      (e: unknown) => e,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(starts.filter((t) => t >= abortedAt)).toEqual([])
+    expect(starts.length).toBeLessThanOrEqual(2)
+    expect(error).toBeInstanceOf(RecoveryAbortedError)
+    const { code, report, cause } = error as RecoveryAbortedError
+    expect([code, (cause as Error).message]).toEqual(['recovery_aborted', 'stopped by the test'])
+    expect(report?.aborted).toBe(true)
+    expect((report?.retried.length ?? 0) + (report?.interrupted.length ?? 0)).toBe(starts.length)
+    expect((report?.retried.length ?? 0) + (report?.interrupted.length ?? 0) + (report?.notStarted.length ?? 0)).toBe(8)
+    expect((error as Error).message).toMatch(/was aborted: \d+ deliveries requeued, \d+ not started/)
+  })
+
+  it('sends nothing when the signal is already aborted', async () => {
+    const { sender, client, endpointId } = setup()
+    const before = sender.apiRequests.length
+    const error = await recoverEndpoint({ client, endpointId, signal: AbortSignal.abort() }).catch((e: unknown) => e)
+    expect(sender.apiRequests.length).toBe(before)
+    expect(error).toBeInstanceOf(RecoveryAbortedError)
+    expect((error as RecoveryAbortedError).report).toBeUndefined()
+    expect((error as Error).message).toContain('nothing was changed')
+  })
+
+  it("looks events up under the receiver's default namespace (DEFAULT_NAMESPACE) when none is given", async () => {
+    const store = new MemoryDedupStore()
+    const eventId = crypto.randomUUID()
+    const claim = await store.claim(`${DEFAULT_NAMESPACE}:${eventId}`, { leaseMs: 60_000, retentionMs: 60_000 })
+    if (claim.status === 'acquired') await store.complete(claim.claim, { retentionMs: 60_000 })
+    const record = { id: 'd1', event_id: eventId, state: 'failed', attempts: 10, last_status: 500, next_attempt_at: null }
+    const report = await recoverEndpoint({ client: fakeClient([record], []), endpointId: 'e1', store, spacingMs: 0 })
+    expect(report.alreadyHandled.map((h) => h.reason)).toEqual(['store'])
   })
 
   it('says so when the endpoint does not exist', async () => {

@@ -15,8 +15,8 @@ export interface SeenPost {
   body: string
 }
 
-/** What the receiver answers: a status, a redirect to `to`, or no answer for `ms`. */
-export type Reply = number | { redirect: string } | { hangMs: number }
+/** What the receiver answers: a status, a status with `Retry-After`, a redirect to `to`, or no answer for `ms`. */
+export type Reply = number | { status: number; retryAfter: string } | { redirect: string } | { hangMs: number }
 
 /** Starts a receiver on 127.0.0.1:0 that answers with `reply(post, index)`. */
 export async function startReceiver(
@@ -46,6 +46,8 @@ export async function startReceiver(
       const answer = reply(post, posts.length - 1)
       if (typeof answer === 'number') {
         res.writeHead(answer, { 'content-type': 'application/json' }).end('{}')
+      } else if ('retryAfter' in answer) {
+        res.writeHead(answer.status, { 'content-type': 'application/json', 'retry-after': answer.retryAfter }).end('{}')
       } else if ('redirect' in answer) {
         res.writeHead(302, { location: answer.redirect }).end()
       } else {

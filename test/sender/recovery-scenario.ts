@@ -50,7 +50,16 @@ export async function runRecoveryScenario(
   let receiver: ScenarioReceiver | undefined
   const server = createServer((req, res) => receiver?.listener(req, res))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const sender = createFaithfulSender({ timeScale: 0.0005, repeatProbability: 0.3, reorderWindowMs: 20, random: seeded(42) })
+  // Two attempts per delivery: the five lost events spend their budgets with the 10th failure, which
+  // disables the endpoint, so each waits for a retry by hand (a delivery with attempts left would be
+  // paused instead, and resumed by the sender itself once recover re-enables the endpoint).
+  const sender = createFaithfulSender({
+    timeScale: 0.0005,
+    maxAttempts: 2,
+    repeatProbability: 0.3,
+    reorderWindowMs: 20,
+    random: seeded(42),
+  })
   const api = await listenSender(sender)
   try {
     const { id: endpointId, secret } = sender.createEndpoint(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`)

@@ -4,8 +4,15 @@
  * exponential backoff over 10 attempts, disable after 10 failures in a row, and the
  * management API's answers (keys and scopes, JSON, request ids, the 100-record cap, expiry).
  */
-import { createFaithfulSender, type FaithfulSender, listenSender, TEST_API_KEY } from '@email-webhooks/core/testing'
-import { afterEach, describe, expect, it } from 'vitest'
+import { checkEndpointUrl, isLoopbackHost, validateBaseUrl } from '@email-webhooks/core/api'
+import {
+  checkEndpointUrl as checkEndpointUrlFromTesting,
+  createFaithfulSender,
+  type FaithfulSender,
+  listenSender,
+  TEST_API_KEY,
+} from '@email-webhooks/core/testing'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Reply, startReceiver } from './helpers.js'
 
 const closers: Array<() => unknown> = []
@@ -120,8 +127,89 @@ describe('faithful sender: deliveries', () => {
     expect(receiver.posts.length).toBeLessThanOrEqual(12)
     expect(sender.endpoint(endpoint.id)?.enabled).toBe(false)
     expect(sender.endpoint(endpoint.id)?.failures).toBe(receiver.posts.length)
-    expect(sender.deliveries(endpoint.id).map((d) => d.state)).toEqual(['failed', 'failed', 'failed'])
+    // None spent its 10 attempts: each waits, paused (no next attempt), for the endpoint to be enabled again.
+    expect(sender.deliveries(endpoint.id).map((d) => [d.state, d.next_attempt_at])).toEqual([
+      ['pending', null],
+      ['pending', null],
+      ['pending', null],
+    ])
+    // Events emitted while it is disabled get no delivery record.
     expect(sender.emit().deliveries).toEqual([])
+  })
+
+  it('resumes the deliveries a disable paused when the endpoint is enabled again (PATCH), each with the attempts it had left', async () => {
+    let healthy = false
+    const { sender, receiver, endpoint } = await setup(() => (healthy ? 200 : 503), { maxAttempts: 20 })
+    const ids = [0, 1, 2, 3].map(() => sender.emit().event.id)
+    await sender.idle()
+    expect(sender.endpoint(endpoint.id)?.enabled).toBe(false)
+    const paused = sender.deliveries(endpoint.id).filter((d) => d.state === 'pending')
+    expect(paused.length).toBeGreaterThan(0)
+    healthy = true
+    expect((await api(sender, 'PATCH', `/webhooks/${endpoint.id}`, { enabled: true })).status).toBe(200)
+    await sender.idle()
+    // No retry by hand: the sender resumed each paused delivery, and the receiver got it.
+    const now = new Map(sender.deliveries(endpoint.id).map((d) => [d.id, d]))
+    expect(paused.map((d) => now.get(d.id)?.state)).toEqual(paused.map(() => 'succeeded'))
+    expect(new Set(receiver.posts.filter((p) => p.verified).map((p) => p.id))).toEqual(new Set(ids))
+  })
+
+  it("stamps an email's events with strictly increasing created_at, even a thousand emitted in a row", () => {
+    const sender = createFaithfulSender()
+    const emailId = crypto.randomUUID()
+    const times = Array.from({ length: 1000 }, () =>
+      Date.parse(sender.emit({ type: 'email.deferred', data: { id: emailId } }).event.created_at),
+    )
+    for (let i = 1; i < times.length; i++) expect(times[i] as number).toBeGreaterThan(times[i - 1] as number)
+    // Another email's events start from the clock, not after this one's.
+    expect(Date.parse(sender.emit({ data: { id: crypto.randomUUID() } }).event.created_at)).toBeLessThanOrEqual(Date.now())
+  })
+
+  it("waits exactly the contract's backoff (no jitter) and ignores a receiver's Retry-After, which the contract does not promise to honour", async () => {
+    const fixed = Date.now()
+    const { sender, receiver, endpoint } = await setup((i) => (i < 2 ? { status: 429, retryAfter: '3600' } : 200), {
+      timeScale: 0.001,
+      now: () => fixed,
+      onAttempt: () =>
+        setImmediate(() => {
+          const next = sender.deliveries(endpoint.id)[0]?.next_attempt_at
+          if (next) waits.push(Date.parse(next) - fixed)
+        }),
+    })
+    const waits: number[] = []
+    sender.emit()
+    await sender.idle(2_000)
+    expect(receiver.posts).toHaveLength(3)
+    expect(waits).toEqual([5, 10])
+  })
+
+  it('checks for idleness without walking its delivery table after each attempt', async () => {
+    const sender = createFaithfulSender({ fetch: async () => new Response(null, { status: 200 }) })
+    closers.push(() => sender.close())
+    const { id } = sender.createEndpoint('http://127.0.0.1:9/hooks')
+    for (let i = 0; i < 1500; i++) sender.emit()
+    await sender.idle()
+    // Each attempt used to copy every delivery record into an array to look for a scheduled one.
+    let walks = 0
+    const big = function (this: Map<unknown, unknown>) {
+      if (this.size >= 1000) walks++
+    }
+    const spies = (['values', 'entries', 'forEach', Symbol.iterator] as const).map((name) => {
+      const original = Map.prototype[name] as (...args: unknown[]) => unknown
+      return vi.spyOn(Map.prototype, name).mockImplementation(function (this: Map<unknown, unknown>, ...args: unknown[]) {
+        big.call(this)
+        return original.apply(this, args)
+      } as never)
+    })
+    try {
+      for (let i = 0; i < 500; i++) sender.emit()
+      await sender.idle()
+    } finally {
+      for (const spy of spies) spy.mockRestore()
+    }
+    expect(sender.attempts).toHaveLength(2000)
+    expect(walks).toBe(0)
+    expect(sender.deliveries(id)).toHaveLength(2000)
   })
 
   it('resets the failure counter on a success', async () => {
@@ -215,6 +303,29 @@ describe('faithful sender: management API', () => {
     expect(await code('https://hooks.example.com/x')).toBeUndefined()
   })
 
+  it('counts the same hosts as loopback as the API client does: localhost, 127.0.0.0/8 and [::1]', async () => {
+    const sender = createFaithfulSender()
+    const hosts = ['localhost', '127.0.0.1', '127.0.0.2', '127.1.2.3', '[::1]', '10.0.0.1', '128.0.0.1', 'hooks.example.com']
+    const senderAccepts = async (host: string) =>
+      (await api(sender, 'POST', '/webhooks', { url: `http://${host}:3000/hooks` })).status === 201
+    const clientAccepts = (host: string) => {
+      try {
+        return validateBaseUrl(`http://${host}:3000/v1`) !== ''
+      } catch {
+        return false
+      }
+    }
+    const verdicts = await Promise.all(hosts.map(async (host) => [host, await senderAccepts(host), clientAccepts(host)]))
+    expect(verdicts).toEqual(hosts.map((host, i) => [host, i < 5, i < 5]))
+    expect(hosts.map((host) => isLoopbackHost(new URL(`http://${host}`).hostname))).toEqual(hosts.map((_, i) => i < 5))
+    // The rule is core's, exported from the API entry and still from the testing kit.
+    for (const url of ['https://172.16.5.4/x', 'http://127.0.0.2:3000/x', 'https://hooks.example.com/x'])
+      expect([checkEndpointUrlFromTesting(url, false), checkEndpointUrlFromTesting(url, true)]).toEqual([
+        checkEndpointUrl(url, false),
+        checkEndpointUrl(url, true),
+      ])
+  })
+
   it('PATCH re-enables a disabled endpoint and resets its counter; unknown ids are 404 not_found', async () => {
     const { sender, endpoint } = await setup(() => 500)
     sender.emit()
@@ -254,6 +365,22 @@ describe('faithful sender: management API', () => {
     clock += 60_001
     const expired = await api(sender, 'POST', `/webhooks/${endpoint.id}/retry`, { deliveryId: second })
     expect([expired.status, ((await expired.json()) as { error: { code: string } }).error.code]).toEqual([404, 'delivery_expired'])
+  })
+
+  it('answers 400 validation_error to a path with a malformed percent escape, over HTTP too', async () => {
+    const { sender } = await setup(() => 200)
+    for (const path of ['/webhooks/%E0%A4%A/deliveries', '/webhooks/%zz']) {
+      const res = await api(sender, 'GET', path)
+      expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([400, 'validation_error'])
+    }
+    const listener = await listenSender(sender)
+    closers.push(() => listener.close())
+    const res = await fetch(`${listener.baseUrl}/webhooks/%E0%A4%A/retry`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_API_KEY}`, 'content-type': 'application/json' },
+      body: '{"deliveryId":"d"}',
+    })
+    expect(res.status).toBe(400)
   })
 
   it('serves the API on 127.0.0.1 for other processes', async () => {

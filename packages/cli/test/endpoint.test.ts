@@ -30,6 +30,10 @@ beforeAll(async () => {
   sender = createFaithfulSender({
     apiKeys: { [KEY]: ['webhooks:manage'], [READ_KEY]: ['emails:read'] },
     timeScale: 0.0005,
+    // Three events spend their three attempts each and the 9th failure disables the endpoint, so
+    // each waits for recover (a delivery with attempts left would be paused and resumed by the sender).
+    maxAttempts: 3,
+    disableAfter: 9,
     fetch: async (input, init) => {
       handler ??= emailWebhook(
         secret,

@@ -3,14 +3,22 @@
  * the sender's webhook management API from the terminal, through core's typed client and
  * recoverEndpoint(). The API key is never printed; API errors are one line on stderr.
  */
-import type { DedupStore } from '@email-webhooks/core'
-import { createWebhooksClient, EmailApiError, type RecoveryReport, recoverEndpoint, type WebhooksClient } from '@email-webhooks/core/api'
-import { checkEndpointUrl } from '@email-webhooks/core/testing'
+import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
+import {
+  checkEndpointUrl,
+  createWebhooksClient,
+  EmailApiError,
+  RecoveryAbortedError,
+  recoverEndpoint,
+  type WebhooksClient,
+} from '@email-webhooks/core/api'
 import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson } from '../lib/common.js'
 import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
 import { parseWhole } from '../lib/input.js'
 import { createOutput, type Output } from '../lib/output.js'
+import { printAborted, printRecovery, recoveryExitCode, table } from '../lib/recover-output.js'
+import { DB_ENV, DEFAULT_DB_PATH, openRecoveryStore } from '../lib/recover-store.js'
 
 /** Environment variables of the API key and base URL. */
 export const API_KEY_ENV = 'EMAIL_API_KEY'
@@ -25,6 +33,7 @@ interface ApiOptions {
 interface RecoverOptions extends ApiOptions {
   dryRun?: boolean
   db?: string
+  store?: string
   namespace: string
   concurrency: string
   spacingMs: string
@@ -43,18 +52,6 @@ function clientFor(options: ApiOptions): { client: WebhooksClient; keySource: st
   } catch (error) {
     throw new UsageError(`${plainMessage(error)} (key from ${keySource})`)
   }
-}
-
-function table(out: Output, headers: string[], rows: string[][]): void {
-  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
-  const line = (cells: string[]): string =>
-    cells
-      .map((cell, c) => cell.padEnd(widths[c] ?? 0))
-      .join('  ')
-      .trimEnd()
-  out.line(out.colors.bold(line(headers)))
-  for (const row of rows) out.line(line(row))
-  if (rows.length === 0) out.line(out.colors.dim('(none)'))
 }
 
 /** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
@@ -80,39 +77,6 @@ function publicHttpsWarning(url: string): string | undefined {
   const problem = checkEndpointUrl(url, false)
   if (problem === null) return undefined
   return `warning: the service delivers only to public HTTPS URLs on port 443 and will likely refuse this one: ${problem.message}.`
-}
-
-async function printRecovery(out: Output, report: RecoveryReport, state: RunState): Promise<void> {
-  if (out.json) return out.data(report)
-  const verb = report.dryRun ? 'would retry' : 'retried'
-  const enable = { already: 'endpoint was enabled', reenabled: 'endpoint re-enabled', would_reenable: 'would re-enable the endpoint' }[
-    report.enable
-  ]
-  out.line(
-    `${report.dryRun ? 'Dry run: ' : ''}${enable}; ${report.retried.length} ${verb}, ${report.alreadyHandled.length} already handled, ${report.expired.length} expired, ${report.failed.length} failed`,
-  )
-  const rows = [
-    ...report.retried.map((i) => [verb, i.deliveryId, i.eventId, i.requestId ?? '']),
-    ...report.alreadyHandled.map((i) => [`handled (${i.reason})`, i.deliveryId, i.eventId, i.requestId ?? '']),
-    ...report.expired.map((i) => ['expired', i.deliveryId, i.eventId, i.requestId ?? '']),
-    ...report.failed.map((i) => [`failed ${i.status} ${i.code}`, i.deliveryId, i.eventId, i.requestId ?? '']),
-  ]
-  table(out, ['outcome', 'delivery', 'event', 'request id'], rows)
-  if (report.listMayBeTruncated)
-    out.error(
-      'warning: the service listed 100 deliveries, its maximum: older ones may not be shown. Run recover again after these are delivered.',
-    )
-  if (report.failed.length > 0) state.exitCode = EXIT.unexpected
-}
-
-async function openStore(path: string | undefined): Promise<DedupStore | undefined> {
-  if (path === undefined) return undefined
-  try {
-    const { SqliteDedupStore } = await import('@email-webhooks/core/sqlite')
-    return new SqliteDedupStore({ path })
-  } catch (error) {
-    throw new UsageError(`Cannot open the dedup database ${path} (--db): ${plainMessage(error)}`)
-  }
 }
 
 function apiOptions(command: Command): Command {
@@ -190,35 +154,50 @@ function deliveriesCommand(state: RunState): Command {
   )
 }
 
+/** Runs recoverEndpoint with Ctrl-C connected: the first one stops it (report printed, exit 130). */
+async function recover(state: RunState, client: WebhooksClient, out: Output, id: string, o: RecoverOptions): Promise<void> {
+  const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
+  const spacingMs = parseWhole(o.spacingMs, '--spacing-ms', 0, 60_000)
+  const source = await openRecoveryStore({ db: o.db, store: o.store })
+  const abort = new AbortController()
+  const onSigint = (): void => abort.abort(new Error('interrupted (SIGINT)'))
+  process.once('SIGINT', onSigint)
+  try {
+    const options = { client, endpointId: id, store: source.store, namespace: o.namespace, dryRun: o.dryRun === true }
+    const report = await recoverEndpoint({ ...options, concurrency, spacingMs, signal: abort.signal })
+    printRecovery(out, report, source)
+    state.exitCode = recoveryExitCode(report)
+  } catch (error) {
+    if (error instanceof RecoveryAbortedError) {
+      printAborted(out, error, source, id)
+      state.exitCode = EXIT.interrupted
+    } else if (error instanceof DedupStoreError) {
+      out.error(`email-webhooks: the dedup store (${source.description}) failed: ${plainMessage(error)}`)
+      state.exitCode = error.code === 'connection_failed' ? EXIT.unreachable : EXIT.unexpected
+    } else throw error
+  } finally {
+    process.removeListener('SIGINT', onSigint)
+    await source.store?.close?.()
+  }
+}
+
 function recoverCommand(state: RunState): Command {
   const command = new Command('recover')
-    .description('re-enable the endpoint if disabled and retry every delivery whose event is not yet handled')
+    .description(
+      're-enable the endpoint if disabled and retry, oldest first, every listed delivery whose event is not yet handled nor still being delivered',
+    )
     .argument('<id>', 'endpoint id')
     .option('--dry-run', 'show what would be done, change nothing')
-    .option('--db <path>', "the receiver's SQLite dedup file, to skip events it already handled")
-    .option('--namespace <ns>', "the receiver's dedup namespace", 'default')
+    .option(
+      '--db <path>',
+      `the receiver's SQLite dedup file, opened read-only (must exist; default ${DB_ENV}, else ${DEFAULT_DB_PATH} when it exists)`,
+    )
+    .option('--store <url>', "the receiver's shared dedup store: postgres://… or redis://… (only looked up)")
+    .option('--namespace <ns>', "the receiver's dedup namespace", DEFAULT_NAMESPACE)
     .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
     .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
   return apiOptions(command).action((id: string, o: RecoverOptions) =>
-    guarded(state, o, async (client, out) => {
-      const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
-      const spacingMs = parseWhole(o.spacingMs, '--spacing-ms', 0, 60_000)
-      const store = await openStore(o.db)
-      try {
-        const report = await recoverEndpoint({
-          client,
-          endpointId: id,
-          store,
-          namespace: o.namespace,
-          dryRun: o.dryRun === true,
-          concurrency,
-          spacingMs,
-        })
-        await printRecovery(out, report, state)
-      } finally {
-        await store?.close?.()
-      }
-    }),
+    guarded(state, o, (client, out) => recover(state, client, out, id, o)),
   )
 }
 
@@ -240,6 +219,7 @@ export const endpointCommand: CommandFactory = (state) => {
       'email-webhooks endpoint create https://example.com/hooks   # prints the secret once',
       'email-webhooks endpoint deliveries <id> --json',
       'email-webhooks endpoint recover <id> --dry-run --db ./.email-webhooks/dedup.db',
+      'email-webhooks endpoint recover <id> --store postgres://user:password@db.internal:5432/app',
     ]),
   )
   for (const sub of [

@@ -5,8 +5,12 @@
  */
 import { EmailApiError } from './errors.js'
 import { type ApiAnswer, type ApiCall, type RequestPolicy, type RetryInfo, request } from './http.js'
+import { isLoopbackHost } from './urls.js'
 
-/** Default retries after the first attempt on 429, 500/502/503 (and lost answers of idempotent calls). */
+/**
+ * Default retries after the first attempt: on 429, 500/502/503 and lost answers of idempotent
+ * calls; `createEndpoint` only on 429 and on connection failures before the request left.
+ */
 export const DEFAULT_API_MAX_RETRIES = 3
 /** Default time an attempt may take before it is abandoned. */
 export const DEFAULT_API_TIMEOUT_MS = 30_000
@@ -27,7 +31,11 @@ export interface WebhooksClientOptions {
   baseUrl: string
   /** The `fetch` to use; default `globalThis.fetch`. */
   fetch?: typeof fetch
-  /** Retries after the first attempt; default 3. 0 disables retries. */
+  /**
+   * Retries after the first attempt; default 3. 0 disables retries. `createEndpoint` is retried only
+   * on 429 and when the request never left (connection refused, no address): a 5xx or a lost answer
+   * may come after the endpoint was created.
+   */
   maxRetries?: number
   /** Milliseconds one attempt may take (AbortSignal); default 30 000. */
   timeoutMs?: number
@@ -67,6 +75,8 @@ export interface WebhookDelivery {
   attempts: number
   last_status: number | null
   next_attempt_at: string | null
+  /** Not documented by the service; when every listed record carries it, `recoverEndpoint` retries in its order. */
+  created_at?: string
 }
 
 /** The typed client; every method rejects with {@link EmailApiError}. */
@@ -86,11 +96,9 @@ export interface WebhooksClient {
   retryDelivery(endpointId: string, deliveryId: string, options?: CallOptions): Promise<{ ok: true; requestId: string }>
 }
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/
-
 /**
  * Checks a base URL and returns it without a trailing slash.
- * @throws {TypeError} when it is not an HTTPS URL (HTTP only to a loopback host) whose path ends in `/v1`, or carries credentials, a query or a fragment.
+ * @throws {TypeError} when it is not an HTTPS URL (HTTP only to a loopback host: localhost, 127.0.0.0/8, [::1]) whose path ends in `/v1`, or carries credentials, a query or a fragment.
  */
 export function validateBaseUrl(baseUrl: string): string {
   let url: URL
@@ -99,10 +107,10 @@ export function validateBaseUrl(baseUrl: string): string {
   } catch {
     throw new TypeError(`[@email-webhooks/core/api] baseUrl is not a URL: "${baseUrl}". Give the API's base URL, ending in /v1.`)
   }
-  const local = url.protocol === 'http:' && LOOPBACK.test(url.hostname)
+  const local = url.protocol === 'http:' && isLoopbackHost(url.hostname)
   if (url.protocol !== 'https:' && !local)
     throw new TypeError(
-      '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to localhost, for tests): the API key must not travel in clear.',
+      '[@email-webhooks/core/api] baseUrl must use https:// (http:// only to a loopback host: localhost, 127.0.0.0/8 or [::1], for tests): the API key must not travel in clear.',
     )
   if (url.username || url.password)
     throw new TypeError('[@email-webhooks/core/api] baseUrl must not carry credentials; pass the key as apiKey.')
@@ -164,7 +172,7 @@ function resolvePolicy(options: WebhooksClientOptions): RequestPolicy {
  * @param options.apiKey Server-side key with the scope `webhooks:manage` (never printed, never in errors).
  * @param options.baseUrl Base URL ending in `/v1`.
  * @param options.fetch Injectable `fetch`; default `globalThis.fetch`.
- * @param options.maxRetries Retries on 429 and 500/502/503; default 3.
+ * @param options.maxRetries Retries on 429 and 500/502/503 (`createEndpoint`: 429 and connections refused only); default 3.
  * @param options.timeoutMs Per-attempt timeout; default 30 000 ms.
  * @throws {TypeError} when the key is missing or malformed, or the base URL is not valid.
  * @example

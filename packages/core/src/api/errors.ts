@@ -1,8 +1,13 @@
 /**
- * The typed error of the sender's webhook management API client: HTTP status, the service's
- * stable `code`, its `requestId` and validation `fields`, with a message that says what to do.
- * It never holds the API key: not in its message, its fields nor its `cause`.
+ * The typed errors of the management API entry. `EmailApiError`: a failed request, with the HTTP
+ * status, the service's stable `code`, its `requestId` and validation `fields`, and a message that
+ * says what to do; it never holds the API key (not in its message, its fields nor its `cause`).
+ * `RecoveryAbortedError`: `recoverEndpoint` was aborted, with the report of what it did.
  */
+
+import type { RecoveryReport } from './recover.js'
+
+const PREFIX = '[@email-webhooks/core/api]'
 
 /** Codes the service documents, plus the client's own (`timeout`, `network_error`, `invalid_response`). */
 export type EmailApiErrorCode =
@@ -89,15 +94,46 @@ export class EmailApiError extends Error {
   }
 }
 
+/**
+ * `recoverEndpoint` was aborted (its `signal`): no request started after the abort. `report` says
+ * what was done until then (`undefined` when the abort came while the endpoints were being listed,
+ * before anything changed); running the recovery again finishes it, skipping what was delivered.
+ *
+ * @example
+ * try { await recoverEndpoint({ client, endpointId, signal }) }
+ * catch (error) { if (error instanceof RecoveryAbortedError) console.log(error.report?.retried.length ?? 0, 'requeued before the abort') }
+ */
+export class RecoveryAbortedError extends Error {
+  override readonly name = 'RecoveryAbortedError'
+  readonly code = 'recovery_aborted' as const
+  /** What was done before the abort; undefined when nothing had been changed or listed. */
+  readonly report: RecoveryReport | undefined
+
+  constructor(report: RecoveryReport | undefined, reason: unknown) {
+    const done = report
+      ? `${report.enable === 'reenabled' ? 'the endpoint was re-enabled, ' : report.enable === 'interrupted' ? 'the PATCH that re-enables the endpoint was interrupted (list the endpoint to see whether it took effect), ' : ''}${report.retried.length} deliveries requeued, ${report.notStarted.length} not started, ${report.interrupted.length} interrupted in flight (the service may have requeued those)`
+      : 'nothing was changed'
+    super(
+      `${PREFIX} the recovery of endpoint ${report?.endpointId ?? '(not found yet)'} was aborted: ${done}. Run it again to finish; deliveries already delivered or handled are skipped.`,
+      { cause: reason },
+    )
+    this.report = report
+  }
+}
+
 /** What the request was about, so the message can name it. */
 export interface ApiErrorContext {
   /** e.g. `list endpoints`, `retry delivery d-1 of endpoint e-1`. */
   operation: string
   endpointId?: string
   deliveryId?: string
+  /** The call is not idempotent (POST /webhooks): a 5xx or a lost answer may come after the service acted. */
+  mayHaveActed?: boolean
 }
 
-const PREFIX = '[@email-webhooks/core/api]'
+/** What to do when a create may have succeeded although its answer was a failure or never came. */
+export const MAY_HAVE_ACTED =
+  'The service may have created the endpoint anyway, so the client did not retry (a second endpoint would get a secret nobody saw): list the endpoints before creating again, and disable an endpoint whose secret you never received.'
 
 /** The advice for a status and code; the service's own message is appended but never parsed. */
 export function adviceFor(status: number, code: string, context: ApiErrorContext, attempts: number): string {
@@ -125,7 +161,8 @@ export function adviceFor(status: number, code: string, context: ApiErrorContext
     return `not found (404 ${code}). Check the base URL: it must end in /v1.`
   }
   if (status === 429) return `rate limited (429)${tries}. Wait a minute and try again, or lower the concurrency.`
-  if (status >= 500) return `the service is temporarily unavailable (${status} ${code})${tries}. Try again later.`
+  if (status >= 500)
+    return `the service is temporarily unavailable (${status} ${code})${tries}. ${context.mayHaveActed ? MAY_HAVE_ACTED : 'Try again later.'}`
   if (status === 400) return `the service refused the request to ${context.operation} (400 ${code}).`
   return `the request to ${context.operation} failed (${status} ${code}).`
 }

@@ -9,12 +9,18 @@ import {
   EmailApiError,
   type EmailApiFieldError,
   formatApiMessage,
+  MAY_HAVE_ACTED,
   scrub,
   scrubbedCause,
 } from './errors.js'
 
-/** Statuses the service calls temporary: retried with backoff. */
+/** Statuses the service calls temporary: retried with backoff (only 429 for a call that is not idempotent). */
 export const RETRYABLE_STATUSES: readonly number[] = Object.freeze([429, 500, 502, 503])
+/**
+ * Connection failures that happen before the request leaves (no connection, no address): the
+ * service cannot have acted, so even a call that is not idempotent may be sent again.
+ */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
 
 /** What {@link ClientOptions.onRetry} is told before each wait. */
 export interface RetryInfo {
@@ -48,7 +54,10 @@ export interface ApiCall {
   method: 'GET' | 'POST' | 'PATCH'
   path: string
   body?: unknown
-  /** False for POST /webhooks: a lost answer may mean the endpoint was created, so no retry then. */
+  /**
+   * False for POST /webhooks: a 5xx or a lost answer may come after the endpoint was created, so
+   * such a call is retried only on 429 and on failures before the request left.
+   */
   idempotent: boolean
   context: ApiErrorContext
   signal?: AbortSignal | undefined
@@ -127,6 +136,15 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   })
 }
 
+/** The system error code (`ECONNREFUSED`, …) of a fetch failure: on the error or its cause (undici puts it there). */
+function causeCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string') return code
+  }
+  return undefined
+}
+
 async function readJson(response: Response): Promise<unknown> {
   const text = await response.text()
   if (text === '') return undefined
@@ -139,6 +157,8 @@ async function readJson(response: Response): Promise<unknown> {
 
 /** One attempt: a response or a classified failure. */
 async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number): Promise<ApiAnswer | Failure> {
+  // A signal aborted before this attempt never fires its event: look, or the request would leave.
+  if (call.signal?.aborted) throw call.signal.reason
   const timeout = new AbortController()
   const timer = setTimeout(() => timeout.abort(), policy.timeoutMs)
   const onCallerAbort = (): void => timeout.abort()
@@ -160,7 +180,7 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
     const body = errorBody(json)
     const code = body.code ?? (response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'internal_error' : 'invalid_response')
     const requestId = body.requestId ?? headerId
-    const advice = adviceFor(response.status, code, call.context, attemptNo)
+    const advice = adviceFor(response.status, code, { ...call.context, mayHaveActed: !call.idempotent }, attemptNo)
     const message = formatApiMessage(advice, body.message ? scrub(body.message, policy.apiKey) : undefined, body.fields, requestId)
     const error = new EmailApiError({
       status: response.status,
@@ -172,16 +192,18 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
     })
     return {
       error,
-      retryable: RETRYABLE_STATUSES.includes(response.status),
+      retryable: call.idempotent ? RETRYABLE_STATUSES.includes(response.status) : response.status === 429,
       retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
     }
   } catch (cause) {
     if (call.signal?.aborted) throw call.signal.reason
     const timedOut = timeout.signal.aborted
     const code = timedOut ? 'timeout' : 'network_error'
+    const notSent = !timedOut && NOT_SENT_CODES.has(causeCode(cause) ?? '')
+    const maybe = !call.idempotent && !notSent ? ` ${MAY_HAVE_ACTED}` : ''
     const advice = timedOut
-      ? `no answer to ${call.context.operation} within ${policy.timeoutMs} ms${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}. Check the base URL and the network, or raise timeoutMs.`
-      : `could not reach the service to ${call.context.operation}${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}: ${scrub(cause instanceof Error ? cause.message : String(cause), policy.apiKey)}. Check the base URL and the network.`
+      ? `no answer to ${call.context.operation} within ${policy.timeoutMs} ms${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}. Check the base URL and the network, or raise timeoutMs.${maybe}`
+      : `could not reach the service to ${call.context.operation}${attemptNo > 1 ? ` (${attemptNo} attempts)` : ''}: ${scrub(cause instanceof Error ? cause.message : String(cause), policy.apiKey)}. Check the base URL and the network.${maybe}`
     const error = new EmailApiError({
       status: 0,
       code,
@@ -189,7 +211,7 @@ async function attempt(policy: RequestPolicy, call: ApiCall, attemptNo: number):
       attempts: attemptNo,
       cause: scrubbedCause(cause, policy.apiKey),
     })
-    return { error, retryable: call.idempotent, retryAfterMs: undefined }
+    return { error, retryable: call.idempotent || notSent, retryAfterMs: undefined }
   } finally {
     clearTimeout(timer)
     call.signal?.removeEventListener('abort', onCallerAbort)

@@ -17,7 +17,13 @@ export {
   type WebhooksClient,
   type WebhooksClientOptions,
 } from './client.js'
-export { EmailApiError, type EmailApiErrorCode, type EmailApiErrorInit, type EmailApiFieldError } from './errors.js'
+export {
+  EmailApiError,
+  type EmailApiErrorCode,
+  type EmailApiErrorInit,
+  type EmailApiFieldError,
+  RecoveryAbortedError,
+} from './errors.js'
 export { parseRetryAfter, RETRYABLE_STATUSES, type RetryInfo } from './http.js'
 export {
   type AlreadyHandledReason,
@@ -29,3 +35,4 @@ export {
   type RecoveryReport,
   recoverEndpoint,
 } from './recover.js'
+export { checkEndpointUrl, type EndpointUrlProblem, isLoopbackHost } from './urls.js'

@@ -2,6 +2,9 @@
  * @email-webhooks/core/testing: signed fixtures, a controllable clock and the dedup-store
  * conformance suite, so users can unit-test their handlers and their own stores.
  */
+
+// checkEndpointUrl is the service's rule and lives with the API client; still exported here, where it was first.
+export { checkEndpointUrl, type EndpointUrlProblem } from '../api/urls.js'
 export { createTestClock, type TestClock } from './clock.js'
 export { type ConformanceRunner, type DedupStoreConformanceOptions, dedupStoreConformance } from './conformance.js'
 export {
@@ -23,7 +26,6 @@ export { type OrderingConformanceOptions, orderingConformance } from './ordering
 export { createFaithfulSender } from './sender.js'
 export { listenSender, type SenderListener } from './sender-listen.js'
 export {
-  checkEndpointUrl,
   type EmitResult,
   type FaithfulSender,
   type FaithfulSenderOptions,

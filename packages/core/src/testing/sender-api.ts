@@ -3,8 +3,8 @@
  * with scopes (401 invalid_api_key, 403 missing_scope), JSON bodies (415 json_required),
  * X-Request-Id on every answer, the error shape `{ error: { code, message, requestId, fields? } }`.
  */
+import { checkEndpointUrl } from '../api/urls.js'
 import {
-  checkEndpointUrl,
   SENDER_DELIVERIES_CAP,
   type SenderApiFault,
   type SenderApiRequest,
@@ -16,8 +16,6 @@ import {
 export interface SenderState {
   apiKeys: Record<string, readonly string[]>
   allowLocalUrls: boolean
-  payloadLifetimeMs: number
-  now: () => number
   faults: SenderApiFault[]
   requests: SenderApiRequest[]
   listEndpoints(): SenderEndpoint[]
@@ -68,8 +66,18 @@ async function readJson(request: Request): Promise<{ ok: true; value: unknown } 
   }
 }
 
+/** The path's segments, percent-decoded; undefined when an escape is malformed (`%E0%A4%A`, `%zz`). */
+function segments(path: string): string[] | undefined {
+  try {
+    return path.split('/').filter(Boolean).map(decodeURIComponent)
+  } catch {
+    return undefined
+  }
+}
+
 async function route(state: SenderState, request: Request, path: string): Promise<ApiAnswer> {
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent)
+  const parts = segments(path)
+  if (!parts) return fail(400, 'validation_error', 'The request path is not valid: it has a malformed percent-encoding.')
   const method = request.method
   if (parts[0] !== 'webhooks' || parts.length > 3) return fail(404, 'not_found', 'No such route.')
   const id = parts[1]

@@ -1,5 +1,5 @@
 /**
- * Types, defaults and URL rules of the faithful sender (the testing kit's stand-in for the
+ * Types and defaults of the faithful sender (the testing kit's stand-in for the
  * email service's delivery side and webhook management API, as SPEC.md describes them).
  */
 import type { WebhookEvent } from '@email-webhooks/core'
@@ -45,7 +45,7 @@ export interface FaithfulSenderOptions {
   random?: () => number
   /** `fetch` used to deliver; default `globalThis.fetch`. */
   fetch?: typeof fetch
-  /** Accept `http(s)://127.0.0.1|localhost:<any port>` endpoint URLs (the service would refuse them); default true. */
+  /** Accept `http(s)://` endpoint URLs to a loopback host (localhost, 127.0.0.0/8, [::1]) on any port (the service would refuse them); default true. */
   allowLocalUrls?: boolean
   /** Probability in [0, 1] that a successful delivery is sent again (freshly signed); default 0. */
   repeatProbability?: number
@@ -118,44 +118,6 @@ export interface SenderApiRequest {
 export interface EmitResult {
   event: WebhookEvent
   deliveries: SenderDelivery[]
-}
-
-const PRIVATE_V4 = [
-  /^10\./,
-  /^127\./,
-  /^0\./,
-  /^169\.254\./,
-  /^192\.168\./,
-  /^172\.(1[6-9]|2\d|3[01])\./,
-  /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./,
-]
-const LOCAL_HOST = /^(localhost|127\.0\.0\.1|\[::1\])$/
-
-/** The service's URL rules (no DNS lookup): null when acceptable, else the error code, field message and whether it is a validation error. */
-export function checkEndpointUrl(
-  raw: unknown,
-  allowLocal: boolean,
-): { code: 'validation_error' | 'invalid_webhook' | 'unsafe_webhook'; message: string } | null {
-  if (typeof raw !== 'string' || raw.length === 0) return { code: 'validation_error', message: 'url is required (a string)' }
-  if (raw.length > 2000) return { code: 'validation_error', message: 'url must be at most 2000 characters' }
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    return { code: 'validation_error', message: 'url must be a URI' }
-  }
-  if (url.username || url.password) return { code: 'invalid_webhook', message: 'url must not contain credentials' }
-  if (url.hash || raw.includes('#')) return { code: 'invalid_webhook', message: 'url must not contain a fragment' }
-  if (allowLocal && LOCAL_HOST.test(url.hostname) && (url.protocol === 'http:' || url.protocol === 'https:')) return null
-  if (url.protocol !== 'https:') return { code: 'invalid_webhook', message: 'url must use https' }
-  if (url.port !== '' && url.port !== '443') return { code: 'unsafe_webhook', message: 'url must use port 443' }
-  const host = url.hostname.toLowerCase()
-  const privateHost =
-    host === 'localhost' ||
-    /\.(localhost|local|internal)$/.test(host) ||
-    PRIVATE_V4.some((r) => r.test(host)) ||
-    (host.startsWith('[') && /^\[(::1?|f[cd][0-9a-f]{0,2}:|fe[89ab][0-9a-f]?:)/.test(host))
-  return privateHost ? { code: 'unsafe_webhook', message: 'url must point at a public address' } : null
 }
 
 /** The in-process sender. */

@@ -21,6 +21,7 @@ import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, 
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
 import { closedError, commandError, invalidOption, openError } from './errors.js'
 import { Purger } from './purge.js'
+import { openReadOnly, readOnlyError } from './read-only.js'
 import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
 import { WalSync } from './sync.js'
 
@@ -52,11 +53,17 @@ export interface SqliteDedupStoreOptions {
   table?: string
   /** Clock in milliseconds; default `Date.now`. For tests. */
   now?: () => number
+  /**
+   * Open an existing file for `lookup` only (recovery tooling beside a running receiver): no file
+   * is created, nothing is written (no setup, no checkpoint); `claim`, `complete`, `release` and
+   * `purgeExpired` reject with `misconfigured`. Default false.
+   */
+  readOnly?: boolean
 }
 
 /**
  * Dedup store in a SQLite file.
- * @throws {DedupStoreError} `driver_missing` when better-sqlite3 cannot load, `misconfigured` when the file cannot be opened or is not a database, `invalid_options` for bad options.
+ * @throws {DedupStoreError} `driver_missing` when better-sqlite3 cannot load, `misconfigured` when the file cannot be opened or is not a database (or, with `readOnly`, does not exist), `invalid_options` for bad options.
  * @example
  * const store = new SqliteDedupStore({ path: './data/webhooks.db' })
  */
@@ -86,6 +93,7 @@ export class SqliteDedupStore implements DedupStore {
   #flushScheduled = false
   #purgeScheduled = false
   #closed = false
+  readonly #readOnly: boolean
 
   constructor(options: SqliteDedupStoreOptions) {
     if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path.length === 0) {
@@ -103,10 +111,12 @@ export class SqliteDedupStore implements DedupStore {
       throw invalidOption('now must be a function returning milliseconds.')
     this.#now = options.now ?? Date.now
     this.#path = options.path
-    const { db, statements } = openDatabase(loadDriver(), options.path, busyTimeoutMs, table)
+    this.#readOnly = options.readOnly === true
+    const open = this.#readOnly ? openReadOnly : openDatabase
+    const { db, statements } = open(loadDriver(), options.path, busyTimeoutMs, table)
     this.#db = db
     this.#sql = statements
-    this.#durable = durability === 'full'
+    this.#durable = durability === 'full' && !this.#readOnly
     try {
       this.#sync = this.#durable ? WalSync.open(options.path) : undefined
     } catch (error) {
@@ -131,7 +141,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
-    const refused = this.#refused() ?? invalidDurations(opts, true)
+    const refused = this.#writeRefused() ?? invalidDurations(opts, true)
     if (refused) return Promise.reject(refused)
     const remembered = this.#remembered.get(key)
     if (remembered !== undefined) {
@@ -145,7 +155,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
-    const refused = this.#refused() ?? invalidDurations(opts, false)
+    const refused = this.#writeRefused() ?? invalidDurations(opts, false)
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
       const { key, token } = claim
@@ -165,7 +175,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   release(claim: Claim): Promise<boolean> {
-    const refused = this.#refused()
+    const refused = this.#writeRefused()
     if (refused) return Promise.reject(refused)
     try {
       const released = this.#release(claim, this.#now())
@@ -197,7 +207,7 @@ export class SqliteDedupStore implements DedupStore {
    * @throws {DedupStoreError} when the store is closed or failed.
    */
   purgeExpired(): number {
-    const refused = this.#refused()
+    const refused = this.#writeRefused()
     if (refused) throw refused
     try {
       return this.#db.transaction(() => this.#purger.round(this.#now())).immediate()
@@ -213,7 +223,7 @@ export class SqliteDedupStore implements DedupStore {
     this.#closed = true
     await this.#sync?.idle()
     try {
-      if (!this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
+      if (!this.#readOnly && !this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
       this.#db.close()
       this.#sync?.close()
@@ -225,6 +235,10 @@ export class SqliteDedupStore implements DedupStore {
   #refused(): Error | undefined {
     if (this.#closed) return closedError()
     return this.#sync?.failure
+  }
+
+  #writeRefused(): Error | undefined {
+    return this.#refused() ?? (this.#readOnly ? readOnlyError(this.#path) : undefined)
   }
 
   #scheduleFlush(): void {

@@ -1,0 +1,122 @@
+/**
+ * What `endpoint recover` prints: the summary line, the store it consulted, a row per delivery,
+ * and what recover cannot bring back (events emitted while the endpoint was disabled, deliveries
+ * past the service's 100-record list), with where to go for those. Also the exit code of a report.
+ */
+import { DELIVERIES_LIST_CAP, type RecoveryAbortedError, type RecoveryReport } from '@email-webhooks/core/api'
+import { EXIT } from './errors.js'
+import type { Output } from './output.js'
+import type { RecoveryStore } from './recover-store.js'
+
+/**
+ * Where the events recover cannot reach are brought back from: each email's own event list
+ * (`GET /emails/{id}`). Every message that points there uses this, so that it can name
+ * `email-webhooks emails reconcile` once that command exists.
+ */
+export const RECONCILE_HINT = 'see reconcile in the README'
+
+/** Printed after every text report: the contract makes no delivery record for these. */
+export const NOT_LISTED_NOTE: string = `Note: events emitted while the endpoint was disabled are not listed (the service makes no delivery record for them), so recover cannot retry them; ${RECONCILE_HINT}.`
+
+/** Printed when the list held the service's maximum. */
+export const TRUNCATED_WARNING: string = `warning: the service listed ${DELIVERIES_LIST_CAP} deliveries, its maximum: older ones were not shown and were not retried, and running recover again lists the same ones (a retry requeues the same record). Events not listed can only be brought back from each email's own event list (GET /emails/{id}); ${RECONCILE_HINT}.`
+
+/**
+ * Prints rows under a bold header, columns padded.
+ * @param out Where to print.
+ * @param headers Column titles.
+ * @param rows One array of cells per row.
+ * @example
+ * table(out, ['id', 'url'], endpoints.map((e) => [e.id, e.url]))
+ */
+export function table(out: Output, headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, c) => cell.padEnd(widths[c] ?? 0))
+      .join('  ')
+      .trimEnd()
+  out.line(out.colors.bold(line(headers)))
+  for (const row of rows) out.line(line(row))
+  if (rows.length === 0) out.line(out.colors.dim('(none)'))
+}
+
+const ENABLE_TEXT: Record<RecoveryReport['enable'], string> = {
+  already: 'endpoint was enabled',
+  reenabled: 'endpoint re-enabled',
+  would_reenable: 'would re-enable the endpoint',
+  interrupted: 'the re-enable (PATCH) was interrupted: list the endpoint to see whether it is enabled',
+}
+
+function rows(report: RecoveryReport): string[][] {
+  const verb = report.dryRun ? 'would retry' : 'retried'
+  const row = (outcome: string, i: { deliveryId: string; eventId: string; requestId: string | undefined }) => [
+    outcome,
+    i.deliveryId,
+    i.eventId,
+    i.requestId ?? '',
+  ]
+  return [
+    ...report.retried.map((i) => row(verb, i)),
+    ...report.alreadyHandled.map((i) => row(`handled (${i.reason})`, i)),
+    ...report.senderRetrying.map((i) => row(`sender delivering (${i.state})`, i)),
+    ...report.expired.map((i) => row('expired', i)),
+    ...report.failed.map((i) => row(`failed ${i.status} ${i.code}`, i)),
+    ...report.interrupted.map((i) => row('interrupted', i)),
+    ...report.notStarted.map((i) => row('not started', i)),
+  ]
+}
+
+/**
+ * The exit code of a finished report: 1 when a retry failed or the list may hide older deliveries.
+ * @param report What recoverEndpoint returned.
+ * @example
+ * state.exitCode = recoveryExitCode(report)
+ */
+export function recoveryExitCode(report: RecoveryReport): number {
+  return report.failed.length > 0 || report.listMayBeTruncated ? EXIT.unexpected : EXIT.ok
+}
+
+/**
+ * Prints a report (text or `--json`) and the store line; warnings go to stderr.
+ * @param out Where to print.
+ * @param report What recoverEndpoint returned.
+ * @param source The store consulted (or none).
+ * @example
+ * printRecovery(out, report, source)
+ */
+export function printRecovery(out: Output, report: RecoveryReport, source: RecoveryStore): void {
+  if (out.json) {
+    out.data({ ...report, store: source.consulted })
+  } else {
+    const verb = report.dryRun ? 'would retry' : 'retried'
+    out.line(
+      `${report.dryRun ? 'Dry run: ' : ''}${ENABLE_TEXT[report.enable]}; ${report.retried.length} ${verb}, ${report.alreadyHandled.length} already handled, ${report.expired.length} expired, ${report.failed.length} failed, ${report.senderRetrying.length} still being delivered by the sender`,
+    )
+    out.line(`Dedup store ${source.consulted ? 'consulted' : 'not consulted'}: ${source.description}`)
+    table(out, ['outcome', 'delivery', 'event', 'request id'], rows(report))
+    out.line(NOT_LISTED_NOTE)
+  }
+  if (report.listMayBeTruncated) out.error(TRUNCATED_WARNING)
+}
+
+/**
+ * Prints what an interrupted recovery did (Ctrl-C).
+ * @param out Where to print.
+ * @param error The abort, with its report (undefined when nothing was changed).
+ * @param source The store consulted (or none).
+ * @param endpointId The endpoint, for the JSON output when there is no report.
+ * @example
+ * printAborted(out, error, source, endpointId)
+ */
+export function printAborted(out: Output, error: RecoveryAbortedError, source: RecoveryStore, endpointId: string): void {
+  const report = error.report
+  if (out.json) out.data(report ? { ...report, store: source.consulted } : { endpointId, aborted: true, store: source.consulted })
+  else if (report) {
+    out.line(
+      `Interrupted: ${ENABLE_TEXT[report.enable]}; ${report.retried.length} retried, ${report.interrupted.length} interrupted in flight (the service may have requeued them), ${report.notStarted.length} not started`,
+    )
+    table(out, ['outcome', 'delivery', 'event', 'request id'], rows(report))
+  } else out.line('Interrupted before anything was changed.')
+  out.error('email-webhooks: interrupted; run recover again to finish (deliveries already delivered or handled are skipped).')
+}
