@@ -6,6 +6,7 @@
  */
 import { getDefaultStore } from '#default-store'
 import { isEmailEventType } from '../events.js'
+import { DEFAULT_NAMESPACE } from '../namespace.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory.js'
@@ -21,8 +22,7 @@ export const DEFAULT_MAX_BODY_BYTES: number = 1024 * 1024
 export const DEFAULT_LEASE_MS: number = 30_000
 /** How long handled events are remembered by default: 7 days, longer than the sender's retry span. */
 export const DEFAULT_RETENTION_MS: number = 7 * 24 * 60 * 60 * 1000
-/** Default prefix of dedup keys. */
-export const DEFAULT_NAMESPACE = 'default'
+export { DEFAULT_NAMESPACE } from '../namespace.js'
 /** Default handler deadline, counted from the claim; with the complete's store time it stays under the sender's 10 s. */
 export const DEFAULT_HANDLER_TIMEOUT_MS: number = 7_000
 /** Default longest wait for the store's claim, and again for its complete. */

@@ -280,8 +280,11 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
       if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
       if (order) {
         if (row.lock_left_ms !== null) return { status: 'in_flight', retryAfterMs: Math.max(1, row.lock_left_ms), reason: 'order' }
-        // The lock was free, the lease insert lost a race for the key: give the lock back, look again.
-        if (row.locked === 1) await this.#query(this.#orderSql.unlock, [order.key, token])
+        // The lock looked free but another claim took it first (committed after this statement's
+        // snapshot): the email is held. Its time left is unknown here; the receiver asks again soon.
+        if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
+        // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
+        await this.#query(this.#orderSql.unlock, [order.key, token])
         continue
       }
       // Free when read, taken by another claim before the insert: see who holds it now.

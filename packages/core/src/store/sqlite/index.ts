@@ -77,7 +77,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #durable: boolean
   /** Syncs the WAL after commits (durability 'full'); undefined → each batch commits with synchronous = FULL. */
   readonly #sync: WalSync | undefined
-  readonly #purger: Purger
+  /** Undefined on a read-only store, which never writes. */
+  readonly #purger: Purger | undefined
   readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], now: number) => void
   /** Gives a lease up and frees the order key it holds, in one transaction. */
   readonly #release: (claim: Claim, now: number) => boolean
@@ -123,7 +124,7 @@ export class SqliteDedupStore implements DedupStore {
       db.close()
       throw openError(options.path, error)
     }
-    this.#purger = new Purger(statements)
+    this.#purger = this.#readOnly ? undefined : new Purger(statements)
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
       commitBatch(statements, claims, completes, now),
     ).immediate
@@ -179,7 +180,7 @@ export class SqliteDedupStore implements DedupStore {
     if (refused) return Promise.reject(refused)
     try {
       const released = this.#release(claim, this.#now())
-      if (this.#purger.wrote(0, 1)) this.#schedulePurge()
+      if (this.#purger?.wrote(0, 1)) this.#schedulePurge()
       return Promise.resolve(released)
     } catch (error) {
       return Promise.reject(commandError(this.#path, error))
@@ -210,7 +211,7 @@ export class SqliteDedupStore implements DedupStore {
     const refused = this.#writeRefused()
     if (refused) throw refused
     try {
-      return this.#db.transaction(() => this.#purger.round(this.#now())).immediate()
+      return this.#db.transaction(() => this.#purger?.round(this.#now()) ?? 0).immediate()
     } catch (error) {
       throw commandError(this.#path, error)
     }
@@ -274,7 +275,7 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes, now)
-    if (this.#purger.wrote(completes.length, claims.length)) this.#schedulePurge()
+    if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
   /** Settles a committed batch; `now` is the clock the batch was committed at. */
@@ -324,7 +325,7 @@ export class SqliteDedupStore implements DedupStore {
       this.#purgeScheduled = false
       if (this.#refused()) return
       try {
-        this.#db.transaction(() => this.#purger.step(this.#now())).immediate()
+        this.#db.transaction(() => this.#purger?.step(this.#now())).immediate()
       } catch {
         // A purge that could not run (lock held by another process) is retried after the next writes.
       }
