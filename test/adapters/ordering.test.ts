@@ -191,7 +191,14 @@ for (const kind of ALL_TARGETS) {
 describe('a skipped event', () => {
   it('counts in stats().skipped with the outcome skipped, not as handled', async () => {
     const store = new MemoryDedupStore()
-    const receiver = createReceiver({ secret: TEST_SECRET, store, ordering: true, skipStale: ['email.deferred'], logger: false })
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store,
+      ordering: true,
+      skipStale: ['email.deferred'],
+      logger: false,
+      handlers: { 'email.submitted': () => {} },
+    })
     const { deliveries } = await createEmailSequence({ types: ['email.deferred', 'email.submitted'] })
     const [deferred, submitted] = deliveries as unknown as [Delivery, Delivery]
     expect((await receiver.receive(submitted)).outcome).toBe('handled')

@@ -35,10 +35,13 @@ describe('the demo', () => {
     // The receiver's own message is printed under its row, not a text fixed in the demo.
     expect(stdout).toMatch(/timestamp_too_new.*\n {4}\S[^\n]*future/)
     // The receiver's log lines come after the table (the demo passes a logger), not on stderr before
-    // it: the one warning for the first bad signature, then the 500 with where the handler threw.
+    // it: the one warning for a bad signature among good ones (a body changed on its way), the one
+    // for a timestamp out of the window (with the measured offset), then the 500 with where the
+    // handler threw.
     expect(stdout).toMatch(/What the receiver logged[^\n]*\n {2}\[@email-webhooks\/core\] 401 signature_mismatch: /)
     expect(stdout).toMatch(/\n {2}\[@email-webhooks\/core\] 500 handler_failed email\.bounced [^[]*\(at\s+file:\S+demo\.js:\d+:\d+\)/)
-    expect(stdout.match(/\[@email-webhooks\/core\]/g)).toHaveLength(2)
+    expect(stdout).toMatch(/\n {2}\[@email-webhooks\/core\] 401 timestamp_too_old: [^[]*was 600 s behind this server's clock/)
+    expect(stdout.match(/\[@email-webhooks\/core\]/g)).toHaveLength(3)
     expect(stderr).toBe('')
     expect(stdout).toContain('All 19 answers and handler outcomes are the ones the sender needs.')
   })

@@ -166,3 +166,56 @@ describe('documentation snippets', () => {
     expect(imported?.join('\n')).toMatch(/'string \| undefined' is not assignable/)
   }, 60_000)
 })
+
+/**
+ * Inline claims about what a handler can do with its context (`ctx.c.req.json()`, `ctx.order`):
+ * every inline code span that starts with `ctx.` in a page about one adapter (or in the root
+ * README's section about it) compiles as an expression inside that adapter's handler.
+ */
+const CONTEXT_PAGES: { adapter: 'express' | 'hono'; doc: string; section?: RegExp }[] = [
+  { adapter: 'hono', doc: 'packages/hono/README.md' },
+  { adapter: 'express', doc: 'packages/express/README.md' },
+  { adapter: 'hono', doc: 'README.md', section: /^## Mount on Hono$/ },
+  { adapter: 'express', doc: 'README.md', section: /^## Mount on Express$/ },
+]
+
+/** The inline `ctx.…` spans of `doc` (of its section, when given), and any `c.req…` span claimed for handlers. */
+function contextClaims(doc: string, section?: RegExp): string[] {
+  let text = readFileSync(join(ROOT, doc), 'utf8')
+  if (section) {
+    const lines = text.split('\n')
+    const start = lines.findIndex((line) => section.test(line))
+    const end = lines.findIndex((line, i) => i > start && line.startsWith('## '))
+    text = lines.slice(start, end < 0 ? undefined : end).join('\n')
+  }
+  return [...text.matchAll(/`(ctx\.[^`]+)`/g)].map((match) => match[1] as string)
+}
+
+describe('inline claims about the handler context', () => {
+  it("compiles every `ctx.…` the adapter pages and the root README name, inside that adapter's handler", () => {
+    const claims = CONTEXT_PAGES.flatMap(({ adapter, doc, section }) =>
+      contextClaims(doc, section).map((claim) => ({ adapter, doc, claim })),
+    )
+    expect(claims.map((c) => c.claim)).toContain('ctx.c.req.json()')
+    const code = ({ adapter, claim }: { adapter: 'express' | 'hono'; claim: string }) =>
+      [
+        `import { emailWebhook } from '@email-webhooks/${adapter}'`,
+        `export const handler = emailWebhook('whsec_x', { 'email.bounced': async (event, ctx) => { void event; void (${claim}) } })`,
+      ].join('\n')
+    const results = typeCheck(claims.map((claim) => ({ lang: 'ts' as const, code: code(claim) })))
+    const failures = claims.flatMap((claim, i) =>
+      (results[i] ?? []).length ? [`${claim.doc}: ${claim.claim}\n${results[i]?.join('\n')}`] : [],
+    )
+    expect(failures).toEqual([])
+  }, 60_000)
+
+  it('the check refuses the old root README claim `c.req.json()` in a handler', () => {
+    const [result] = typeCheck([
+      {
+        lang: 'ts',
+        code: "import { emailWebhook } from '@email-webhooks/hono'\nexport const handler = emailWebhook('whsec_x', { 'email.bounced': async (event, ctx) => { void event; void ctx; void (c.req.json()) } })",
+      },
+    ])
+    expect(result?.join('\n')).toMatch(/Cannot find name 'c'/)
+  }, 60_000)
+})

@@ -1,5 +1,5 @@
 /**
- * The packed packages install and run outside the workspace: `pnpm pack` of core, express and hono,
+ * The packed packages install and run outside the workspace: `npm run pack` (pnpm pack of every package),
  * `npm install` of the tarballs into a fresh temporary app (with express, hono and
  * @hono/node-server from the registry, through the npm cache), then a signed delivery through each
  * adapter over real HTTP on 127.0.0.1: 200, the duplicate 200, the tampered body 401.
@@ -48,15 +48,16 @@ describe('packed packages in a fresh app outside the workspace', () => {
 
   beforeAll(
     async () => {
+      // The documented command: `npm run pack -- --out <dir>` writes every package's tarball there.
+      const { stdout } = await run('npm', ['run', 'pack', '--', '--out', dir], { cwd: ROOT, timeout: INSTALL_TIMEOUT_MS })
       for (const name of PACKAGES) {
-        const { stdout } = await run('npx', ['-y', 'pnpm@12', 'pack', '--pack-destination', dir], {
-          cwd: join(ROOT, 'packages', name),
-          timeout: STEP_TIMEOUT_MS,
-        })
-        const tarball = stdout.trim().split('\n').at(-1) ?? ''
-        expect(tarball).toMatch(new RegExp(`email-webhooks-${name}-[0-9.]+\\.tgz$`))
-        tarballs[name] = tarball.startsWith('/') ? tarball : join(dir, tarball)
+        const tarball = readdirSync(dir).find((file) => new RegExp(`^email-webhooks-${name}-[0-9.]+\\.tgz$`).test(file))
+        expect(tarball, `npm run pack wrote the ${name} tarball`).toBeDefined()
+        tarballs[name] = join(dir, tarball as string)
+        expect(stdout).toContain(tarballs[name])
       }
+      // Its install line names core's tarball with the adapter's.
+      expect(stdout).toContain(`npm install ${tarballs.core} ${tarballs.express}`)
       const sqlite = workspacePackage('better-sqlite3', 'packages/express')
       mkdirSync(app)
       const file = (name: string): string => `file:${tarballs[name]}`
@@ -74,8 +75,9 @@ describe('packed packages in a fresh app outside the workspace', () => {
             hono: workspacePackage('hono', 'test').version,
             '@hono/node-server': workspacePackage('@hono/node-server', 'test').version,
           },
-          // The adapters' `^0.1.0` on core must be the tarball, not a registry package of that name.
-          overrides: { '@email-webhooks/core': file('core'), 'better-sqlite3': sqlite.version },
+          // No override for core: installed with the adapters' tarballs, it satisfies their `^0.1.0` (as the
+          // pack command tells users); better-sqlite3 is pinned to the version whose binding is copied in.
+          overrides: { 'better-sqlite3': sqlite.version },
         }),
       )
       copyFileSync(join(ROOT, 'test/pack/app.mjs'), join(app, 'app.mjs'))

@@ -740,6 +740,23 @@ describe('createReceiver options', () => {
     expect(build).toThrow(message)
   })
 
+  it.each([
+    ['skipstale', 'skipStale'],
+    ['handlerTimeout', 'handlerTimeoutMs'],
+    ['onerror', 'onError'],
+    ['maxBodySize', 'maxBodyBytes'],
+  ])('refuses an unknown option %s at createReceiver time, naming the nearest known one (%s)', (typo, nearest) => {
+    const build = () => createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), [typo]: true } as ReceiverOptions)
+    expect(build).toThrow(TypeError)
+    expect(build).toThrow(new RegExp(`unknown option "${typo}": it would be ignored\\. Did you mean "${nearest}"\\?`))
+  })
+
+  it('refuses an option of a newer version without guessing a name for it', () => {
+    const build = () => createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), telemetryExporter: {} } as ReceiverOptions)
+    expect(build).toThrow(/unknown option "telemetryExporter": it would be ignored\. The options are /)
+    expect(build).not.toThrow(/Did you mean/)
+  })
+
   it("accepts store: 'memory' and logger: false", () => {
     expect(() => createReceiver({ secret: TEST_SECRET, store: 'memory', logger: false })).not.toThrow()
   })
@@ -767,15 +784,23 @@ describe('createReceiver default store', () => {
     backend: string
     error?: { name: string; code: string; message: string; isDedupStoreError: boolean }
     stderr: string
+    stdout: string
   }
 
-  async function runChild(deliveries: SignedDelivery[], env: Record<string, string>, nodeArgs: string[] = []): Promise<ChildResult> {
-    const { stdout, stderr } = await run(process.execPath, [...nodeArgs, child], {
-      cwd: here,
+  async function runChild(
+    deliveries: SignedDelivery[],
+    env: Record<string, string>,
+    nodeArgs: string[] = [],
+    how: { prefix?: string[]; cwd?: string } = {},
+  ): Promise<ChildResult> {
+    const [command = process.execPath, ...args] = [...(how.prefix ?? []), process.execPath, ...nodeArgs, child]
+    const { EMAIL_WEBHOOKS_DB: _inherited, ...parentEnv } = process.env
+    const { stdout, stderr } = await run(command, args, {
+      cwd: how.cwd ?? here,
       timeout: 20_000,
-      env: { ...process.env, ...env, DELIVERIES: JSON.stringify(deliveries) },
+      env: { ...parentEnv, ...env, DELIVERIES: JSON.stringify(deliveries) },
     })
-    return { ...(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Omit<ChildResult, 'stderr'>), stderr }
+    return { ...(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Omit<ChildResult, 'stderr' | 'stdout'>), stderr, stdout }
   }
 
   it('uses a SQLite file at EMAIL_WEBHOOKS_DB on Node, creating its folder, so a restarted process detects the duplicate', async () => {
@@ -821,6 +846,21 @@ describe('createReceiver default store', () => {
     expectRefusedAtConstruction(result, path, /not a database|SQLITE_NOTADB|file is (encrypted|not a database)/i)
   })
 
+  it('refuses at construction with driver_missing and the rebuild command when better-sqlite3 is installed but was never built', async () => {
+    const path = join(dir, 'unbuilt-driver', 'dedup.db')
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const result = await runChild([delivery], { EMAIL_WEBHOOKS_DB: path }, ['--require', join(here, 'unbuilt-sqlite-driver.cjs')])
+    expect(result.answers).toBeUndefined()
+    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'driver_missing' })
+    const message = result.error?.message ?? ''
+    expect(message).toContain(path)
+    expect(message).toMatch(/installed, but its native module was never built/)
+    expect(message).toContain('npm rebuild better-sqlite3')
+    expect(message).toContain('npm approve-scripts better-sqlite3')
+    // Not the folder advice of an unwritable path, nor the 13 paths bindings tried, nor "install it" again.
+    expect(message).not.toMatch(/writable|Tried:|npm install better-sqlite3/)
+  })
+
   it('refuses at construction with driver_missing and the install command when better-sqlite3 cannot load', async () => {
     const path = join(dir, 'no-driver', 'dedup.db')
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
@@ -832,22 +872,48 @@ describe('createReceiver default store', () => {
     expect(result.error?.message).toMatch(/Cannot find module 'better-sqlite3'/)
   })
 
-  const root = process.getuid?.() === 0
-  it.skipIf(root)(
-    'refuses at construction when the folder of the default file is not writable (skipped as root: chmod does not deny root)',
-    async () => {
-      const folder = join(dir, 'read-only')
-      mkdirSync(folder)
-      chmodSync(folder, 0o500)
-      try {
-        const path = join(folder, 'dedup.db')
-        const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
-        expectRefusedAtConstruction(result, path, /unable to open|EACCES|readonly|permission/i)
-      } finally {
-        chmodSync(folder, 0o700)
-      }
-    },
-  )
+  /** A folder this test's child process may not write to: mode 0555, and the child runs as `nobody` when the tests run as root (chmod does not deny root). */
+  function unwritableFolder(name: string): string {
+    const parent = mkdtempSync(join(tmpdir(), 'email-webhooks-unwritable-'))
+    chmodSync(parent, 0o755)
+    const folder = join(parent, name)
+    mkdirSync(folder)
+    chmodSync(folder, 0o555)
+    return folder
+  }
+  const asUnprivileged = (): string[] => (process.getuid?.() === 0 ? ['runuser', '-u', 'nobody', '--'] : [])
+
+  it('refuses at construction when the folder of the default file is not writable, naming the permission', async () => {
+    const folder = unwritableFolder('read-only')
+    const path = join(folder, 'dedup.db')
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path }, [], {
+      prefix: asUnprivileged(),
+    })
+    expectRefusedAtConstruction(result, path, /permission denied|EACCES/i)
+  })
+
+  it('refuses at construction from a working folder it may not write, naming the folder and the cause once (not "no such file")', async () => {
+    const folder = unwritableFolder('app')
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], {}, [], {
+      prefix: asUnprivileged(),
+      cwd: folder,
+    })
+    expect(result.answers).toBeUndefined()
+    expect(result.error).toMatchObject({ name: 'DedupStoreError', code: 'misconfigured' })
+    const message = result.error?.message ?? ''
+    expect(message).toContain(`./.email-webhooks/dedup.db in the working folder ${folder}`)
+    expect(message).toMatch(/this process may not write to .*app \(EACCES: permission denied\)/)
+    expect(message).not.toMatch(/ENOENT|no such file/)
+    expect(message.match(/EMAIL_WEBHOOKS_DB/g)).toHaveLength(1)
+  })
+
+  it('says once, through the logger, which SQLite file the default store uses', async () => {
+    const path = join(dir, 'named', 'dedup.db')
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+    expect(result.answers).toEqual([{ status: 200, body: OK }])
+    expect(result.stdout).toContain(`[@email-webhooks/core] dedup store: the SQLite file ${path} (from EMAIL_WEBHOOKS_DB).`)
+    expect(result.stdout.match(/dedup store: the SQLite file/g)).toHaveLength(1)
+  })
 
   it("uses memory without a warning when the user opts in with store: 'memory'", async () => {
     const file = join(dir, 'opt-in-file')
@@ -1020,25 +1086,102 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
     expect(line).toMatch(/connection to billing-db refused \(at .*receiver\.test\.ts:\d+:\d+\)/)
     for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.data.id]) expect(line).not.toContain(secret)
 
-    // Bad signatures are counted by code; only the first signature_mismatch is logged (a warning
-    // that a wrong secret refuses every delivery), without the event id, signature or body.
+    // Bad signatures are counted by code; one warning says what the refusals mean (here: one delivery
+    // verified and others did not, so a body was changed on the way), without the event id,
+    // signature or body.
     await receiver.receive({ ...good, body: `${good.body} ` })
     await receiver.receive({ ...good, body: `${good.body}  ` })
     await receiver.receive({ ...good, headers: { ...good.headers, 'webhook-signature': '' } })
     expect(errors).toHaveBeenCalledTimes(1)
     expect(warns).toHaveBeenCalledTimes(1)
     const warning = String(warns.mock.calls[0]?.[0])
-    expect(warning).toMatch(/^\[@email-webhooks\/core\] 401 signature_mismatch: The signature does not match\./)
-    expect(warning).toContain('the secret is wrong')
+    expect(warning).toMatch(/^\[@email-webhooks\/core\] 401 signature_mismatch: 1 of 2 deliveries/)
+    expect(warning).toContain('the secret is right')
     for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.id]) expect(warning).not.toContain(secret)
     expect(receiver.stats()).toEqual({
       handled: 0,
+      acknowledged: 0,
       duplicates: 0,
       ignored: 0,
       skipped: 0,
       rejected: { signature_mismatch: 2, malformed_signature: 1 },
       failed: { handler_failed: 1 },
     })
+  })
+
+  it('says once, with a different text, that the secret is likely wrong when every delivery so far was refused for its signature', async () => {
+    const lines: string[] = []
+    const receiver = createReceiver({
+      secret: `${TEST_SECRET}-other`,
+      store: new MemoryDedupStore(),
+      logger: { error: (line) => void lines.push(line), warn: (line) => void lines.push(line) },
+    })
+    for (let i = 0; i < 3; i++) await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/If every delivery is refused, the secret is likely wrong .*if only some are, a proxy or body parser/)
+  })
+
+  it('warns when some deliveries verify and others do not (a re-encoding proxy), at most every 10 minutes', async () => {
+    const lines: string[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      logger: { error: (line) => void lines.push(line), warn: (line) => void lines.push(line) },
+    })
+    const ok = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await receiver.receive(ok)).status).toBe(200)
+    // A proxy turned "\u00e9" into "é" in some bodies: those fail, the others pass.
+    const reencoded = await createSignedDelivery({ event: { ...(await createSignedDelivery({ type: 'email.bounced' })).event } })
+    for (let i = 0; i < 3; i++) {
+      const answer = await receiver.receive({ ...reencoded, body: `${reencoded.body}\n` })
+      expect(answer.code).toBe('signature_mismatch')
+    }
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(
+      /^\[@email-webhooks\/core\] 401 signature_mismatch: 1 of 2 deliveries .* failed the signature check while the others passed it, so the secret is right/,
+    )
+    expect(lines[0]).toContain('email-webhooks verify')
+    expect(receiver.stats().rejected).toEqual({ signature_mismatch: 3 })
+  })
+
+  it("warns once of a timestamp refusal with the measured offset: this server's clock may be off", async () => {
+    const lines: string[] = []
+    const receiver = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      // This server's clock runs 10 minutes fast.
+      now: () => Date.now() + 600_000,
+      logger: { error: (line) => void lines.push(line), warn: (line) => void lines.push(line) },
+    })
+    for (let i = 0; i < 3; i++) {
+      const answer = await receiver.receive(await createSignedDelivery({ type: 'email.bounced' }))
+      expect(answer.code).toBe('timestamp_too_old')
+    }
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(
+      /401 timestamp_too_old: .* The delivery's timestamp was (599|600|601) s behind this server's clock \(this clock may be fast\)\. .*check NTP/,
+    )
+    expect(receiver.stats().rejected).toEqual({ timestamp_too_old: 3 })
+  })
+
+  it('counts handled (a handler ran) apart from acknowledged (recorded, no handler for the type)', async () => {
+    const noHandlers = createReceiver({
+      secret: TEST_SECRET,
+      store: new MemoryDedupStore(),
+      logger: false,
+      handlers: { 'email.bounced': () => {} },
+    })
+    await noHandlers.receive(await createSignedDelivery({ type: 'email.bounced' }))
+    await noHandlers.receive(await createSignedDelivery({ type: 'email.queued' }))
+    await noHandlers.receive(await createSignedDelivery({ type: UNKNOWN_EVENT_TYPE }))
+    expect(noHandlers.stats()).toMatchObject({ handled: 1, acknowledged: 2 })
+    const withUnknown = createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), logger: false, onUnknown: () => {} })
+    await withUnknown.receive(await createSignedDelivery({ type: UNKNOWN_EVENT_TYPE }))
+    await withUnknown.receive(await createSignedDelivery({ type: 'email.queued' }))
+    expect(withUnknown.stats()).toMatchObject({ handled: 1, acknowledged: 1 })
+    const withOnEvent = createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), logger: false, onEvent: () => {} })
+    await withOnEvent.receive(await createSignedDelivery({ type: 'email.queued' }))
+    expect(withOnEvent.stats()).toMatchObject({ handled: 1, acknowledged: 0 })
   })
 
   it('logs through the logger option instead, and not at all when onError is given', async () => {

@@ -46,8 +46,8 @@ const app = createApp({
     markDelivered: observed('markDelivered', () => {}),
   },
   onUnknown: observed('onUnknown', () => {}, { shortArg: false }),
-  // The receiver logs each 5xx (console.error by default) and warns once of a bad signature
-  // (console.warn); kept here and printed after the table.
+  // The receiver logs each 5xx (console.error by default) and warns once of a bad signature and
+  // once of a timestamp out of the window (console.warn); kept here and printed after the table.
   logger: { warn: (line) => logged.push(line), error: (line) => logged.push(line) },
 })
 const server = app.listen(0, '127.0.0.1')

@@ -4,7 +4,11 @@ import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
 import express from 'express'
 import { Hono } from 'hono'
 
-/** Handlers that keep a suppression list: complaints and bounces stop future mail. */
+/**
+ * Handlers that keep a suppression list of email ids: a bounce or a complaint puts the email on it
+ * (the sender does not promise a recipient in `data`, so the app maps an email id to the address it
+ * sent to, from its own records of POST /emails).
+ */
 export function suppressionHandlers(suppressed) {
   return {
     'email.bounced': (event) => void suppressed.add(event.data.id),

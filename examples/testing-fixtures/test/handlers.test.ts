@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { createExpressApp, createHonoApp } from '../src/handlers.js'
 
 describe('my suppression handlers (Express, supertest)', () => {
-  it('suppresses the recipient of a bounced email', async () => {
+  it('puts the email of a bounce on the suppression list', async () => {
     const suppressed = new Set<string>()
     const app = createExpressApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
     const { headers, body, event } = await createSignedDelivery({ event: eventFixtures['email.bounced'] })
@@ -16,7 +16,7 @@ describe('my suppression handlers (Express, supertest)', () => {
     expect(suppressed.has(event.data.id as string)).toBe(true)
   })
 
-  it('ignores a queued email', async () => {
+  it('leaves a queued email off the suppression list', async () => {
     const suppressed = new Set<string>()
     const app = createExpressApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
     const { headers, body } = await createSignedDelivery({ type: 'email.queued' })
@@ -26,7 +26,7 @@ describe('my suppression handlers (Express, supertest)', () => {
 })
 
 describe('my suppression handlers (Hono, app.request)', () => {
-  it('suppresses the recipient of a complaint', async () => {
+  it('puts the email of a complaint on the suppression list', async () => {
     const suppressed = new Set<string>()
     const app = createHonoApp({ secret: TEST_SECRET, store: new MemoryDedupStore(), suppressed })
     const { headers, body, event } = await createSignedDelivery({ type: 'email.complained' })

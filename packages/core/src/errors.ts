@@ -42,8 +42,13 @@ export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError'
   readonly code: WebhookVerificationErrorCode
   readonly status: 400 | 401 | 413
+  /**
+   * `timestamp_too_old` / `timestamp_too_new`: how far the `webhook-timestamp` was from this
+   * server's clock, in whole seconds (positive: in the past). Undefined for the other codes.
+   */
+  readonly skewSeconds?: number
 
-  constructor(code: WebhookVerificationErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: WebhookVerificationErrorCode, message: string, options?: { cause?: unknown; skewSeconds?: number }) {
     // No stack trace: the error describes the request, not our code, and capturing one costs
     // more than the HMAC a forged request is refused without (see bench/RESULTS.md).
     const limit = Error.stackTraceLimit
@@ -52,6 +57,7 @@ export class WebhookVerificationError extends Error {
     Error.stackTraceLimit = limit
     this.code = code
     this.status = VERIFICATION_STATUS[code]
+    if (options?.skewSeconds !== undefined) this.skewSeconds = options.skewSeconds
   }
 }
 

@@ -243,6 +243,7 @@ function checkShape(headers: WebhookHeaders, body: WebhookBody, tolerance: numbe
     throw new WebhookVerificationError(
       'timestamp_too_old',
       `The webhook-timestamp is more than ${tolerance} s in the past. Check this server's clock (NTP); old deliveries are refused to stop replays.`,
+      { skewSeconds: age },
     )
   }
   if (-age > tolerance) {
@@ -253,6 +254,7 @@ function checkShape(headers: WebhookHeaders, body: WebhookBody, tolerance: numbe
       milliseconds
         ? 'The webhook-timestamp looks like milliseconds since the epoch; it must be Unix time in whole seconds. If you sign test deliveries yourself, divide Date.now() by 1000 and round down.'
         : `The webhook-timestamp is more than ${tolerance} s in the future. Check this server's clock (NTP).`,
+      milliseconds ? undefined : { skewSeconds: age },
     )
   }
 

@@ -60,6 +60,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
       if (error instanceof WebhookVerificationError) return p.fail(error)
       throw error
     }
+    p.reporter.verified()
     const parsed = parse(body, verified.id)
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
     const key = `${p.namespace}:${verified.id}`

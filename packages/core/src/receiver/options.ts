@@ -74,9 +74,9 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
   return handlers
 }
 
-function checkStore(store: unknown): DedupStore {
+function checkStore(store: unknown, logger: WebhookLogger | undefined): DedupStore {
   // No store given: the runtime's default, opened now so that a broken default fails here, loudly.
-  if (store === undefined) return getDefaultStore(DedupStoreError, () => new MemoryDedupStore())
+  if (store === undefined) return getDefaultStore(DedupStoreError, () => new MemoryDedupStore(), logger)
   if (store === 'memory') return new MemoryDedupStore()
   const candidate = store as Partial<DedupStore> | null
   if (
@@ -108,12 +108,67 @@ function checkLogger(logger: unknown): WebhookLogger | undefined {
   return candidate as WebhookLogger
 }
 
+/** Every option `createReceiver` knows (adapters add theirs to none: they pass these through). */
+const KNOWN_OPTIONS = [
+  'secret',
+  'handlers',
+  'onEvent',
+  'onUnknown',
+  'onError',
+  'logger',
+  'store',
+  'namespace',
+  'toleranceSeconds',
+  'maxBodyBytes',
+  'leaseMs',
+  'retentionMs',
+  'handlerTimeoutMs',
+  'storeTimeoutMs',
+  'now',
+  'ordering',
+  'orderKey',
+  'skipStale',
+  'onStale',
+] as const
+
+/** Edit distance of two names, case-insensitive (a typo in a letter's case costs nothing). */
+function distance(a: string, b: string): number {
+  const x = a.toLowerCase()
+  const y = b.toLowerCase()
+  let row = Array.from({ length: y.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= x.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= y.length; j++) {
+      next[j] = Math.min((row[j] as number) + 1, (next[j - 1] as number) + 1, (row[j - 1] as number) + (x[i - 1] === y[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[y.length] as number
+}
+
+/**
+ * Refuses an option name this version does not know (a typo, or an option of a newer version),
+ * naming the nearest known one: an unknown option would otherwise be accepted and do nothing.
+ * @throws {TypeError} naming the unknown option and the nearest known one.
+ */
+export function checkOptionNames(options: object): void {
+  for (const name of Object.keys(options)) {
+    if ((KNOWN_OPTIONS as readonly string[]).includes(name)) continue
+    const nearest = [...KNOWN_OPTIONS].sort((a, b) => distance(name, a) - distance(name, b))[0] as string
+    const hint = distance(name, nearest) <= Math.max(2, Math.floor(nearest.length / 3)) ? ` Did you mean "${nearest}"?` : ''
+    throw new TypeError(
+      `${PACKAGE} unknown option "${name}": it would be ignored.${hint} The options are ${KNOWN_OPTIONS.filter((known) => known !== 'secret' && known !== 'handlers').join(', ')} (an option of a newer version of @email-webhooks/core needs that version).`,
+    )
+  }
+}
+
 /**
  * Checks every option and fills in the defaults; opens the default store when none is given.
  * @throws {TypeError} naming the first invalid option.
  * @throws {DedupStoreError} when the default SQLite store cannot be opened on Node.
  */
 export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOptions<Ctx> {
+  checkOptionNames(options)
   const handlers = checkHandlers(options)
   const namespace = options.namespace ?? DEFAULT_NAMESPACE
   if (typeof namespace !== 'string' || namespace.length === 0) throw new TypeError(`${PACKAGE} namespace must be a non-empty string.`)
@@ -134,7 +189,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     )
   }
   const logger = checkLogger(options.logger)
-  const store = checkStore(options.store)
+  const store = checkStore(options.store, logger)
   const orderInputOptions: OrderInputOptions = options.orderKey ? { orderKey: options.orderKey } : {}
   const ordering = orderingMode(options, store, PACKAGE)
   if (ordering === 'store_without_ordering') {

@@ -14,6 +14,7 @@ type ReceiverError = WebhookVerificationError | WebhookHandlingError
 /** The counters and the reporting of one receiver. */
 export class Reporter {
   handled = 0
+  acknowledged = 0
   duplicates = 0
   ignored = 0
   skipped = 0
@@ -22,6 +23,12 @@ export class Reporter {
   readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
   readonly #logger: WebhookLogger | undefined
   #warnedMismatch = false
+  #warnedSkew = false
+  /** Deliveries that passed the signature check, and those refused for it (for the mixed warning). */
+  #verified = 0
+  #mismatches = 0
+  /** When the last warning of some deliveries verifying and others not was written (ms), or never. */
+  #mixedAt = Number.NEGATIVE_INFINITY
   /** An ordered claim came back without a mark, and no later one with a mark yet. */
   #marksMissing = false
 
@@ -46,10 +53,38 @@ export class Reporter {
     if (!this.#logger) return
     if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
     else if (info.status < 300) this.#logger.warn(logLine(error, info))
-    else if (error.code === 'signature_mismatch' && !this.#warnedMismatch) {
-      this.#warnedMismatch = true
-      this.#logger.warn(`${logLine(error, info)} ${FIRST_MISMATCH}`)
+    else if (error.code === 'signature_mismatch') this.#mismatch(error, info)
+    else if ((error as { skewSeconds?: number }).skewSeconds !== undefined && !this.#warnedSkew) {
+      this.#warnedSkew = true
+      this.#logger.warn(`${logLine(error, info)} ${skewAdvice(error)}`)
     }
+  }
+
+  /** A delivery passed the signature check (counted for the warning of some verifying and others not). */
+  verified(): void {
+    this.#verified++
+    if (this.#mismatches !== 0 && this.#verified === 1) this.#warnMixed()
+  }
+
+  #mismatch(error: ReceiverError, info: ErrorInfo): void {
+    this.#mismatches++
+    if (this.#verified !== 0) this.#warnMixed()
+    else if (!this.#warnedMismatch) {
+      this.#warnedMismatch = true
+      this.#logger?.warn(`${logLine(error, info)} ${FIRST_MISMATCH}`)
+    }
+  }
+
+  /** Some deliveries verify and others do not: at most once every MIXED_EVERY_MS. */
+  #warnMixed(): void {
+    const now = Date.now()
+    if (now - this.#mixedAt < MIXED_EVERY_MS) return
+    this.#mixedAt = now
+    this.#warnedMismatch = true
+    const total = this.#mismatches + this.#verified
+    this.#logger?.warn(
+      `${PACKAGE} 401 signature_mismatch: ${this.#mismatches} of ${total} deliveries since this receiver started failed the signature check while the others passed it, so the secret is right and some bodies are changed on their way: a proxy or a body parser that re-encodes JSON (\\u escapes, key order, white space, a trailing newline) is the likely cause. Capture a refused request and run \`email-webhooks verify\` on it: it names the re-encoding that matches. (Said at most every ${MIXED_EVERY_MS / 60_000} minutes; all refusals are counted in stats().rejected.)`,
+    )
   }
 
   /**
@@ -107,6 +142,7 @@ export class Reporter {
   stats(): ReceiverStats {
     return {
       handled: this.handled,
+      acknowledged: this.acknowledged,
       duplicates: this.duplicates,
       ignored: this.ignored,
       skipped: this.skipped,
@@ -117,7 +153,16 @@ export class Reporter {
 }
 
 const FIRST_MISMATCH =
-  'This is the first delivery this receiver refused for its signature; later ones are only counted (stats().rejected). If every delivery is refused, the secret is wrong: the sender disables an endpoint after repeated failures.'
+  'This is the first delivery this receiver refused for its signature; later ones are only counted (stats().rejected). If every delivery is refused, the secret is likely wrong (the sender disables an endpoint after repeated failures); if only some are, a proxy or body parser changes some bodies, and this receiver says so once it has seen both.'
+/** The warning of some deliveries verifying and others not comes at most this often. */
+const MIXED_EVERY_MS = 10 * 60 * 1000
+
+/** What the first refusal for the timestamp says about this server's clock, with the measured offset. */
+function skewAdvice(error: ReceiverError): string {
+  const skew = (error as { skewSeconds?: number }).skewSeconds ?? 0
+  const offset = `The delivery's timestamp was ${Math.abs(skew)} s ${skew > 0 ? "behind this server's clock (this clock may be fast)" : "ahead of this server's clock (this clock may be slow)"}. `
+  return `${offset}If this server's clock is off, every delivery is refused and the sender disables the endpoint: check NTP (timedatectl, chronyc tracking). Said once; later refusals are only counted (stats().rejected).`
+}
 
 /** ` <type> <id>` of an event, as far as they are known. */
 function about(info: ErrorInfo): string {

@@ -46,7 +46,9 @@ export async function settleHandled<Ctx>(
 ): Promise<ReceiverResponse> {
   const failed = await complete(p, claimed, event)
   if (failed) return failed
-  p.reporter.handled++
+  // A handler ran (onEvent, the type's handler, or onUnknown), or the event was only acknowledged.
+  if (p.onEvent !== undefined || (known ? p.handlers[event.type] !== undefined : p.onUnknown !== undefined)) p.reporter.handled++
+  else p.reporter.acknowledged++
   return okAnswer(event, known ? 'handled' : 'unknown_type')
 }
 

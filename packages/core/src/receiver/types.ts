@@ -61,12 +61,16 @@ export interface ErrorInfo {
 export interface WebhookLogger {
   error(message: string): void
   warn(message: string): void
+  /** Optional: start-up facts, such as which SQLite file the default store uses (`console` has it). */
+  info?(message: string): void
 }
 
 /** Counts kept by each receiver since it was built; read them with `stats()`. */
 export interface ReceiverStats {
-  /** Deliveries answered 2xx after their handler (or onUnknown) ran and the event was recorded. */
+  /** Deliveries answered 2xx after a handler ran (`onEvent`, the type's handler, or `onUnknown`) and the event was recorded. */
   handled: number
+  /** Deliveries answered 2xx and recorded without any handler: a known type without a handler, an unknown type without `onUnknown` (no `onEvent`). */
+  acknowledged: number
   /** Redeliveries of an already handled event, answered 2xx without running a handler. */
   duplicates: number
   /** Signed, in-window deliveries whose body is not a valid envelope: acknowledged (2xx), recorded, reported. */

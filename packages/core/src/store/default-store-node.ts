@@ -5,7 +5,7 @@
  * or better-sqlite3 cannot load, that is a `DedupStoreError` thrown at construction, naming the
  * path, the OS error and the fix: never a silent fall back to a memory store.
  */
-import { mkdirSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import type { DedupStoreError } from './errors.js'
@@ -33,6 +33,14 @@ function causeText(error: unknown): string {
 
 function openError(DedupStoreError: ErrorClass, path: string, error: unknown): InstanceType<ErrorClass> {
   const why = causeText(error)
+  if ((error as { code?: unknown } | null)?.code === 'driver_missing' && error instanceof Error && /never built/.test(error.message)) {
+    // The driver's own message says what happened and the fix: not "install it" a second time.
+    return new DedupStoreError(
+      'driver_missing',
+      `[@email-webhooks/core] No store was given, and the default durable store (SQLite at ${path}) cannot load better-sqlite3. ${error.message.replace(/^\[[^\]]+\] /, '')} Or pass a store (options.store), or store: 'memory' to accept non-durable dedup.`,
+      { cause: error },
+    )
+  }
   if ((error as { code?: unknown } | null)?.code === 'driver_missing') {
     return new DedupStoreError(
       'driver_missing',
@@ -48,22 +56,68 @@ function openError(DedupStoreError: ErrorClass, path: string, error: unknown): I
 }
 
 /**
- * Opens (or reuses) the default store for this runtime.
+ * Creates the folder of `path`. `mkdir -p` on a read-only or unwritable parent reports ENOENT for
+ * the folder it could not make ("no such file or directory"), which reads as "folder missing":
+ * the nearest existing parent is asked instead, for the real cause (EROFS, EACCES).
+ */
+function makeFolder(DedupStoreError: ErrorClass, path: string, fromEnv: boolean): void {
+  const folder = dirname(path)
+  try {
+    mkdirSync(folder, { recursive: true })
+    return
+  } catch (error) {
+    let parent = folder
+    while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent)
+    let cause: unknown = error
+    try {
+      accessSync(parent, constants.W_OK)
+    } catch (denied) {
+      cause = denied
+    }
+    const code = (cause as { code?: unknown }).code
+    const where = fromEnv ? `EMAIL_WEBHOOKS_DB (${path})` : `${DEFAULT_DB_PATH} in the working folder ${process.cwd()}`
+    const why =
+      code === 'EROFS'
+        ? `${parent} is on a read-only file system (EROFS)`
+        : code === 'EACCES' || code === 'EPERM'
+          ? `this process may not write to ${parent} (${code}: permission denied)`
+          : causeText(cause)
+    throw new DedupStoreError(
+      'misconfigured',
+      `[@email-webhooks/core] No store was given, and the default durable store cannot create its SQLite file at ${where}: ${why}. Set EMAIL_WEBHOOKS_DB to a file on a writable, persistent volume (in a container: a mounted volume; the working folder is often read-only), or pass a store (options.store), or store: 'memory' to accept non-durable dedup.`,
+      { cause },
+    )
+  }
+}
+
+/**
+ * Opens (or reuses) the default store for this runtime, and says once which file it uses.
  * @param errorClass The `DedupStoreError` class of the calling bundle.
  * @param _createMemoryStore Unused on Node (the web variant's fallback; Node never falls back).
+ * @param logger The receiver's logger: its `info` (when it has one) learns the file's path when the store is opened.
  * @throws {DedupStoreError} `misconfigured` when the file cannot be opened, `driver_missing` when better-sqlite3 cannot load.
  */
-export function getDefaultStore(errorClass: ErrorClass, _createMemoryStore?: () => DedupStore): DedupStore {
+export function getDefaultStore(
+  errorClass: ErrorClass,
+  _createMemoryStore?: () => DedupStore,
+  logger?: { info?: (message: string) => void },
+): DedupStore {
+  const fromEnv = Boolean(process.env.EMAIL_WEBHOOKS_DB)
   const path = resolve(process.env.EMAIL_WEBHOOKS_DB || DEFAULT_DB_PATH)
   let store = stores.get(path)
   if (!store) {
+    makeFolder(errorClass, path, fromEnv)
     try {
-      mkdirSync(dirname(path), { recursive: true })
       store = new SqliteDedupStore({ path })
     } catch (error) {
       throw openError(errorClass, path, error)
     }
     stores.set(path, store)
+    logger?.info?.(
+      fromEnv
+        ? `[@email-webhooks/core] dedup store: the SQLite file ${path} (from EMAIL_WEBHOOKS_DB).`
+        : `[@email-webhooks/core] dedup store: the SQLite file ${path} (${DEFAULT_DB_PATH} in the working folder, as EMAIL_WEBHOOKS_DB is not set): start the app from this folder, or set EMAIL_WEBHOOKS_DB, so that a restart keeps the events it handled.`,
+    )
   }
   return store
 }

@@ -13,8 +13,9 @@ let shared: DedupStore | undefined
  * bundle (chosen by the `#default-store` import condition), and a copy of the class (and of
  * `DedupStoreError`, which it throws) bundled here would fail `instanceof` in the user's code
  * and in the receiver, which skips store deadlines only for its own `MemoryDedupStore`.
+ * @param _logger Unused here: the warning goes to the console even with `logger: false`, since dedup is not durable.
  */
-export function getDefaultStore(_errorClass: unknown, createMemoryStore: () => DedupStore): DedupStore {
+export function getDefaultStore(_errorClass: unknown, createMemoryStore: () => DedupStore, _logger?: unknown): DedupStore {
   if (!shared) {
     console.warn(
       "[@email-webhooks/core] No dedup store was given and SQLite is not available on this runtime, so deduplication uses memory and is NOT durable: after a restart, retried events run their handlers again, and separate instances do not share it. Pass a durable store (options.store: a DedupStore over your database or Redis), or store: 'memory' to say that this is intended (and silence this warning).",

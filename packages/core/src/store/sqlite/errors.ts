@@ -57,6 +57,15 @@ export function openError(path: string, cause: unknown): DedupStoreError {
   if (cause instanceof DedupStoreError) return cause
   const code = (cause as { code?: unknown } | null)?.code
   const text = cause instanceof Error ? cause.message : String(cause)
+  if (/Could not locate the bindings file/.test(text)) {
+    // better-sqlite3 loads its native module on the first `new Database()`: installed without
+    // running its build (npm i --ignore-scripts, or npm's install-script policy), it has none.
+    return new DedupStoreError(
+      'driver_missing',
+      `${PACKAGE} better-sqlite3 is installed, but its native module was never built: its install script did not run (npm install --ignore-scripts, or npm's install-script policy, which from npm 12 runs no dependency's script unless allowed). Fix: allow it, \`npm approve-scripts better-sqlite3\` (npm 11.16 and later; with pnpm, allowBuilds in pnpm-workspace.yaml or \`pnpm approve-builds\`), then \`npm rebuild better-sqlite3\` (it downloads a prebuilt binary, or compiles with python3, make and a C++ compiler).`,
+      { cause },
+    )
+  }
   if (code === 'ERR_DLOPEN_FAILED' || /NODE_MODULE_VERSION/.test(text)) {
     // better-sqlite3 loads its native module on the first `new Database()`: a build for another
     // Node.js version fails here, not at require time. Not a problem of the file.
