@@ -4,8 +4,8 @@ const config: Options = {
   entry: {
     index: 'src/index.ts',
     sqlite: 'src/store/sqlite/index.ts',
-    postgres: 'src/store/postgres.ts',
-    redis: 'src/store/redis.ts',
+    postgres: 'src/store/postgres/index.ts',
+    redis: 'src/store/redis/index.ts',
     testing: 'src/testing/index.ts',
     api: 'src/api/index.ts',
     'crypto-node': 'src/crypto/node.ts',
@@ -18,8 +18,8 @@ const config: Options = {
     entry: {
       index: 'src/index.ts',
       sqlite: 'src/store/sqlite/index.ts',
-      postgres: 'src/store/postgres.ts',
-      redis: 'src/store/redis.ts',
+      postgres: 'src/store/postgres/index.ts',
+      redis: 'src/store/redis/index.ts',
       testing: 'src/testing/index.ts',
       api: 'src/api/index.ts',
     },

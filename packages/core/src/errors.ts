@@ -4,6 +4,9 @@
  * secret, a signature or the request body.
  */
 
+/** The prefix of every message of `@email-webhooks/core`. */
+export const PACKAGE = '[@email-webhooks/core]'
+
 /** Codes of requests that are refused before any handler runs. */
 export type WebhookVerificationErrorCode =
   | 'missing_header'

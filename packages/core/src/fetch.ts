@@ -12,7 +12,7 @@ import {
   type Receiver,
   type ReceiverResponse,
   type WebhookOptions,
-} from './receiver.js'
+} from './receiver/index.js'
 import type { WebhookSecret } from './secret.js'
 
 /** Extra handler context of the fetch handler: the incoming `Request`. */

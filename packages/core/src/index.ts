@@ -94,11 +94,11 @@ export {
   type WebhookEventHandler,
   type WebhookLogger,
   type WebhookOptions,
-} from './receiver.js'
+} from './receiver/index.js'
 export { assertValidSecrets, type WebhookSecret } from './secret.js'
 export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.js'
 export { DedupStoreError, type DedupStoreErrorCode } from './store/errors.js'
-export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory.js'
+export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory/index.js'
 export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, FactCounts } from './store/types.js'
 export {
   DEFAULT_TOLERANCE_SECONDS,

@@ -5,17 +5,17 @@
  * slowest answer leaves after 8.5 s; the 30 s lease outlives all of it.
  */
 import { getDefaultStore } from '#default-store'
+import { PACKAGE } from '../errors.js'
 import { isEmailEventType } from '../events.js'
 import { DEFAULT_NAMESPACE } from '../namespace.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
-import { MemoryDedupStore } from '../store/memory.js'
+import { MemoryDedupStore } from '../store/memory/index.js'
 import type { DedupStore } from '../store/types.js'
-import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order.js'
+import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order-options.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
-/** The prefix of every message of this package. */
-export const PACKAGE = '[@email-webhooks/core]'
+export { PACKAGE } from '../errors.js'
 /** Largest body accepted by default: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES: number = 1024 * 1024
 /** How long a claim holds by default before another worker may take the event over (after a crash). */

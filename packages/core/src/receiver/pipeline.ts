@@ -1,7 +1,7 @@
 /** What every step of one receiver shares: its checked options, its store, its one timer and its reporting. */
 import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
-import { MemoryDedupStore } from '../store/memory.js'
+import { MemoryDedupStore } from '../store/memory/index.js'
 import type { ClaimOptions, CompleteOptions } from '../store/types.js'
 import { errorAnswer } from './answers.js'
 import { Deadlines } from './deadline.js'

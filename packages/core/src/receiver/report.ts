@@ -5,8 +5,7 @@
  * first `signature_mismatch`, which gets one warning: a wrong secret refuses every delivery, and a
  * silent server would leave its owner guessing until the sender disables the endpoint.
  */
-import type { WebhookHandlingError, WebhookVerificationError } from '../errors.js'
-import { PACKAGE } from './options.js'
+import { PACKAGE, type WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
 import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
 
 type ReceiverError = WebhookVerificationError | WebhookHandlingError

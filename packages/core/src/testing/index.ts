@@ -8,15 +8,17 @@ export { checkEndpointUrl, type EndpointUrlProblem } from '../api/urls.js'
 export { createTestClock, type TestClock } from './clock.js'
 export { type ConformanceRunner, type DedupStoreConformanceOptions, dedupStoreConformance } from './conformance.js'
 export {
-  type CreateSignedDeliveryInput,
-  createEvent,
   createFixtureDeliveries,
-  createSignedDelivery,
-  eventFixtures,
-  FIXTURE_TIMESTAMP,
   type FixtureDeliveriesOptions,
   type FixtureDelivery,
   type FixtureExpectation,
+} from './fixture-deliveries.js'
+export {
+  type CreateSignedDeliveryInput,
+  createEvent,
+  createSignedDelivery,
+  eventFixtures,
+  FIXTURE_TIMESTAMP,
   type SignedDelivery,
   TEST_SECRET,
   UNKNOWN_EVENT_TYPE,

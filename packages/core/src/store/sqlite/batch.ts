@@ -6,7 +6,7 @@
  */
 import type { ClaimOrder, ClaimResult, FactCounts, StoreOrderInput } from '../types.js'
 import { advanceMark, readFact, readMark } from './order.js'
-import type { Statements } from './schema.js'
+import type { Statements } from './types.js'
 
 /** The one `duplicate` result (compared by identity). */
 export const DUPLICATE: ClaimResult = Object.freeze({ status: 'duplicate' })

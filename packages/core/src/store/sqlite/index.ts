@@ -16,50 +16,19 @@
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 
-import { callDurationProblem } from '../durations.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+
+export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
+
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
-import { closedError, commandError, invalidOption, openError } from './errors.js'
+import { closedError, commandError, openError } from './errors.js'
+import { invalidDurations, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
-import { type Database, loadDriver, openDatabase, type Statements } from './schema.js'
+import { RememberedKeys } from './remembered.js'
+import { loadDriver, openDatabase } from './schema.js'
 import { WalSync } from './sync.js'
-
-/** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds ≥ 1. */
-function invalidDurations(opts: { leaseMs?: unknown; retentionMs?: unknown }, withLease: boolean) {
-  const problem = callDurationProblem(opts, withLease)
-  return problem === undefined ? undefined : invalidOption(problem)
-}
-
-/** Table used when `table` is not given; leases go to `<table>_lease`. */
-export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
-const DEFAULT_BUSY_TIMEOUT_MS = 5_000
-const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
-/** Keys completed by this process kept in memory to answer their duplicates without SQL. */
-const REMEMBERED_KEYS = 10_000
-
-/** Options of {@link SqliteDedupStore}. */
-export interface SqliteDedupStoreOptions {
-  /** Database file; created if missing (its folder must exist). `':memory:'` is not durable. */
-  path: string
-  /**
-   * `'full'` (default): a `complete`, and a `duplicate` answer, resolve only once the record is
-   * fsynced, so acknowledged events survive power loss. `'normal'`: no fsync; survives a process crash only.
-   */
-  durability?: 'full' | 'normal'
-  /** How long a write, and opening a new file, waits for another process's lock; default 5,000 ms. */
-  busyTimeoutMs?: number
-  /** Table of done records; default `email_webhook_dedup` (leases go to `<table>_lease`). */
-  table?: string
-  /** Clock in milliseconds; default `Date.now`. For tests. */
-  now?: () => number
-  /**
-   * Open an existing file for `lookup` only (recovery tooling beside a running receiver): no file
-   * is created, nothing is written (no setup, no checkpoint); `claim`, `complete`, `release` and
-   * `purgeExpired` reject with `misconfigured`. Default false.
-   */
-  readOnly?: boolean
-}
+import type { Database, Statements } from './types.js'
 
 /**
  * Dedup store in a SQLite file.
@@ -85,10 +54,7 @@ export class SqliteDedupStore implements DedupStore {
   /** Reads a key's state from one snapshot. */
   readonly #read: (key: string, now: number) => DedupKeyState
   /** Keys completed (and synced) by this store → when their record expires. */
-  readonly #remembered = new Map<string, number>()
-  /** The remembered keys in the order they came, to evict the oldest. */
-  readonly #ring: (string | undefined)[] = new Array(REMEMBERED_KEYS)
-  #ringNext = 0
+  readonly #remembered = new RememberedKeys()
   #claims: PendingClaim[] = []
   #completes: PendingComplete[] = []
   #flushScheduled = false
@@ -97,32 +63,19 @@ export class SqliteDedupStore implements DedupStore {
   readonly #readOnly: boolean
 
   constructor(options: SqliteDedupStoreOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path.length === 0) {
-      throw invalidOption('SqliteDedupStore needs { path }: the database file to use.')
-    }
-    const durability = options.durability ?? 'full'
-    if (durability !== 'full' && durability !== 'normal') throw invalidOption(`durability must be 'full' or 'normal'.`)
-    const table = options.table ?? DEFAULT_SQLITE_TABLE
-    if (!TABLE_NAME_PATTERN.test(table))
-      throw invalidOption('table must be a plain SQL identifier (a letter or _, then letters, digits, _).')
-    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
-    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
-      throw invalidOption('busyTimeoutMs must be a whole number of milliseconds ≥ 0.')
-    if (options.now !== undefined && typeof options.now !== 'function')
-      throw invalidOption('now must be a function returning milliseconds.')
-    this.#now = options.now ?? Date.now
-    this.#path = options.path
-    this.#readOnly = options.readOnly === true
-    const open = this.#readOnly ? openReadOnly : openDatabase
-    const { db, statements } = open(loadDriver(), options.path, busyTimeoutMs, table)
+    const { path, durable, table, busyTimeoutMs, now, readOnly } = resolveSqliteOptions(options)
+    this.#now = now
+    this.#path = path
+    this.#readOnly = readOnly
+    const { db, statements } = (readOnly ? openReadOnly : openDatabase)(loadDriver(), path, busyTimeoutMs, table)
     this.#db = db
     this.#sql = statements
-    this.#durable = durability === 'full' && !this.#readOnly
+    this.#durable = durable
     try {
-      this.#sync = this.#durable ? WalSync.open(options.path) : undefined
+      this.#sync = durable ? WalSync.open(path) : undefined
     } catch (error) {
       db.close()
-      throw openError(options.path, error)
+      throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
@@ -144,11 +97,7 @@ export class SqliteDedupStore implements DedupStore {
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     const refused = this.#writeRefused() ?? invalidDurations(opts, true)
     if (refused) return Promise.reject(refused)
-    const remembered = this.#remembered.get(key)
-    if (remembered !== undefined) {
-      if (remembered > this.#now()) return Promise.resolve(DUPLICATE)
-      this.#remembered.delete(key)
-    }
+    if (this.#remembered.isDone(key, this.#now())) return Promise.resolve(DUPLICATE)
     return new Promise((resolve, reject) => {
       this.#claims.push({ key, leaseMs: opts.leaseMs, order: opts.order, result: undefined, resolve, reject })
       this.#scheduleFlush()
@@ -229,7 +178,6 @@ export class SqliteDedupStore implements DedupStore {
       this.#db.close()
       this.#sync?.close()
       this.#remembered.clear()
-      this.#ring.fill(undefined)
     }
   }
 
@@ -295,7 +243,7 @@ export class SqliteDedupStore implements DedupStore {
       for (const item of completes) {
         if (error) item.reject(error)
         else {
-          if (item.done) this.#remember(item.key, now + item.retentionMs)
+          if (item.done) this.#remembered.remember(item.key, now + item.retentionMs)
           item.resolve(item.done)
         }
       }
@@ -306,16 +254,6 @@ export class SqliteDedupStore implements DedupStore {
   #afterDurable(then: (error?: Error) => void): void {
     if (this.#sync) this.#sync.after(then)
     else then()
-  }
-
-  #remember(key: string, expiresAt: number): void {
-    // Evicts in insertion order through a ring of keys: taking the first key of a Map that keeps
-    // losing its first entries walks over every deleted slot (V8), which cost ~10 µs per event.
-    const oldest = this.#ring[this.#ringNext]
-    if (oldest !== undefined) this.#remembered.delete(oldest)
-    this.#ring[this.#ringNext] = key
-    this.#ringNext = (this.#ringNext + 1) % REMEMBERED_KEYS
-    this.#remembered.set(key, expiresAt)
   }
 
   #schedulePurge(): void {

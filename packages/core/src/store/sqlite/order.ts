@@ -9,30 +9,8 @@
  */
 import type { OrderMark } from '../../ordering/position.js'
 import type { FactCounts, StoreOrderInput } from '../types.js'
-import { prepareWalk, type Walked } from './purge.js'
-import type { Database, Statement } from './schema.js'
-
-/** The prepared statements of the mark table (with its purge walk) and of the order-key locks. */
-export interface MarkStatements extends Walked {
-  /** (key, now) → the live mark's row. */
-  readMark: Statement
-  /** (key, created_at ms, event id, type, expiresAt, now): set the mark if none is live or this one is newer; renew its expiry. */
-  advanceMark: Statement
-  /** (key) → expires_at of the claim that holds the order key, if any row. */
-  findLock: Statement
-  /** (key, token, expiresAt): the order key is held by this claim until then. */
-  takeLock: Statement
-  /** (key, token): frees the order key if this claim still holds it. */
-  freeLock: Statement
-  /** The lock table's purge walk (locks whose lease lapsed). */
-  locks: Walked
-  /** (key, now) → [handled, reconciled] of a live fact. */
-  readFact: Statement
-  /** (key, handled, reconciled, expiresAt, now): add to a fact's counts (a lapsed one counts from zero; reconciled ≥ 0) and renew it. */
-  changeFact: Statement
-  /** The fact table's purge walk. */
-  facts: Walked
-}
+import { prepareWalk } from './purge.js'
+import type { Database, MarkStatements } from './types.js'
 
 /**
  * The SQL that creates the mark table of `table` and its lock table: which claim holds each order

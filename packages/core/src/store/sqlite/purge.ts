@@ -10,7 +10,7 @@
  * it ended (released or lapsed: it carries the attempt count). Steps run after the batch that
  * triggered them has answered, in one short transaction each.
  */
-import type { Database, Statement, Statements } from './schema.js'
+import type { Database, Statements, Walked } from './types.js'
 
 /** Rows (done records and leases) written between two purge steps. */
 const PURGE_EVERY_WRITES = 256
@@ -20,16 +20,6 @@ const WALK_PER_WRITE = 4
 const MIN_WALK = 1_024
 /** A released or lapsed lease row is kept this long (it carries the attempt count), then purged. */
 const LEASE_MEMORY_MS = 60 * 60 * 1000
-
-/** The statements a cursor walks one table with (a `key` and an `expires_at` column). */
-export interface Walked {
-  /** (after, offset) → the key `offset + 1` rows after `after`, in key order. */
-  purgeWindowEnd: Statement
-  /** (after, upTo, now): rows in (after, upTo] that expired by `now`. */
-  purgeRange: Statement
-  /** (after, now): rows after `after` that expired by `now`. */
-  purgeTail: Statement
-}
 
 /** Prepares the walk of `table`. */
 export function prepareWalk(db: Database, table: string): Walked {

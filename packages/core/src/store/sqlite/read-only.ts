@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { openError, PACKAGE } from './errors.js'
-import type { Database, DatabaseConstructor, Statements } from './schema.js'
+import type { Database, DatabaseConstructor, Statements } from './types.js'
 
 type ReadOnlyConstructor = new (path: string, options: { timeout: number; readonly: true; fileMustExist: true }) => Database
 

@@ -6,28 +6,12 @@
  * `<table>_order` (order.ts). None has a secondary index: purge walks all three in key order
  * (purge.ts).
  */
+import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
-import { type MarkStatements, markTableSql, prepareMarks } from './order.js'
-import { prepareWalk, type Walked } from './purge.js'
-
-/** The part of a better-sqlite3 statement the store uses. */
-export interface Statement {
-  run(...params: unknown[]): { changes: number }
-  all(...params: unknown[]): unknown[]
-  get(...params: unknown[]): unknown
-  pluck(toggle?: boolean): Statement
-  raw(toggle?: boolean): Statement
-}
-/** The part of a better-sqlite3 database the store uses. */
-export interface Database {
-  pragma(source: string, options?: { simple?: boolean }): unknown
-  exec(source: string): unknown
-  prepare(source: string): Statement
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R }
-  close(): unknown
-}
-export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
+import { markTableSql, prepareMarks } from './order.js'
+import { prepareWalk } from './purge.js'
+import type { Database, DatabaseConstructor, Statements } from './types.js'
 
 /** better-sqlite3's Database class, loaded on first use; a `driver_missing` DedupStoreError when it cannot load. */
 export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseConstructor>(
@@ -35,28 +19,6 @@ export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseCons
   (module) => module as DatabaseConstructor,
   `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
 )
-
-/** The store's prepared statements; parameters are positional, in the order of the `?`s. The walk (`Walked`) is the done table's. */
-export interface Statements extends Walked {
-  /** (key) → expires_at of the done record, if any. */
-  findDone: Statement
-  /** (key, token, expiresAt, now) → [attempt] when the lease was taken (new key, or lapsed or released lease). */
-  takeLease: Statement
-  /** (key) → expires_at of the lease row. */
-  findLease: Statement
-  /** (key, token): the lease, if this token still owns it; changes 1 when it did. */
-  endLease: Statement
-  /** (key, expiresAt): insert or refresh the done record. */
-  markDone: Statement
-  /** (now, key, token): give the lease up at once, keeping its attempt count (the row is purged an hour later). */
-  releaseLease: Statement
-  /** (key) → expires_at of a held (not released) lease. */
-  findHeldLease: Statement
-  /** The lease table's purge walk (rows that ended before the cutoff given as `now`). */
-  leases: Walked
-  /** The mark table's statements (ordering capability). */
-  marks: MarkStatements
-}
 
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
@@ -148,7 +110,9 @@ function createTables(db: Database, table: string): void {
       DROP TABLE ${table}_v1;`)
   }).immediate()
   const lease = db.prepare(`SELECT name FROM pragma_table_info('${table}_lease')`).pluck().all() as string[]
-  if (!lease.includes('token')) throw new Error(`${PACKAGE} table ${table}_lease exists but is not the store's; pick another table name.`)
+  if (!lease.includes('token')) {
+    throw new DedupStoreError('misconfigured', `${PACKAGE} table ${table}_lease exists but is not the store's; pick another table name.`)
+  }
 }
 
 function prepare(db: Database, table: string): Statements {

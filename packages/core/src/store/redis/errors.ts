@@ -1,6 +1,9 @@
 /** How an ioredis error becomes a {@link DedupStoreError} code and an actionable message. Bundled into the Redis subpath. */
 import type { DedupStoreErrorCode } from '@email-webhooks/core'
 
+/** The prefix of every message of this store. */
+export const PACKAGE = '[@email-webhooks/core/redis]'
+
 /** The code and message (without the package prefix, not yet scrubbed) for an error ioredis threw talking to `target`. */
 export function classify(error: unknown, target: string): { code: DedupStoreErrorCode; message: string } {
   const detail = error instanceof Error ? error.message : String(error)

@@ -4,10 +4,10 @@
  * store (or a shared one) in production.
  */
 
-import type { OrderMark } from '../ordering/position.js'
-import { compareOrderPositions } from '../ordering/position.js'
-import { callDurationProblem } from './durations.js'
-import { DedupStoreError } from './errors.js'
+import type { OrderMark } from '../../ordering/position.js'
+import { compareOrderPositions } from '../../ordering/position.js'
+import { callDurationProblem } from '../durations.js'
+import { DedupStoreError } from '../errors.js'
 import type {
   Claim,
   ClaimOptions,
@@ -18,7 +18,7 @@ import type {
   DedupStore,
   FactCounts,
   StoreOrderInput,
-} from './types.js'
+} from '../types.js'
 
 const PACKAGE = '[@email-webhooks/core]'
 

@@ -7,8 +7,8 @@
  * so both move in the same transaction as the dedup row. Event ids compare with `COLLATE "C"`
  * (byte order, as `compareOrderPositions`), whatever the database's locale.
  */
-import type { OrderMark } from '../ordering/position.js'
-import type { FactCounts, StoreOrderInput } from './types.js'
+import type { OrderMark } from '../../ordering/position.js'
+import type { FactCounts, StoreOrderInput } from '../types.js'
 
 /** The SQL that creates the mark and lock tables of `table` and their expiry indexes. */
 export function postgresOrderTableSql(table: string): string {
@@ -148,4 +148,89 @@ export function factOfRow(row: { handled: number | null; reconciled: number | nu
 export function markOfRow(row: { created_at_ms: number | null; event_id: string | null; type: string | null }): OrderMark | null {
   if (row.created_at_ms === null || row.event_id === null || row.type === null) return null
   return { createdAtMs: Number(row.created_at_ms), eventId: row.event_id, type: row.type }
+}
+
+/** What the store's order tables give it now. */
+type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
+
+/** How often a store without its order tables looks for them again, while ordered claims come. */
+const RECHECK_MS = 1_000
+
+/**
+ * Whether the order tables of a store are there and usable: created when missing (and allowed),
+ * looked for again at most once a second while they are not, with the reason when not.
+ */
+export class OrderTables {
+  /** Undefined until `ensure` ran. */
+  usable: boolean | undefined
+  /** Why they are not usable, with the fix. */
+  issue: string | undefined
+  #checkedAt = 0
+  readonly #table: string
+  readonly #query: Query
+  readonly #package: string
+
+  constructor(table: string, query: Query, packageName: string) {
+    this.#table = table
+    this.#query = query
+    this.#package = packageName
+  }
+
+  /**
+   * Creates the tables only when missing (CREATE … IF NOT EXISTS needs CREATE on the schema even
+   * when they exist). Ordering needs order tables this role may read and write: a dedup table from
+   * before them, with a role that may not create them (or `createTable: false`), or tables the role
+   * has no rights on, keeps working without ordering (`issue` says why). `createTableSql` creates
+   * every table when the dedup table itself is missing.
+   */
+  async ensure(createTable: boolean, createTableSql: string): Promise<void> {
+    const { present, marks } = await this.#find()
+    // The order tables exist (usable or not), or creating them is not ours to do.
+    if (!createTable || marks !== null) {
+      return this.#set(
+        marks === true,
+        marks === false ? 'are not writable by this role (it needs SELECT, INSERT, UPDATE and DELETE on each)' : 'are missing',
+      )
+    }
+    if (!present) {
+      await this.#query(createTableSql)
+      return this.#set(true)
+    }
+    // No BEGIN: a multi-statement query is one implicit transaction, rolled back whole on a failure
+    // (an explicit block would leave the pooled connection in an aborted transaction).
+    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
+    await this.#query(ddl).then(
+      () => this.#set(true),
+      (error: unknown) => this.#set(false, `could not be created (${error instanceof Error ? error.message : String(error)})`),
+    )
+  }
+
+  /** With the order tables missing, looks for them again, at most once a second. */
+  async recheck(): Promise<void> {
+    if (performance.now() - this.#checkedAt < RECHECK_MS) return
+    const { marks } = await this.#find()
+    if (marks === true) this.#set(true)
+  }
+
+  /** Whether the dedup table exists, and whether every order table does with every right (null: one is missing). */
+  async #find(): Promise<{ present: boolean; marks: boolean | null }> {
+    const rights = (param: string) => ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((right) => `has_table_privilege(${param}, '${right}')`)
+    const tables = postgresOrderTables(this.#table)
+    const params = tables.map((_, i) => `$${i + 2}`)
+    const found = await this.#query<{ present: boolean; marks: boolean | null }>(
+      `SELECT to_regclass($1) IS NOT NULL AS present, CASE WHEN ${params.map((p) => `to_regclass(${p}) IS NULL`).join(' OR ')} THEN NULL
+       ELSE ${params.flatMap(rights).join(' AND ')} END AS marks`,
+      [this.#table, ...tables],
+    )
+    this.#checkedAt = performance.now()
+    const row = found.rows[0]
+    return { present: row?.present === true, marks: row?.marks ?? null }
+  }
+
+  #set(usable: boolean, why?: string): void {
+    this.usable = usable
+    this.issue = usable
+      ? undefined
+      : `${this.#package} the order tables ${postgresOrderTables(this.#table).join(', ')} ${why}: create them as the table's owner (their SQL is in postgresDedupTableSql()) or grant this role CREATE on the schema; the store finds them within a second, without a restart.`
+  }
 }

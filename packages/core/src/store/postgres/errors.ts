@@ -1,6 +1,9 @@
 /** How a `pg` error becomes a {@link DedupStoreError} code and an actionable message. Bundled into the PostgreSQL subpath. */
 import type { DedupStoreErrorCode } from '@email-webhooks/core'
 
+/** The prefix of every message of this store. */
+export const PACKAGE = '[@email-webhooks/core/postgres]'
+
 const NETWORK_ERRORS = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

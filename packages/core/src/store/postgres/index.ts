@@ -1,0 +1,209 @@
+/**
+ * `PostgresDedupStore`: durable dedup shared by every instance of an app, in one PostgreSQL
+ * table, through `pg` (an optional peer dependency, loaded only by this module). `claim` is one
+ * statement on the database's clock: a read of the key, then, only when no live row holds it,
+ * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired or released> RETURNING`;
+ * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
+ * whatever the session says; expired rows are purged off the hot path (purge.ts). Ordering
+ * capability: marks, order-key locks and facts live in the order tables (order.ts), read and
+ * taken by the claim statement and advanced and freed by the complete statement.
+ */
+// By package name, not '../errors.js': this subpath is bundled on its own, and a bundled copy of the
+// class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
+import { DedupStoreError } from '@email-webhooks/core'
+import { callDurationProblem } from '../durations.js'
+import { scrub } from '../redact.js'
+import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import { classify, PACKAGE } from './errors.js'
+import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
+import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
+import { PurgeSchedule, purgeAll } from './purge.js'
+import { type DedupSql, postgresStatements } from './schema.js'
+
+export type { PostgresDedupStoreOptions, PostgresPool } from './options.js'
+export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './schema.js'
+
+const CLAIM_ATTEMPTS = 3
+
+/** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
+type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
+/** An ordered claim's row adds the order key's lock (held by another claim, or taken now), the mark and the fact's counts. */
+type MarkRow = ClaimRow & {
+  lock_left_ms: number | null
+  locked: number
+  created_at_ms: number | null
+  event_id: string | null
+  type: string | null
+  handled: number | null
+  reconciled: number | null
+}
+
+/**
+ * Dedup store in a PostgreSQL table, shared by every instance that points at the same database.
+ * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
+ * that is not a whole number of milliseconds ≥ 1; the server's failures by their own codes).
+ * @throws {TypeError} when neither `connectionString` nor `pool` is given, or `table` is not a plain identifier.
+ * @throws {DedupStoreError} `driver_missing` when `connectionString` is given and `pg` is not installed.
+ * @example
+ * const store = new PostgresDedupStore({ connectionString: process.env.DATABASE_URL })
+ */
+export class PostgresDedupStore implements DedupStore {
+  readonly #pool: PostgresPool
+  readonly #ownsPool: boolean
+  readonly #target: string
+  readonly #secret: string | undefined
+  readonly #createTable: boolean
+  readonly #sql: DedupSql
+  readonly #orderSql: PostgresOrderSql
+  readonly #tables: OrderTables
+  readonly #purges = new PurgeSchedule()
+  #ready: Promise<void> | undefined
+  #closed = false
+
+  constructor(options: PostgresDedupStoreOptions) {
+    const { pool, ownsPool, target, secret, table, createTable } = connect(options)
+    this.#pool = pool
+    this.#ownsPool = ownsPool
+    this.#target = target
+    this.#secret = secret
+    this.#createTable = createTable
+    const { sql, order } = postgresStatements(table)
+    this.#sql = sql
+    this.#orderSql = order
+    this.#tables = new OrderTables(table, (text, values) => this.#query(text, values), PACKAGE)
+  }
+
+  /**
+   * Ordering capability: true until the store finds its mark tables missing or unusable (then
+   * false, with `orderingIssue` saying why), and true again once they are there: the store looks
+   * again at most once a second while ordered claims come.
+   */
+  get ordering(): boolean {
+    return this.#tables.usable !== false
+  }
+
+  /** Why the store keeps no order marks right now, or undefined. */
+  get orderingIssue(): string | undefined {
+    return this.#tables.usable === false ? this.#tables.issue : undefined
+  }
+
+  async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
+    this.#checkDurations(opts, true)
+    await this.#prepare()
+    this.#purges.claimed(() => this.purgeExpired())
+    if (opts.order && this.#tables.usable === false) await this.#tables.recheck()
+    const order = this.#tables.usable === true ? opts.order : undefined
+    for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
+      const token = crypto.randomUUID()
+      const won = order
+        ? await this.#query<MarkRow>(this.#orderSql.claim, [
+            key,
+            token,
+            opts.leaseMs,
+            order.key,
+            order.fact === undefined ? null : `${order.key}|${order.fact}`,
+          ])
+        : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
+      const row = won.rows[0] as MarkRow
+      if (row.attempt !== null) {
+        if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+        const found: ClaimOrder = { mark: markOfRow(row) }
+        if (order.fact !== undefined) found.fact = factOfRow(row)
+        return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: found }
+      }
+      if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
+      if (order) {
+        if (row.lock_left_ms !== null) return { status: 'in_flight', retryAfterMs: Math.max(1, row.lock_left_ms), reason: 'order' }
+        // The lock looked free but another claim took it first (committed after this statement's
+        // snapshot): the email is held. Its time left is unknown here; the receiver asks again soon.
+        if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
+        // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
+        await this.#query(this.#orderSql.unlock, [order.key, token])
+        continue
+      }
+      // Free when read, taken by another claim before the insert: see who holds it now.
+      const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
+      // Released or purged between the two statements, or the lease ended just now: claim again.
+      if (!held || held.left_ms <= 0) continue
+      if (held.done) return { status: 'duplicate' }
+      return { status: 'in_flight', retryAfterMs: held.left_ms }
+    }
+    return { status: 'in_flight', retryAfterMs: 1 }
+  }
+
+  async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
+    this.#checkDurations(opts, false)
+    await this.#prepare()
+    const params = [claim.key, claim.token, opts.retentionMs]
+    if (this.#tables.usable !== true || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
+    const completed = await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order, opts.factChange)])
+    return completed.rows[0]?.n === 1
+  }
+
+  async release(claim: Claim): Promise<boolean> {
+    await this.#prepare()
+    if (claim.orderKey === undefined) return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
+    const released = await this.#query<{ n: number }>(this.#orderSql.release, [claim.key, claim.token, claim.orderKey])
+    return released.rows[0]?.n === 1
+  }
+
+  /** What the table holds for `key` now, on the database's clock: one read, no writes. Expired rows are `'absent'`. */
+  async lookup(key: string): Promise<DedupKeyState> {
+    await this.#prepare()
+    const row = (await this.#query<{ done: boolean }>(this.#sql.lookup, [key])).rows[0]
+    if (!row) return 'absent'
+    return row.done ? 'done' : 'in_flight'
+  }
+
+  /**
+   * Deletes expired rows (done records past their retention, leases released or lapsed an hour
+   * ago), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
+   * returns how many went. The store runs it by itself in the background while claims arrive.
+   */
+  async purgeExpired(): Promise<number> {
+    await this.#prepare()
+    const steps = [this.#sql.purge, this.#sql.purgeLapsed, ...(this.#tables.usable === true ? this.#orderSql.purge : [])]
+    return purgeAll(
+      steps,
+      async (step) => (await this.#query(step)).rowCount ?? 0,
+      () => this.#closed,
+    )
+  }
+
+  /** Waits for a running purge, then ends the pool if the store created it (a given pool stays open). */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#purges.idle()
+    if (this.#ownsPool) await this.#pool.end()
+  }
+
+  #checkDurations(opts: Partial<ClaimOptions>, withLease: boolean): void {
+    const problem = callDurationProblem(opts, withLease)
+    if (problem) throw new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore: ${problem}`)
+  }
+
+  #prepare(): Promise<void> {
+    if (this.#closed) return Promise.reject(new DedupStoreError('closed', `${PACKAGE} this PostgresDedupStore was closed.`))
+    this.#ready ??= this.#tables.ensure(this.#createTable, this.#sql.createTable).catch((error: unknown) => {
+      // Try again on the next call: the server may come up later.
+      this.#ready = undefined
+      throw error
+    })
+    return this.#ready
+  }
+
+  async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+    try {
+      return (await this.#pool.query(text, values)) as { rows: Row[]; rowCount: number | null }
+    } catch (error) {
+      throw this.#wrap(error)
+    }
+  }
+
+  #wrap(error: unknown): DedupStoreError {
+    const { code, message } = classify(error)
+    const text = scrub(`${PACKAGE} ${message.replace('{target}', this.#target)}`, this.#secret)
+    return new DedupStoreError(code, text, { cause: error })
+  }
+}

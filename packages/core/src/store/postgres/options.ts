@@ -1,0 +1,103 @@
+/**
+ * The options of `PostgresDedupStore`: a connection string (the store makes and ends its pool) or
+ * a `pg` Pool of the app's (the store never ends it), the table, and whether it may create it;
+ * checked once when the store is made.
+ */
+import { optionalDriver } from '../driver.js'
+import { passwordOf, redactUrl } from '../redact.js'
+import { PACKAGE } from './errors.js'
+import { assertTableName, DEFAULT_POSTGRES_TABLE } from './schema.js'
+
+const DEFAULT_MAX_CONNECTIONS = 10
+const CONNECT_TIMEOUT_MS = 5_000
+
+/** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
+export interface PostgresPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+  end(): Promise<void>
+}
+
+/** Options of `PostgresDedupStore`: give `connectionString` or `pool`. */
+export interface PostgresDedupStoreOptions {
+  /** `postgres://user:password@host:5432/db`; the store creates (and closes) its own pool of up to 10 connections. */
+  connectionString?: string
+  /** An existing `pg` Pool; the store never ends it. */
+  pool?: PostgresPool
+  /** Table name; default `email_webhook_dedup`. */
+  table?: string
+  /**
+   * Create the table and its index when the table is missing (default true). An existing table is
+   * used as it is, so a role with only SELECT, INSERT, UPDATE and DELETE on it works. Set false if
+   * you run `postgresDedupTableSql()` yourself.
+   */
+  createTable?: boolean
+}
+
+interface PoolConstructor {
+  new (config: {
+    connectionString: string
+    max: number
+    connectionTimeoutMillis: number
+  }): PostgresPool & {
+    on(event: 'error', listener: (error: Error) => void): unknown
+  }
+}
+
+const loadDriver = optionalDriver(
+  'pg',
+  (module) => (module as { Pool: PoolConstructor }).Pool,
+  `${PACKAGE} pg could not be loaded, so the PostgreSQL dedup store is unavailable. Install it with \`npm install pg\` (version 8).`,
+)
+
+/** The store's pool and what it says about the server, from the checked options. */
+export interface PostgresConnection {
+  pool: PostgresPool
+  /** The store made the pool: it ends it on close. */
+  ownsPool: boolean
+  /** The server in messages, with its password replaced. */
+  target: string
+  /** The password, scrubbed from every message. */
+  secret: string | undefined
+  table: string
+  createTable: boolean
+}
+
+/**
+ * Checks the options and makes the pool (from a connection string) or takes the given one.
+ * @throws {TypeError} when neither or both of `connectionString` and `pool` are given, or `table` is not a plain identifier.
+ * @throws {DedupStoreError} `driver_missing` when `connectionString` is given and `pg` is not installed.
+ */
+export function connect(options: PostgresDedupStoreOptions): PostgresConnection {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${PACKAGE} PostgresDedupStore needs { connectionString } or { pool }.`)
+  }
+  const { connectionString, pool } = options
+  if ((connectionString === undefined) === (pool === undefined)) {
+    throw new TypeError(`${PACKAGE} PostgresDedupStore needs exactly one of { connectionString } or { pool }.`)
+  }
+  const table = options.table ?? DEFAULT_POSTGRES_TABLE
+  assertTableName(table)
+  const createTable = options.createTable ?? true
+  if (pool !== undefined) {
+    if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
+      throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
+    }
+    return { pool, ownsPool: false, target: 'PostgreSQL (the given pool)', secret: undefined, table, createTable }
+  }
+  if (typeof connectionString !== 'string' || connectionString.length === 0) {
+    throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
+  }
+  const Pool = loadDriver()
+  const created = new Pool({ connectionString, max: DEFAULT_MAX_CONNECTIONS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+  // An idle connection that the server drops emits 'error' on the pool; without a listener
+  // that would end the process. The next query reports the failure instead.
+  created.on('error', () => {})
+  return {
+    pool: created,
+    ownsPool: true,
+    target: `PostgreSQL at ${redactUrl(connectionString)}`,
+    secret: passwordOf(connectionString),
+    table,
+    createTable,
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The tables of `PostgresDedupStore` (the dedup table, its order tables and their indexes, as SQL
+ * for hand-run migrations), the table-name check, and the statements the store runs on them.
+ */
+import { PACKAGE } from './errors.js'
+import { type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './order.js'
+import { purgeBatch } from './purge.js'
+
+/** Table used when `table` is not given. */
+export const DEFAULT_POSTGRES_TABLE = 'email_webhook_dedup'
+const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
+
+/**
+ * The SQL that creates the store's tables and indexes, for users who migrate by hand (then pass
+ * `createTable: false`): the dedup table and its mark table `<table>_order` (ordering; without it
+ * the store still deduplicates and ordering is `unknown`). Regular, logged tables: an `UNLOGGED`
+ * one loses its rows in a crash.
+ * @param table Table name; default `email_webhook_dedup`.
+ * @example
+ * await migrate(postgresDedupTableSql())
+ */
+export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): string {
+  assertTableName(table)
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  key text PRIMARY KEY,
+  done boolean NOT NULL,
+  token text,
+  attempt integer NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
+${postgresOrderTableSql(table)}`
+}
+
+/**
+ * Checks that `table` is a plain SQL identifier the store may splice into its statements.
+ * @param table The table name.
+ * @throws {TypeError} when it is not letters, digits and `_` (at most 51 characters, not starting with a digit).
+ * @example
+ * assertTableName('email_webhook_dedup')
+ */
+export function assertTableName(table: string): void {
+  if (typeof table !== 'string' || !TABLE_NAME_PATTERN.test(table)) {
+    throw new TypeError(`${PACKAGE} table must be a plain SQL identifier (letters, digits, _; at most 51 characters).`)
+  }
+}
+
+/**
+ * Every table and index of the store in one transaction under an advisory lock keyed by the table
+ * name: two sessions creating the tables at once would otherwise collide in the catalog.
+ * @param table The table name.
+ * @example
+ * await pool.query(createTableSql('email_webhook_dedup'))
+ */
+export function createTableSql(table: string): string {
+  return `BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
+${postgresDedupTableSql(table)}COMMIT;`
+}
+
+// A lease released or lapsed carries the attempt count the next claim continues (ctx.attempt),
+// so it is kept this long. Release stamps its row with that purge time (a released row has no
+// token and is claimable whatever its time says, so a clock step cannot hold it either): the
+// leases released during a handler outage, which can be many, stay out of the purge's expiry
+// range. A lapsed lease keeps its token, so its slow holder may still complete it, and is purged
+// this long after it lapsed by a statement of its own.
+const LEASE_MEMORY = `interval '1 hour'`
+/** A row holds its key until expires_at while it is done or a lease with a token (a released lease has none). */
+const HOLDS = '(done OR token IS NOT NULL)'
+/** The milliseconds left until the row's expires_at, on the server's clock. */
+const LEFT_MS = 'ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms'
+
+/** The statements of the dedup table (parameters `$1` key, `$2` token, `$3` lease or retention ms). */
+export interface DedupSql {
+  /** Returns `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
+  claim: string
+  /** Who holds the key now (after a lost race). */
+  inspect: string
+  lookup: string
+  complete: string
+  release: string
+  purge: string
+  purgeLapsed: string
+  createTable: string
+}
+
+/** The statements of `table` and of its order tables. */
+export function postgresStatements(table: string): { sql: DedupSql; order: PostgresOrderSql } {
+  const expiresIn = (param: string) => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`
+  // The claim reads the key first and writes only when no live row holds it: a duplicate or an
+  // in-flight claim is then a plain read (no row lock, no transaction id, no WAL, no commit to
+  // wait for) answered in the same round trip. ON CONFLICT still decides a race for the key.
+  const cur = `cur AS (
+  SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS})`
+  // From `source`'s rows (the ordered claim's lock), or when no live row holds the key.
+  const insert = (source?: string) => `ins AS (
+  INSERT INTO ${table} AS d (key, done, token, attempt, expires_at)
+  SELECT $1, false, $2, 1, ${expiresIn('$3')} ${source ? `FROM ${source}` : 'WHERE NOT EXISTS (SELECT 1 FROM cur)'}
+  ON CONFLICT (key) DO UPDATE SET
+    attempt = CASE WHEN d.done THEN 1 ELSE d.attempt + 1 END,
+    done = false, token = excluded.token, expires_at = excluded.expires_at
+  WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
+  RETURNING attempt)`
+  const releaseSet = `token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`
+  const sql: DedupSql = {
+    claim: `WITH ${cur},
+${insert()}
+SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
+    // A released row (no token) holds nothing, whatever its time says: no row, so the claim runs again.
+    inspect: `SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND ${HOLDS}`,
+    lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS}`,
+    // set_config(…, true) lasts for this statement's transaction and is read at its commit:
+    // the completion is flushed to the WAL before the answer, even if the role or session
+    // has synchronous_commit = off.
+    complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
+UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
+FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
+    release: `UPDATE ${table} SET ${releaseSet}`,
+    purge: purgeBatch(table, 'now()', '(done OR token IS NULL)'),
+    purgeLapsed: purgeBatch(table, `now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL'),
+    createTable: createTableSql(table),
+  }
+  const order = postgresOrderSql({
+    table,
+    cur,
+    insert,
+    expiresIn,
+    leftMs: LEFT_MS,
+    releaseSet,
+    purgeBatch: (name) => purgeBatch(name, 'now()'),
+  })
+  return { sql, order }
+}

@@ -1,0 +1,72 @@
+/**
+ * The options of `SqliteDedupStore`, checked once when it is made, with their defaults; and the
+ * check of each call's durations.
+ */
+
+import type { DedupStoreError } from '@email-webhooks/core'
+import { callDurationProblem } from '../durations.js'
+import { invalidOption } from './errors.js'
+
+/** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds ≥ 1. */
+export function invalidDurations(opts: { leaseMs?: unknown; retentionMs?: unknown }, withLease: boolean): DedupStoreError | undefined {
+  const problem = callDurationProblem(opts, withLease)
+  return problem === undefined ? undefined : invalidOption(problem)
+}
+
+/** Table used when `table` is not given; leases go to `<table>_lease`. */
+export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Options of {@link SqliteDedupStore}. */
+export interface SqliteDedupStoreOptions {
+  /** Database file; created if missing (its folder must exist). `':memory:'` is not durable. */
+  path: string
+  /**
+   * `'full'` (default): a `complete`, and a `duplicate` answer, resolve only once the record is
+   * fsynced, so acknowledged events survive power loss. `'normal'`: no fsync; survives a process crash only.
+   */
+  durability?: 'full' | 'normal'
+  /** How long a write, and opening a new file, waits for another process's lock; default 5,000 ms. */
+  busyTimeoutMs?: number
+  /** Table of done records; default `email_webhook_dedup` (leases go to `<table>_lease`). */
+  table?: string
+  /** Clock in milliseconds; default `Date.now`. For tests. */
+  now?: () => number
+  /**
+   * Open an existing file for `lookup` only (recovery tooling beside a running receiver): no file
+   * is created, nothing is written (no setup, no checkpoint); `claim`, `complete`, `release` and
+   * `purgeExpired` reject with `misconfigured`. Default false.
+   */
+  readOnly?: boolean
+}
+
+/** The options after the checks, with defaults filled in. */
+export interface ResolvedSqliteOptions {
+  path: string
+  durable: boolean
+  table: string
+  busyTimeoutMs: number
+  now: () => number
+  readOnly: boolean
+}
+
+/**
+ * Checks the options of a `SqliteDedupStore` and fills in the defaults.
+ * @throws {DedupStoreError} `invalid_options` naming the first bad option.
+ */
+export function resolveSqliteOptions(options: SqliteDedupStoreOptions): ResolvedSqliteOptions {
+  if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path.length === 0) {
+    throw invalidOption('SqliteDedupStore needs { path }: the database file to use.')
+  }
+  const durability = options.durability ?? 'full'
+  if (durability !== 'full' && durability !== 'normal') throw invalidOption(`durability must be 'full' or 'normal'.`)
+  const table = options.table ?? DEFAULT_SQLITE_TABLE
+  if (!TABLE_NAME_PATTERN.test(table)) throw invalidOption('table must be a plain SQL identifier (a letter or _, then letters, digits, _).')
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw invalidOption('busyTimeoutMs must be a whole number of milliseconds ≥ 0.')
+  if (options.now !== undefined && typeof options.now !== 'function') throw invalidOption('now must be a function returning milliseconds.')
+  const readOnly = options.readOnly === true
+  return { path: options.path, durable: durability === 'full' && !readOnly, table, busyTimeoutMs, now: options.now ?? Date.now, readOnly }
+}
