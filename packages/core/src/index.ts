@@ -98,6 +98,7 @@ export {
 export { assertValidSecrets, type WebhookSecret } from './secret.js'
 export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.js'
 export { DedupStoreError, type DedupStoreErrorCode } from './store/errors.js'
+export type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxSink, InboxState, InboxStats } from './store/inbox.js'
 export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory/index.js'
 export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, FactCounts } from './store/types.js'
 export {

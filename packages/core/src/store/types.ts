@@ -4,6 +4,7 @@
  * check it. All durations are in milliseconds and every expiry is computed on the store's own clock.
  */
 import type { OrderMark } from '../ordering/position.js'
+import type { InboxQueue } from './inbox.js'
 
 /** Proof of ownership of one key, returned by an `acquired` claim. */
 export interface Claim {
@@ -146,6 +147,11 @@ export interface DedupStore {
    * receiver deduplicates).
    */
   lookup?(key: string): Promise<DedupKeyState>
+  /**
+   * Optional: the store's inbox, a durable queue of verified events for the receiver's inbox mode
+   * (answer once recorded, handle after the answer). Every built-in store has one.
+   */
+  readonly inbox?: InboxQueue
   /** Frees connections and timers. */
   close?(): Promise<void>
 }

@@ -24,6 +24,7 @@ export {
   UNKNOWN_EVENT_TYPE,
   unknownEventFixture,
 } from './fixtures.js'
+export { type InboxConformanceOptions, inboxConformance } from './inbox-conformance.js'
 export { type OrderingConformanceOptions, orderingConformance } from './ordering-conformance.js'
 export { createFaithfulSender } from './sender.js'
 export { listenSender, type SenderListener } from './sender-listen.js'

@@ -19,6 +19,7 @@ import type {
   FactCounts,
   StoreOrderInput,
 } from '../types.js'
+import { MemoryInbox } from './inbox.js'
 
 const PACKAGE = '[@email-webhooks/core]'
 
@@ -94,6 +95,8 @@ export class MemoryDedupStore implements DedupStore {
   readonly #forgotten: Float64Array
   readonly #maxKeys: number
   readonly #now: () => number
+  /** The store's inbox (not durable, like the store): entries in this process. */
+  readonly inbox: MemoryInbox
 
   constructor(options: MemoryDedupStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? DEFAULT_MEMORY_STORE_MAX_KEYS
@@ -103,6 +106,7 @@ export class MemoryDedupStore implements DedupStore {
     this.#maxKeys = maxKeys
     this.#now = options.now ?? Date.now
     this.#forgotten = new Float64Array(Math.max(MIN_FORGOTTEN_SLOTS, maxKeys))
+    this.inbox = new MemoryInbox(this.#now)
   }
 
   /** Number of keys currently held (including expired ones not yet evicted). */
@@ -188,6 +192,7 @@ export class MemoryDedupStore implements DedupStore {
     this.#locks.clear()
     this.#facts.clear()
     this.#forgotten.fill(0)
+    this.inbox.clear()
     return Promise.resolve()
   }
 

@@ -22,6 +22,7 @@ export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js
 
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
 import { closedError, commandError, openError } from './errors.js'
+import { SqliteInbox } from './inbox.js'
 import { invalidDurations, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
@@ -61,6 +62,8 @@ export class SqliteDedupStore implements DedupStore {
   #purgeScheduled = false
   #closed = false
   readonly #readOnly: boolean
+  /** The store's inbox (entries in `<table>_inbox`); undefined on a read-only store. */
+  readonly inbox: SqliteInbox | undefined
 
   constructor(options: SqliteDedupStoreOptions) {
     const { path, durable, table, busyTimeoutMs, now, readOnly } = resolveSqliteOptions(options)
@@ -78,6 +81,16 @@ export class SqliteDedupStore implements DedupStore {
       throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
+    this.inbox = readOnly
+      ? undefined
+      : new SqliteInbox({
+          db,
+          table,
+          path,
+          now,
+          refused: () => this.#writeRefused(),
+          afterDurable: (then) => this.#afterDurable(then),
+        })
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
       commitBatch(statements, claims, completes, now),
     ).immediate
@@ -263,7 +276,13 @@ export class SqliteDedupStore implements DedupStore {
       this.#purgeScheduled = false
       if (this.#refused()) return
       try {
-        this.#db.transaction(() => this.#purger?.step(this.#now())).immediate()
+        this.#db
+          .transaction(() => {
+            const now = this.#now()
+            this.#purger?.step(now)
+            this.inbox?.forgetDone(now)
+          })
+          .immediate()
       } catch {
         // A purge that could not run (lock held by another process) is retried after the next writes.
       }

@@ -9,6 +9,7 @@
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
+import { inboxTableSql } from './inbox.js'
 import { markTableSql, prepareMarks } from './order.js'
 import { prepareWalk } from './purge.js'
 import type { Database, DatabaseConstructor, Statements } from './types.js'
@@ -92,7 +93,8 @@ function createTables(db: Database, table: string): void {
     CREATE TABLE IF NOT EXISTS ${table}_lease (
       key TEXT PRIMARY KEY NOT NULL, token TEXT, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
-    ${markTableSql(table)}`
+    ${markTableSql(table)}
+    ${inboxTableSql(table)}`
   db.transaction(() => {
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
     if (!columns.includes('done')) {

@@ -1,0 +1,255 @@
+/**
+ * The inbox of `SqliteDedupStore` (`store.inbox`): entries in `<table>_inbox`, beside the dedup
+ * tables in the same file. An enqueue commits at once and resolves after the next WAL sync (the
+ * one the store's completes wait for, so concurrent enqueues share it): durable before the 2xx.
+ * Takes, finishes, failures and defers are short transactions without a sync of their own: a lost
+ * one returns the entry to running-then-lapsed, and the worker's dedup claim then finds the event
+ * done (its complete was synced). Indexes: due pending entries by time, entries of an order key by
+ * position, done entries by when they are forgotten.
+ */
+import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
+import { commandError } from './errors.js'
+import type { Database } from './types.js'
+
+/** The SQL that creates the inbox table of `table` and its indexes. */
+export function inboxTableSql(table: string): string {
+  const t = `${table}_inbox`
+  return `CREATE TABLE IF NOT EXISTS ${t} (
+    key TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, timestamp INTEGER NOT NULL,
+    order_key TEXT, created_at_ms INTEGER, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+    enqueued_at INTEGER NOT NULL, next_at INTEGER NOT NULL, token TEXT, until INTEGER NOT NULL,
+    last_error TEXT, ended_at INTEGER
+  );
+  CREATE INDEX IF NOT EXISTS ${t}_due ON ${t} (state, next_at);
+  CREATE INDEX IF NOT EXISTS ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE order_key IS NOT NULL;
+  CREATE INDEX IF NOT EXISTS ${t}_done ON ${t} (until) WHERE state = 'done';`
+}
+
+type Row = {
+  key: string
+  type: string
+  payload: string
+  timestamp: number
+  order_key: string | null
+  created_at_ms: number | null
+  state: InboxState
+  attempts: number
+  enqueued_at: number
+  next_at: number
+  last_error: string | null
+  ended_at: number | null
+}
+
+const COLUMNS = 'key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, last_error, ended_at'
+
+function itemOf(row: Row): InboxItem {
+  const item: InboxItem = { key: row.key, type: row.type, payload: row.payload, timestamp: row.timestamp }
+  if (row.order_key !== null) item.orderKey = row.order_key
+  if (row.created_at_ms !== null) item.createdAtMs = row.created_at_ms
+  return item
+}
+
+function entryOf(row: Row): InboxEntry {
+  return {
+    ...itemOf(row),
+    state: row.state,
+    attempts: row.attempts,
+    enqueuedAt: row.enqueued_at,
+    nextAttemptAt: row.next_at,
+    lastError: row.last_error,
+    endedAt: row.ended_at,
+  }
+}
+
+function prepare(db: Database, table: string) {
+  const t = `${table}_inbox`
+  const older = `o.state = 'running' OR (o.state = 'pending' AND (o.created_at_ms < e.created_at_ms OR (o.created_at_ms = e.created_at_ms AND o.key < e.key)))`
+  return {
+    // A done entry past its retention is forgotten: its key may be queued again.
+    enqueue: db.prepare(
+      `INSERT INTO ${t} (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, until)
+       VALUES (:key, :type, :payload, :timestamp, :orderKey, :createdAtMs, 'pending', 0, :now, :now, :until)
+       ON CONFLICT (key) DO UPDATE SET type = excluded.type, payload = excluded.payload, timestamp = excluded.timestamp,
+         order_key = excluded.order_key, created_at_ms = excluded.created_at_ms, state = 'pending', attempts = 0,
+         enqueued_at = excluded.enqueued_at, next_at = excluded.next_at, token = NULL, until = excluded.until,
+         last_error = NULL, ended_at = NULL
+       WHERE ${t}.state = 'done' AND ${t}.until <= :now`,
+    ),
+    lapse: db.prepare(`UPDATE ${t} SET state = 'pending', token = NULL, next_at = ? WHERE state = 'running' AND until <= ?`),
+    due: db
+      .prepare(`SELECT key FROM ${t} e WHERE state = 'pending' AND next_at <= :now
+       AND (:ordered = 0 OR order_key IS NULL OR NOT EXISTS (
+         SELECT 1 FROM ${t} o WHERE o.order_key = e.order_key AND o.key <> e.key AND (${older})))
+       ORDER BY next_at LIMIT 1`)
+      .pluck(),
+    take: db.prepare(`UPDATE ${t} SET state = 'running', attempts = attempts + 1, token = ?, until = ? WHERE key = ? RETURNING ${COLUMNS}`),
+    finish: db.prepare(
+      `UPDATE ${t} SET state = 'done', token = NULL, ended_at = ?, until = ? WHERE key = ? AND token = ? AND state = 'running'`,
+    ),
+    fail: db.prepare(
+      `UPDATE ${t} SET state = ?, token = NULL, last_error = ?, next_at = ?, ended_at = ? WHERE key = ? AND token = ? AND state = 'running'`,
+    ),
+    defer: db.prepare(
+      `UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = ? WHERE key = ? AND token = ? AND state = 'running'`,
+    ),
+    list: db.prepare(
+      `SELECT ${COLUMNS} FROM ${t} WHERE (? IS NULL OR state = ?) AND NOT (state = 'done' AND until <= ?) ORDER BY enqueued_at LIMIT ?`,
+    ),
+    get: db.prepare(`SELECT ${COLUMNS} FROM ${t} WHERE key = ? AND NOT (state = 'done' AND until <= ?)`),
+    retryAll: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead'`),
+    retryOne: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead' AND key = ?`),
+    purge: db.prepare(`DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= ?`),
+    forget: db.prepare(`DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE state = 'done' AND until <= ? LIMIT 1000)`),
+    stats: db.prepare(
+      `SELECT state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t} WHERE state IN ('pending', 'running', 'dead') GROUP BY state`,
+    ),
+  }
+}
+
+/** What the inbox needs of its store. */
+export interface SqliteInboxHost {
+  db: Database
+  table: string
+  path: string
+  now: () => number
+  /** Why the store refuses work now (closed, a failed sync), or undefined. */
+  refused: () => Error | undefined
+  /** Runs `then` once what is committed now is on disk. */
+  afterDurable: (then: (error?: Error) => void) => void
+}
+
+/** The inbox of a SQLite store. */
+export class SqliteInbox implements InboxQueue {
+  readonly #host: SqliteInboxHost
+  readonly #sql: ReturnType<typeof prepare>
+  readonly #take: (token: string, leaseMs: number, ordered: boolean, now: number) => Row | undefined
+
+  constructor(host: SqliteInboxHost) {
+    this.#host = host
+    this.#sql = prepare(host.db, host.table)
+    const sql = this.#sql
+    this.#take = host.db.transaction((token: string, leaseMs: number, ordered: boolean, now: number): Row | undefined => {
+      // A running entry whose lease ended is pending again (its attempt stays counted).
+      sql.lapse.run(now, now)
+      const key = sql.due.get({ now, ordered: ordered ? 1 : 0 }) as string | undefined
+      if (key === undefined) return undefined
+      return sql.take.all(token, now + leaseMs, key)[0] as Row | undefined
+    }).immediate
+  }
+
+  enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
+    let queued: boolean
+    try {
+      const now = this.#check()
+      const { key, type, payload, timestamp } = item
+      queued =
+        this.#sql.enqueue.run({
+          key,
+          type,
+          payload,
+          timestamp,
+          orderKey: item.orderKey ?? null,
+          createdAtMs: item.createdAtMs ?? null,
+          now,
+          until: now + opts.retentionMs,
+        }).changes === 1
+    } catch (error) {
+      return Promise.reject(commandError(this.#host.path, error))
+    }
+    if (!queued) return Promise.resolve('duplicate')
+    return new Promise((resolve, reject) => this.#host.afterDurable((error) => (error ? reject(error) : resolve('queued'))))
+  }
+
+  take(opts: { leaseMs: number; ordered: boolean }): Promise<InboxLease | undefined> {
+    return this.#run(() => {
+      const token = crypto.randomUUID()
+      const row = this.#take(token, opts.leaseMs, opts.ordered, this.#host.now())
+      return row ? { key: row.key, token, attempt: row.attempts, item: itemOf(row) } : undefined
+    })
+  }
+
+  finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean> {
+    return this.#run(() => {
+      const now = this.#host.now()
+      return this.#sql.finish.run(now, now + opts.retentionMs, lease.key, lease.token).changes === 1
+    })
+  }
+
+  fail(lease: InboxLease, opts: { error: string; retryInMs: number | null }): Promise<boolean> {
+    return this.#run(() => {
+      const now = this.#host.now()
+      const dead = opts.retryInMs === null
+      const changes = this.#sql.fail.run(
+        dead ? 'dead' : 'pending',
+        opts.error,
+        now + (opts.retryInMs ?? 0),
+        dead ? now : null,
+        lease.key,
+        lease.token,
+      )
+      return changes.changes === 1
+    })
+  }
+
+  defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
+    return this.#run(() => this.#sql.defer.run(this.#host.now() + opts.retryInMs, lease.key, lease.token).changes === 1)
+  }
+
+  list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
+    return this.#run(() => {
+      const state = opts.state ?? null
+      return (this.#sql.list.all(state, state, this.#host.now(), opts.limit ?? 100) as Row[]).map(entryOf)
+    })
+  }
+
+  get(key: string): Promise<InboxEntry | undefined> {
+    return this.#run(() => {
+      const row = this.#sql.get.get(key, this.#host.now()) as Row | undefined
+      return row ? entryOf(row) : undefined
+    })
+  }
+
+  retry(keys: string[] | 'dead'): Promise<number> {
+    return this.#run(() => {
+      const now = this.#host.now()
+      if (keys === 'dead') return this.#sql.retryAll.run(now).changes
+      return keys.reduce((count, key) => count + this.#sql.retryOne.run(now, key).changes, 0)
+    })
+  }
+
+  purge(opts: { olderThanMs: number }): Promise<number> {
+    return this.#run(() => this.#sql.purge.run(this.#host.now() - opts.olderThanMs).changes)
+  }
+
+  stats(): Promise<InboxStats> {
+    return this.#run(() => {
+      const stats: InboxStats = { pending: 0, running: 0, dead: 0, oldestPendingAt: null }
+      for (const row of this.#sql.stats.all() as { state: 'pending' | 'running' | 'dead'; n: number; oldest: number }[]) {
+        stats[row.state] = row.n
+        if (row.state === 'pending') stats.oldestPendingAt = row.oldest
+      }
+      return stats
+    })
+  }
+
+  /** Deletes done entries past their retention, a batch at a time (the store calls it as it purges). */
+  forgetDone(now: number): number {
+    return this.#sql.forget.run(now).changes
+  }
+
+  /** The store's clock, or the error that stops all work. */
+  #check(): number {
+    const refused = this.#host.refused()
+    if (refused) throw refused
+    return this.#host.now()
+  }
+
+  #run<T>(step: () => T): Promise<T> {
+    try {
+      this.#check()
+      return Promise.resolve(step())
+    } catch (error) {
+      return Promise.reject(commandError(this.#host.path, error))
+    }
+  }
+}

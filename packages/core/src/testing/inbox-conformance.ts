@@ -1,0 +1,220 @@
+/**
+ * The inbox conformance suite: the rules of `InboxQueue` (see its contract) as tests for vitest,
+ * jest or node:test, run against `store.inbox`. Real time with short durations: every store keeps
+ * its own clock.
+ */
+import type { DedupStore, InboxItem, InboxLease, InboxQueue } from '@email-webhooks/core'
+import type { ConformanceRunner } from './conformance.js'
+
+/** Options of {@link inboxConformance}. */
+export interface InboxConformanceOptions {
+  /** Returns a ready store with an `inbox`; called once per test. Keys are random, so a shared store also works. */
+  createStore(): DedupStore | Promise<DedupStore>
+  /** Closes the store after each test (default true). */
+  closeAfterEach?: boolean
+  /** Short lease, retry and retention of the expiry cases; default 300 ms. */
+  shortMs?: number
+}
+
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+
+class InboxConformanceFailure extends Error {
+  override readonly name = 'InboxConformanceFailure'
+}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new InboxConformanceFailure(message)
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A fresh item (random key; with `orderKey`, ordered by `createdAtMs`). */
+function item(extra: Partial<InboxItem> = {}): InboxItem {
+  const id = crypto.randomUUID()
+  const payload = JSON.stringify({ id, type: 'email.bounced', created_at: '2026-01-01T00:00:00.000Z', data: { id: crypto.randomUUID() } })
+  return { key: `conformance:${id}`, type: 'email.bounced', payload, timestamp: 1_767_225_600, ...extra }
+}
+
+/**
+ * Takes until `key` comes out (other tests' entries on a shared store are given back at once),
+ * or undefined when none is left.
+ */
+async function takeKey(inbox: InboxQueue, key: string, ordered = false, leaseMs = LONG.leaseMs): Promise<InboxLease | undefined> {
+  const others: InboxLease[] = []
+  try {
+    for (let i = 0; i < 1_000; i++) {
+      const lease = await inbox.take({ leaseMs, ordered })
+      if (!lease || lease.key === key) return lease
+      others.push(lease)
+    }
+    return undefined
+  } finally {
+    for (const other of others) await inbox.defer(other, { retryInMs: 0 })
+  }
+}
+
+type InboxTest = (title: string, body: (inbox: InboxQueue) => Promise<void>) => void
+
+/** Registers the inbox conformance tests for a store. @example inboxConformance('my store', { describe, it }, { createStore }) */
+export function inboxConformance(name: string, runner: ConformanceRunner, options: InboxConformanceOptions): void {
+  const shortMs = options.shortMs ?? 300
+  const test: InboxTest = (title, body) =>
+    runner.it(title, async () => {
+      const store = await options.createStore()
+      try {
+        check(store.inbox !== undefined, 'the store has an inbox (store.inbox)')
+        await body(store.inbox)
+      } finally {
+        if (options.closeAfterEach ?? true) await store.close?.()
+      }
+    })
+  runner.describe(`Inbox conformance: ${name}`, () => {
+    recordCases(test, shortMs)
+    leaseCases(test, shortMs)
+    orderedCases(test)
+  })
+}
+
+/** Enqueue, duplicates, retention, dead letters, retry and purge. */
+function recordCases(test: InboxTest, shortMs: number): void {
+  test('records an entry once: a second enqueue of its key is a duplicate, in every state', async (inbox) => {
+    const entry = item()
+    check((await inbox.enqueue(entry, LONG)) === 'queued', 'the first enqueue is queued')
+    check((await inbox.enqueue(entry, LONG)) === 'duplicate', 'a second enqueue of the key is a duplicate')
+    const shown = await inbox.get(entry.key)
+    check(shown?.state === 'pending' && shown.attempts === 0, `it is pending with no attempt, got ${JSON.stringify(shown)}`)
+    check(
+      shown.payload === entry.payload && shown.type === entry.type && shown.timestamp === entry.timestamp,
+      'get keeps the item as given',
+    )
+    const lease = await takeKey(inbox, entry.key)
+    check(lease !== undefined, 'it can be taken')
+    check((await inbox.enqueue(entry, LONG)) === 'duplicate', 'a duplicate while it runs')
+    check((await inbox.finish(lease, { retentionMs: shortMs })) === true, 'the holder finishes it')
+    check((await inbox.enqueue(entry, LONG)) === 'duplicate', 'a duplicate once done')
+    await sleep(shortMs + 150)
+    check((await inbox.enqueue(entry, LONG)) === 'queued', 'queued again once the retention of the done entry ended')
+  })
+
+  test('makes a failed entry pending again after retryInMs with the error, and dead when retryInMs is null', async (inbox) => {
+    const entry = item()
+    await inbox.enqueue(entry, LONG)
+    const first = await takeKey(inbox, entry.key)
+    check(first?.attempt === 1, `the first take is attempt 1, got ${first?.attempt}`)
+    check((await inbox.fail(first, { error: 'crm down', retryInMs: shortMs })) === true, 'the holder fails it')
+    check((await takeKey(inbox, entry.key)) === undefined, 'it cannot be taken before its retry time')
+    const waiting = await inbox.get(entry.key)
+    check(waiting?.state === 'pending' && waiting.lastError === 'crm down', `pending with the last error, got ${JSON.stringify(waiting)}`)
+    await sleep(shortMs + 100)
+    const second = await takeKey(inbox, entry.key)
+    check(second?.attempt === 2, `after the retry time it is taken again as attempt 2, got ${second?.attempt}`)
+    check((await inbox.fail(second, { error: 'still down', retryInMs: null })) === true, 'failing with retryInMs null kills it')
+    const dead = await inbox.get(entry.key)
+    check(dead?.state === 'dead' && dead.lastError === 'still down' && dead.endedAt !== null, `dead, got ${JSON.stringify(dead)}`)
+    check((await takeKey(inbox, entry.key)) === undefined, 'a dead entry is never taken')
+    check((await inbox.enqueue(entry, LONG)) === 'duplicate', 'a dead entry still answers duplicate')
+    const stats = await inbox.stats()
+    check(stats.dead >= 1, `stats count it dead, got ${JSON.stringify(stats)}`)
+  })
+
+  test('retries dead entries (attempts from zero) and purges those that ended long enough ago', async (inbox) => {
+    const [a, b] = [item(), item()]
+    for (const entry of [a, b]) {
+      await inbox.enqueue(entry, LONG)
+      const lease = await takeKey(inbox, entry.key)
+      check(lease !== undefined, 'taken')
+      await inbox.fail(lease, { error: 'poison', retryInMs: null })
+    }
+    check((await inbox.retry([a.key])) === 1, 'retry of one dead key revives one')
+    const revived = await inbox.get(a.key)
+    check(revived?.state === 'pending' && revived.attempts === 0, `pending with attempts 0, got ${JSON.stringify(revived)}`)
+    check((await inbox.retry([a.key])) === 0, 'retry touches only dead entries')
+    await inbox.purge({ olderThanMs: 3_600_000 })
+    check((await inbox.get(b.key))?.state === 'dead', 'a dead entry that ended within the cut stays')
+    await sleep(shortMs)
+    check((await inbox.purge({ olderThanMs: Math.floor(shortMs / 2) })) >= 1, 'a dead entry older than the cut is purged')
+    check((await inbox.get(b.key)) === undefined, 'the purged entry is gone')
+    check((await inbox.get(a.key))?.state === 'pending', 'purge leaves other states alone')
+  })
+}
+
+/** Leases: exclusive takes, fencing, lapsed leases, defer. */
+function leaseCases(test: InboxTest, shortMs: number): void {
+  test('fences finish, fail and defer by token, and takes a lapsed lease again as the next attempt', async (inbox) => {
+    const entry = item()
+    await inbox.enqueue(entry, LONG)
+    const lapsed = await takeKey(inbox, entry.key, false, shortMs)
+    check(lapsed !== undefined, 'taken with a short lease')
+    const forged = { ...lapsed, token: crypto.randomUUID() }
+    check((await inbox.finish(forged, LONG)) === false, 'a forged token cannot finish')
+    check((await inbox.fail(forged, { error: 'x', retryInMs: null })) === false, 'a forged token cannot fail')
+    check((await inbox.defer(forged, { retryInMs: 0 })) === false, 'a forged token cannot defer')
+    check((await inbox.get(entry.key))?.state === 'running', 'still running')
+    await sleep(shortMs + 150)
+    const again = await takeKey(inbox, entry.key)
+    check(again?.attempt === 2, `the lapsed entry is taken again as attempt 2, got ${again?.attempt}`)
+    check((await inbox.finish(lapsed, LONG)) === false, 'the lapsed holder cannot finish it any more')
+    check((await inbox.finish(again, LONG)) === true, 'the new holder finishes it')
+  })
+
+  test('gives an attempt back on defer, and never hands one entry to two concurrent takes', async (inbox) => {
+    const entry = item()
+    await inbox.enqueue(entry, LONG)
+    const first = await takeKey(inbox, entry.key)
+    check(first !== undefined && (await inbox.defer(first, { retryInMs: 0 })) === true, 'taken and deferred')
+    const next = await takeKey(inbox, entry.key)
+    check(next?.attempt === 1, `a deferred entry keeps its attempt count, got ${next?.attempt}`)
+    await inbox.finish(next, LONG)
+    const many = Array.from({ length: 10 }, () => item())
+    for (const one of many) await inbox.enqueue(one, LONG)
+    const leases = (await Promise.all(Array.from({ length: 30 }, () => inbox.take({ leaseMs: LONG.leaseMs, ordered: false })))).filter(
+      (l) => l !== undefined,
+    )
+    const keys = leases.map((lease) => lease.key)
+    check(new Set(keys).size === keys.length, `no entry was handed to two takes: ${keys.length} leases, ${new Set(keys).size} keys`)
+    for (const one of many) check(keys.includes(one.key), 'every entry was taken once')
+    for (const lease of leases) await inbox.finish(lease, LONG)
+  })
+}
+
+/** Ordered takes: one entry of an order key at a time, oldest first. */
+function orderedCases(test: InboxTest): void {
+  test('takes the entries of one order key oldest first and one at a time when ordered', async (inbox) => {
+    const orderKey = `conformance:email:${crypto.randomUUID()}`
+    const newer = item({ orderKey, createdAtMs: 2_000 })
+    const older = item({ orderKey, createdAtMs: 1_000 })
+    await inbox.enqueue(newer, LONG)
+    await inbox.enqueue(older, LONG)
+    check((await takeKey(inbox, newer.key, true)) === undefined, 'the newer entry waits while an older one of its key is pending')
+    const first = await takeKey(inbox, older.key, true)
+    check(first !== undefined, 'the older one is taken first')
+    check((await takeKey(inbox, newer.key, true)) === undefined, 'the newer one waits while the older one runs')
+    check((await inbox.finish(first, LONG)) === true, 'the older one finishes')
+    const second = await takeKey(inbox, newer.key, true)
+    check(second !== undefined, 'then the newer one is taken')
+    await inbox.finish(second, LONG)
+    const unordered = [item({ orderKey, createdAtMs: 4_000 }), item({ orderKey, createdAtMs: 3_000 })]
+    for (const entry of unordered) await inbox.enqueue(entry, LONG)
+    const a = await takeKey(inbox, unordered[0]?.key as string, false)
+    check(a !== undefined, 'without ordered, order keys do not hold entries back')
+    await inbox.finish(a, LONG)
+    const b = await takeKey(inbox, unordered[1]?.key as string, false)
+    if (b) await inbox.finish(b, LONG)
+  })
+
+  test('counts pending, running and dead entries, with the time of the oldest pending', async (inbox) => {
+    const before = await inbox.stats()
+    const entries = [item(), item(), item()]
+    for (const entry of entries) await inbox.enqueue(entry, LONG)
+    const running = await takeKey(inbox, entries[0]?.key as string)
+    const dead = await takeKey(inbox, entries[1]?.key as string)
+    check(running !== undefined && dead !== undefined, 'taken')
+    await inbox.fail(dead, { error: 'poison', retryInMs: null })
+    const after = await inbox.stats()
+    check(after.running - before.running === 1, `one more running, got ${JSON.stringify(after)}`)
+    check(after.dead - before.dead === 1, `one more dead, got ${JSON.stringify(after)}`)
+    check(after.pending - before.pending === 1, `one more pending, got ${JSON.stringify(after)}`)
+    check(after.oldestPendingAt !== null && after.oldestPendingAt <= Date.now() + 1_000, 'the oldest pending entry has a time')
+    await inbox.finish(running, LONG)
+  })
+}
