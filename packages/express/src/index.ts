@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  ClientAbortedError,
   createReceiver,
   type EmailEventHandlers,
   type HandlerContext,
@@ -18,7 +19,7 @@ import {
 // Types only (from @types/express, for Express 4 and 5): the runtime never imports express.
 import type { Request, Response } from 'express'
 import { guardedResponse } from './guarded-response.js'
-import { ClientAborted, RAW_BODY_GONE, rawBody } from './raw-body.js'
+import { RAW_BODY_GONE, rawBody } from './raw-body.js'
 
 export { captureRawBody } from './raw-body.js'
 
@@ -83,7 +84,7 @@ export function emailWebhook(
       try {
         body = await pending
       } catch (error) {
-        if (error instanceof ClientAborted) return
+        if (error instanceof ClientAbortedError) return
         if (error instanceof WebhookVerificationError) {
           send(res, receiver.refuse(error), true)
           return
