@@ -43,8 +43,12 @@ export type ExpressWebhookOptions = WebhookOptions<ExpressContext>
 /** Handlers keyed by email event type, with the Express context. */
 export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
 
-/** The middleware: `(req, res, next) => Promise<void>`, usable with Express 4 and 5, with the receiver's counters. */
-export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) &
+/**
+ * The middleware: `(req, res, next) => Promise<void>` over Node's own request and response, usable
+ * with Express 4 and 5 (and as connect-style middleware, such as h3's `fromNodeMiddleware`), with the
+ * receiver's counters.
+ */
+export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => Promise<void>) &
   Pick<Receiver, 'stats' | 'store'>
 
 function send(res: ServerResponse, answer: ReceiverResponse, close = false): void {
@@ -73,7 +77,7 @@ export function emailWebhook(
   options: ExpressWebhookOptions = {},
 ): EmailWebhookMiddleware {
   const receiver = createReceiver<ExpressHandlerContext>({ ...options, secret, handlers })
-  async function emailWebhookMiddleware(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> {
+  async function emailWebhookMiddleware(req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void): Promise<void> {
     try {
       const pending = rawBody(req, receiver.maxBodyBytes)
       if (!pending) {
@@ -105,7 +109,7 @@ export function emailWebhook(
       }
       send(res, answer)
     } catch (error) {
-      next(error)
+      next(error as Error)
     }
   }
   return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store })
