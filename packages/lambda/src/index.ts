@@ -59,7 +59,11 @@ const STORES =
   'PostgresDedupStore (@email-webhooks/core/postgres) or RedisDedupStore (@email-webhooks/core/redis), or your own DedupStore (over DynamoDB, say)'
 const NO_STORE = `${PACKAGE} options.store is required on Lambda: a SQLite file in /tmp or a memory store dies with the execution environment and is not shared by concurrent ones, so retried events would run their handlers again. Pass a store that outlives the function: ${STORES}; or store: 'memory' to accept non-durable dedup (tests, local runs).`
 const MEMORY = `${PACKAGE} the dedup store is memory: it dies with this execution environment and concurrent environments do not share it, so retried events can run their handlers again. Pass ${STORES}.`
-const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } })
+const NOT_POST = {
+  status: 405,
+  headers: { 'content-type': 'application/json', allow: 'POST' },
+  body: JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } }),
+}
 
 let warned = false
 
@@ -72,14 +76,16 @@ function methodOf(event: LambdaHttpEvent): string {
   )
 }
 
-function result(event: LambdaHttpEvent, status: number, headers: Record<string, string>, body: string): LambdaHttpResult {
-  if (!('elb' in (event.requestContext ?? {}))) return { statusCode: status, headers, body, isBase64Encoded: false }
-  const description = `${status} ${STATUS_CODES[status] ?? ''}`.trim()
-  // ALB answers must use multiValueHeaders exactly when the target group sends them.
-  if (!(event as ALBEvent).multiValueHeaders)
-    return { statusCode: status, statusDescription: description, headers, body, isBase64Encoded: false }
-  const multiValueHeaders = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]]))
-  return { statusCode: status, statusDescription: description, multiValueHeaders, body, isBase64Encoded: false }
+/** The answer in the shape of the event's source: ALB wants a status line, and multiValueHeaders exactly when it sent them. */
+function result(
+  event: LambdaHttpEvent,
+  { status, headers, body }: Pick<ReceiverResponse, 'status' | 'headers' | 'body'>,
+): LambdaHttpResult {
+  const base = { statusCode: status, body, isBase64Encoded: false as const }
+  if (!('elb' in (event.requestContext ?? {}))) return { ...base, headers }
+  const statusDescription = `${status} ${STATUS_CODES[status] ?? ''}`.trim()
+  if (!(event as ALBEvent).multiValueHeaders) return { ...base, statusDescription, headers }
+  return { ...base, statusDescription, multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])) }
 }
 
 /** Payload 1.0 and ALB keep every value of a repeated header in multiValueHeaders (so a repeat is refused); 2.0 joins them. */
@@ -88,9 +94,6 @@ function headersOf(event: LambdaHttpEvent): Record<string, string | string[] | u
   if (multi) for (const _ in multi) return multi
   return event.headers ?? {}
 }
-
-const answer = (event: LambdaHttpEvent, response: ReceiverResponse): LambdaHttpResult =>
-  result(event, response.status, response.headers, response.body)
 
 /**
  * Receives email webhooks as an AWS Lambda handler.
@@ -118,15 +121,13 @@ export function emailWebhook(
   }
   const { maxBodyBytes } = receiver
   async function emailWebhookLambdaHandler(event: LambdaHttpEvent, context: Context): Promise<LambdaHttpResult> {
-    if (methodOf(event) !== 'POST') {
-      return result(event, 405, { 'content-type': 'application/json', allow: 'POST' }, METHOD_NOT_ALLOWED)
-    }
+    if (methodOf(event) !== 'POST') return result(event, NOT_POST)
     const text = event.body ?? ''
     // Base64 of n bytes is 4·⌈n/3⌉ characters: past that, refuse without decoding.
     if (event.isBase64Encoded && text.length > 4 * Math.ceil(maxBodyBytes / 3))
-      return answer(event, receiver.refuse(bodyTooLargeError(maxBodyBytes)))
+      return result(event, receiver.refuse(bodyTooLargeError(maxBodyBytes)))
     const body = event.isBase64Encoded ? Buffer.from(text, 'base64') : text
-    return answer(event, await receiver.receive({ headers: headersOf(event), body, context: { lambda: { event, context } } }))
+    return result(event, await receiver.receive({ headers: headersOf(event), body, context: { lambda: { event, context } } }))
   }
   return Object.assign(emailWebhookLambdaHandler, { stats: receiver.stats, store: receiver.store })
 }
