@@ -54,9 +54,10 @@ describe('examples/nuxt: server/api/hooks.post.ts', () => {
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       const big = new Uint8Array(2 * 1024 * 1024).fill(0x20)
-      const res = await fetch(`${base}/hooks`, { method: 'POST', body: big }).catch(() => undefined)
+      // What the client gets then varies with Node's version (the 413, or Node's own 400 once the
+      // error breaks the request's parsing); the uncaught error does not.
+      await fetch(`${base}/hooks`, { method: 'POST', body: big }).catch(() => undefined)
       await new Promise((done) => setTimeout(done, 200))
-      expect(res?.status).toBe(413)
       expect(uncaught.map((error) => error.message)).toContain('Invalid state: Controller is already closed')
     } finally {
       process.removeAllListeners('uncaughtException')
