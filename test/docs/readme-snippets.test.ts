@@ -14,8 +14,18 @@ import { describe, expect, it } from 'vitest'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const MAX_PARTIAL = 2
 const MARKER = /^<!-- snippet: (.+?) -->$/
-/** The runtime recipes that must stay quoted whole somewhere in the docs (each runs under its runtime). */
-const RUNTIME_RECIPES = ['examples/bun/src/server.ts', 'examples/deno/src/server.ts', 'examples/cloudflare-worker/src/worker.js']
+/** The runtime and framework recipes that must stay quoted whole somewhere in the docs (each run by its example's test). */
+const RUNTIME_RECIPES = [
+  'examples/bun/src/server.ts',
+  'examples/deno/src/server.ts',
+  'examples/cloudflare-worker/src/worker.js',
+  'examples/nestjs/src/webhook.controller.ts',
+  'examples/nextjs/app/api/hooks/route.ts',
+  'examples/sveltekit/src/routes/hooks/+server.ts',
+  'examples/nuxt/server/api/hooks.post.ts',
+  'examples/astro/src/pages/api/hooks.ts',
+  'examples/elysia/src/server.ts',
+]
 /** Where type-checked snippets live, virtually: beside test/node_modules, so the workspace packages resolve. */
 const SNIPPET_DIR = join(ROOT, 'test/docs/.snippets')
 /** The user's own modules that snippets import (`./db.js`, `./my-store.js`), as declarations. */
@@ -116,7 +126,7 @@ describe('documentation snippets', () => {
       'README.md',
       'docs/design.md',
       'docs/runtimes.md',
-      ...['core', 'express', 'hono'].map((p) => `packages/${p}/README.md`),
+      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda'].map((p) => `packages/${p}/README.md`),
     ]) {
       expect(found).toContain(doc)
     }
@@ -138,7 +148,7 @@ describe('documentation snippets', () => {
     expect(partial.map((snippet) => `${snippet.doc}:${snippet.line}`).length).toBeLessThanOrEqual(MAX_PARTIAL)
   })
 
-  it('quotes the Bun, Deno and Workers recipes whole, from the examples their tests run', () => {
+  it('quotes the runtime and framework recipes whole, from the examples their tests run', () => {
     expect(RUNTIME_RECIPES.filter((file) => !quoted.some((snippet) => snippet.marker === file))).toEqual([])
   })
 

@@ -1,8 +1,9 @@
 /**
- * The packed packages install and run outside the workspace: `npm run pack` (pnpm pack of every package),
- * `npm install` of the tarballs into a fresh temporary app (with express, hono and
- * @hono/node-server from the registry, through the npm cache), then a signed delivery through each
- * adapter over real HTTP on 127.0.0.1: 200, the duplicate 200, the tampered body 401.
+ * The packed packages install and run outside the workspace: `npm run pack` (pnpm pack of core and
+ * every adapter), `npm install` of the tarballs into a fresh temporary app (with express, hono,
+ * @hono/node-server, fastify, koa and @koa/router from the registry, through the npm cache), then a
+ * signed delivery through each adapter over real HTTP on 127.0.0.1 (the Lambda handler invoked with a
+ * function-URL event): 200, the duplicate 200, the tampered body 401.
  *
  * better-sqlite3 is installed with --ignore-scripts (compiling it takes minutes) at the version the
  * workspace built, and the workspace's compiled binding is copied in; the Express app uses the
@@ -18,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const PACKAGES = ['core', 'express', 'hono'] as const
+const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda'] as const
 const INSTALL_TIMEOUT_MS = 240_000
 const STEP_TIMEOUT_MS = 60_000
 
@@ -71,7 +72,13 @@ describe('packed packages in a fresh app outside the workspace', () => {
             '@email-webhooks/core': file('core'),
             '@email-webhooks/express': file('express'),
             '@email-webhooks/hono': file('hono'),
+            '@email-webhooks/fastify': file('fastify'),
+            '@email-webhooks/koa': file('koa'),
+            '@email-webhooks/lambda': file('lambda'),
             express: workspacePackage('express', 'test').version,
+            fastify: workspacePackage('fastify', 'test').version,
+            koa: workspacePackage('koa', 'test').version,
+            '@koa/router': workspacePackage('@koa/router', 'test').version,
             hono: workspacePackage('hono', 'test').version,
             '@hono/node-server': workspacePackage('@hono/node-server', 'test').version,
           },
@@ -89,7 +96,7 @@ describe('packed packages in a fresh app outside the workspace', () => {
       mkdirSync(release, { recursive: true })
       copyFileSync(join(sqlite.dir, 'build/Release/better_sqlite3.node'), join(release, 'better_sqlite3.node'))
     },
-    INSTALL_TIMEOUT_MS + 4 * STEP_TIMEOUT_MS,
+    INSTALL_TIMEOUT_MS + (PACKAGES.length + 1) * STEP_TIMEOUT_MS,
   )
 
   afterAll(() => {
@@ -108,13 +115,14 @@ describe('packed packages in a fresh app outside the workspace', () => {
   })
 
   it('installs one copy of core, the tarball, under the adapters', () => {
-    expect(existsSync(join(app, 'node_modules/@email-webhooks/express/node_modules'))).toBe(false)
-    expect(existsSync(join(app, 'node_modules/@email-webhooks/hono/node_modules'))).toBe(false)
-    expect(readdirSync(join(app, 'node_modules/@email-webhooks')).sort()).toEqual(['core', 'express', 'hono'])
+    for (const name of PACKAGES.filter((p) => p !== 'core')) {
+      expect([name, existsSync(join(app, `node_modules/@email-webhooks/${name}/node_modules`))]).toEqual([name, false])
+    }
+    expect(readdirSync(join(app, 'node_modules/@email-webhooks')).sort()).toEqual([...PACKAGES].sort())
   })
 
-  for (const adapter of ['express', 'hono', 'fetch']) {
-    it(`answers 200, duplicate 200 and tampered 401 through ${adapter} over HTTP`, async () => {
+  for (const adapter of ['express', 'hono', 'fastify', 'koa', 'lambda', 'fetch']) {
+    it(`answers 200, duplicate 200 and tampered 401 through ${adapter}${adapter === 'lambda' ? '' : ' over HTTP'}`, async () => {
       const result = await runApp(adapter, `${adapter}-delivery.json`, `${adapter}.db`)
       expect(result.first).toEqual({ status: 200, json: { ok: true } })
       expect(result.again).toEqual({ status: 200, json: { ok: true, duplicate: true } })

@@ -1,7 +1,8 @@
 /**
  * Hostile HTTP against every adapter: 3,000 generated requests each (50,000 with
- * RELIABILITY_LONG=1) to Express 5 and to Hono on @hono/node-server over real listeners on
- * 127.0.0.1, and to core's fetch handler. Each request is a fresh signed delivery, sent exact
+ * RELIABILITY_LONG=1) to Express 5, Hono on @hono/node-server, Fastify 5 and Koa 3 over real
+ * listeners on 127.0.0.1, to the Lambda handler behind a function-URL stand-in, and to core's
+ * fetch handler. Each request is a fresh signed delivery, sent exact
  * or mutated (bit flips of body and headers, reordered, re-cased, repeated, dropped, empty and
  * huge headers, stale and future timestamps, bodies over the limit, chunked bodies, signed
  * non-envelopes, `__proto__`/`constructor` keys, redeliveries, other methods, garbage).

@@ -1,7 +1,7 @@
 /**
  * Limits over real listeners, for every adapter: bodies over `maxBodyBytes` refused while they
  * stream (chunked with no content-length, or announced by content-length) without the rest
- * being read first; oversized and repeated headers; `__proto__` and `constructor` keys inside a
+ * being read first (every adapter but Lambda, whose event holds the whole body); oversized and repeated headers; `__proto__` and `constructor` keys inside a
  * signed envelope change no prototype. Hono's `c.req.json()` still works after the adapter read
  * the body.
  */
@@ -12,7 +12,7 @@ import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { afterAll, describe, expect, it } from 'vitest'
-import { ADAPTERS, printTable, prototypeSnapshot, type RawRequest, type Receiver, startReceiver } from './support.js'
+import { ADAPTERS, printTable, prototypeSnapshot, type RawRequest, type Receiver, STREAMING_ADAPTERS, startReceiver } from './support.js'
 
 const LIMIT = 64 * 1024
 const CHUNK = 16 * 1024
@@ -100,7 +100,8 @@ describe.each(ADAPTERS)('limits on %s', (name) => {
     return startReceiver(name, TEST_SECRET, handlers, { store: new MemoryDedupStore(), maxBodyBytes: LIMIT, ...options })
   }
 
-  it.each(['chunked', 'content-length'] as const)(
+  // A Lambda function gets the whole body in its event: the front (a function URL, API Gateway) buffers it.
+  it.skipIf(!STREAMING_ADAPTERS.includes(name)).each(['chunked', 'content-length'] as const)(
     'answers 413 to an endless %s body after about maxBodyBytes, without reading the rest',
     async (mode) => {
       const errors: string[] = []

@@ -1,6 +1,7 @@
 /**
- * Shared parts of the reliability suites: the three receivers on real listeners on 127.0.0.1
- * (Express 5, Hono on @hono/node-server, core's fetch handler served by @hono/node-server), a raw HTTP client that
+ * Shared parts of the reliability suites: the receivers on real listeners on 127.0.0.1
+ * (Express 5, Hono on @hono/node-server, Fastify 5, Koa 3 with @koa/router, the Lambda handler
+ * behind a function-URL stand-in, core's fetch handler served by @hono/node-server), a raw HTTP client that
  * sends headers exactly as given (order, case, repeats), a collector of everything emitted,
  * and the summary tables the suites print.
  */
@@ -8,10 +9,17 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { emailWebhook as fetchWebhook, type WebhookOptions } from '@email-webhooks/core'
 import { emailWebhook as expressWebhook } from '@email-webhooks/express'
+import { emailWebhook as fastifyWebhook } from '@email-webhooks/fastify'
 import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
+import { emailWebhook as koaWebhook } from '@email-webhooks/koa'
+import { type EmailWebhookLambdaHandler, emailWebhook as lambdaWebhook } from '@email-webhooks/lambda'
 import { serve } from '@hono/node-server'
+import Router from '@koa/router'
 import express from 'express'
+import Fastify from 'fastify'
 import { Hono } from 'hono'
+import Koa from 'koa'
+import { lambdaContext } from '../adapters/lambda-events.js'
 
 /** `RELIABILITY_LONG=1` scales every count and duration up. */
 export const LONG = process.env.RELIABILITY_LONG === '1'
@@ -29,8 +37,10 @@ export interface RawAnswer {
   headers: Record<string, string | string[] | undefined>
 }
 
-export type AdapterName = 'express' | 'hono' | 'fetch'
-export const ADAPTERS: AdapterName[] = ['express', 'hono', 'fetch']
+export type AdapterName = 'express' | 'hono' | 'fastify' | 'koa' | 'lambda' | 'fetch'
+export const ADAPTERS: AdapterName[] = ['express', 'hono', 'fastify', 'koa', 'lambda', 'fetch']
+/** The adapters that read the body stream themselves (Lambda gets the whole body in its event). */
+export const STREAMING_ADAPTERS: AdapterName[] = ADAPTERS.filter((name) => name !== 'lambda')
 
 // biome-ignore lint/suspicious/noExplicitAny: each adapter adds its own context; these suites only use core's fields.
 export type AnyHandlers = Record<string, (event: any, ctx: any) => unknown>
@@ -47,6 +57,8 @@ export interface Receiver {
 }
 
 const HEALTH_BODY = '{"ok":true}'
+const TOO_LARGE_HEADERS = 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n'
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n'
 
 async function listen(server: http.Server): Promise<string> {
   if (!server.listening) await new Promise<void>((resolve) => server.once('listening', () => resolve()))
@@ -116,6 +128,42 @@ export async function startReceiver(name: AdapterName, secret: string, handlers:
     const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server
     return listenedReceiver(name, server, await listen(server))
   }
+  if (name === 'fastify') {
+    // Fastify's default answer to a malformed request or oversized headers (400/431, before any
+    // route runs) leaves out `connection: close` while it closes the socket, so a keep-alive client
+    // sends its next request into a dead socket; answer those the way Node's own handler does.
+    const app = Fastify({
+      clientErrorHandler: (error, socket) => {
+        if (socket.writable) socket.end(error.code === 'HPE_HEADER_OVERFLOW' ? TOO_LARGE_HEADERS : BAD_REQUEST)
+        else socket.destroy(error)
+      },
+    })
+    app.get('/health', (_request, reply) => reply.type('application/json').send(HEALTH_BODY))
+    await app.register(fastifyWebhook, { ...options, path: '/hooks', secret, handlers })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    return listenedReceiver(name, app.server, await listen(app.server))
+  }
+  if (name === 'koa') {
+    const app = new Koa()
+    // Koa's default error log prints a client that hung up mid-body ("Parse Error", from Node's HTTP
+    // parser, on any route); apps silence that one as this does. Anything else is still printed.
+    app.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'HPE_INVALID_EOF_STATE' && error.code !== 'ECONNRESET') console.error(error)
+    })
+    const router = new Router()
+    router.get('/health', (ctx) => {
+      ctx.type = 'application/json'
+      ctx.body = HEALTH_BODY
+    })
+    router.post('/hooks', koaWebhook(secret, handlers, options))
+    app.use(router.routes())
+    const server = app.listen(0, '127.0.0.1')
+    return listenedReceiver(name, server, await listen(server))
+  }
+  if (name === 'lambda') {
+    const server = lambdaFunctionUrl(lambdaWebhook(secret, handlers, { store: 'memory', ...options })).listen(0, '127.0.0.1')
+    return listenedReceiver(name, server, await listen(server))
+  }
   // Core's fetch handler on a real listener: @hono/node-server turns Node requests into
   // web-standard Requests the way Bun.serve or Deno.serve would (repeated headers joined by ", ").
   const handle = fetchWebhook(secret, handlers, options)
@@ -128,6 +176,65 @@ export async function startReceiver(name: AdapterName, secret: string, handlers:
     hostname: '127.0.0.1',
   }) as http.Server
   return listenedReceiver(name, server, await listen(server))
+}
+
+/** A function URL's payload limit: it answers 413 itself past 6 MB, without invoking the function. */
+const FUNCTION_URL_MAX_BYTES = 6 * 1024 * 1024
+
+/**
+ * Stands in for a Lambda function URL on 127.0.0.1: reads the request (at most 6 MB), builds the
+ * payload 2.0 event AWS sends (names lower-cased, repeats joined with commas, the body in base64),
+ * invokes the handler and writes its result. GET /health answers without invoking it.
+ */
+function lambdaFunctionUrl(handler: EmailWebhookLambdaHandler): http.Server {
+  return http.createServer(async (req, res) => {
+    const path = req.url ?? '/'
+    if (path === '/health') return void res.writeHead(200, { 'content-type': 'application/json' }).end(HEALTH_BODY)
+    const chunks: Buffer[] = []
+    let size = 0
+    try {
+      for await (const chunk of req) {
+        size += (chunk as Buffer).length
+        if (size > FUNCTION_URL_MAX_BYTES)
+          return void res.writeHead(413, { connection: 'close' }).end('{"message":"Request Entity Too Large"}')
+        chunks.push(chunk as Buffer)
+      }
+    } catch {
+      return // the client hung up mid-body: the function is never invoked
+    }
+    const headers: Record<string, string> = {}
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = (req.rawHeaders[i] as string).toLowerCase()
+      const value = req.rawHeaders[i + 1] as string
+      headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`
+    }
+    const domainName = 'abcdefghijklmnopqrstuvwxyz123456.lambda-url.us-east-1.on.aws'
+    const result = await handler(
+      {
+        version: '2.0',
+        routeKey: '$default',
+        rawPath: path,
+        rawQueryString: '',
+        headers,
+        requestContext: {
+          accountId: 'anonymous',
+          apiId: 'abcdefghijklmnopqrstuvwxyz123456',
+          domainName,
+          domainPrefix: 'abcdefghijklmnopqrstuvwxyz123456',
+          http: { method: req.method ?? 'GET', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+          requestId: crypto.randomUUID(),
+          routeKey: '$default',
+          stage: '$default',
+          time: new Date().toUTCString(),
+          timeEpoch: Date.now(),
+        },
+        body: Buffer.concat(chunks).toString('base64'),
+        isBase64Encoded: true,
+      },
+      lambdaContext(),
+    )
+    res.writeHead(result.statusCode, result.headers).end(result.body)
+  })
 }
 
 /** Everything printed to the console or to stdout/stderr while it is active. */

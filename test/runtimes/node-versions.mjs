@@ -47,7 +47,14 @@ const MODES = {
 }
 // Other runtimes' tests run their own binaries; the pack test installs tarballs into an app with
 // the workspace's Node 20 build of better-sqlite3 copied in (packaging does not vary by Node).
-const NOT_NODE_SPECIFIC = ['test/runtimes/**', 'examples/bun/**', 'examples/deno/**', 'examples/cloudflare-worker/**', 'test/pack/**']
+const NOT_NODE_SPECIFIC = [
+  'test/runtimes/**',
+  'examples/bun/**',
+  'examples/elysia/**',
+  'examples/deno/**',
+  'examples/cloudflare-worker/**',
+  'test/pack/**',
+]
 const BUILD_TIMEOUT_MS = 20 * 60_000
 const SUITE_TIMEOUT_MS = 20 * 60_000
 

@@ -4,8 +4,21 @@
  */
 import type { EmailEventOf } from '@email-webhooks/core'
 import { emailWebhook as expressWebhook } from '@email-webhooks/express'
+import { emailWebhook as fastifyWebhook } from '@email-webhooks/fastify'
 import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
+import { emailWebhook as koaWebhook } from '@email-webhooks/koa'
+import { emailWebhook as lambdaWebhook } from '@email-webhooks/lambda'
+import type {
+  ALBHandler,
+  APIGatewayProxyHandler,
+  APIGatewayProxyHandlerV2,
+  APIGatewayProxyHandlerV2WithJWTAuthorizer,
+  Context as LambdaContext,
+  LambdaFunctionURLHandler,
+} from 'aws-lambda'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Context } from 'hono'
+import type { ParameterizedContext } from 'koa'
 import { expectTypeOf } from 'vitest'
 
 declare const secret: string
@@ -66,4 +79,88 @@ expressWebhook(secret, {
   const handler = honoWebhook(secret, {})
   new Hono().post('/hooks', handler)
   expectTypeOf(handler.stats().handled).toEqualTypeOf<number>()
+}
+
+// Fastify: a plugin registered with its options; handlers typed the same, with ctx.request and ctx.reply.
+{
+  const app = (await import('fastify')).default()
+  await app.register(fastifyWebhook, {
+    path: '/hooks',
+    secret,
+    prefix: '/v1',
+    handlers: {
+      'email.bounced': (event, ctx) => {
+        expectTypeOf(event.type).toEqualTypeOf<'email.bounced'>()
+        expectTypeOf(event.data.id).toEqualTypeOf<string>()
+        expectTypeOf(ctx.request).toEqualTypeOf<FastifyRequest>()
+        expectTypeOf(ctx.reply).toEqualTypeOf<FastifyReply>()
+        expectTypeOf(ctx.request.ip).toEqualTypeOf<string>()
+      },
+      // @ts-expect-error 'email.bounce' is not an email event type (it is 'email.bounced')
+      'email.bounce': () => {},
+    },
+    onUnknown: (event, ctx) => {
+      expectTypeOf(event.type).toEqualTypeOf<string>()
+      expectTypeOf(ctx.request).toEqualTypeOf<FastifyRequest>()
+    },
+  })
+  // @ts-expect-error path is required
+  await app.register(fastifyWebhook, { secret })
+}
+
+// Koa: middleware for @koa/router, generic over the app's state; handlers get ctx.koa.
+{
+  const Router = (await import('@koa/router')).default
+  const router = new Router<{ user: string }>()
+  router.post(
+    '/hooks',
+    koaWebhook<{ user: string }>(secret, {
+      'email.complained': (event, ctx) => {
+        expectTypeOf(event.type).toEqualTypeOf<'email.complained'>()
+        expectTypeOf(event.data.id).toEqualTypeOf<string>()
+        expectTypeOf(ctx.koa).toExtend<ParameterizedContext<{ user: string }>>()
+        expectTypeOf(ctx.koa.state.user).toEqualTypeOf<string>()
+      },
+    }),
+  )
+  const Koa = (await import('koa')).default
+  const middleware = koaWebhook(secret, {})
+  new Koa().use(middleware)
+  expectTypeOf(middleware.stats().handled).toEqualTypeOf<number>()
+  koaWebhook(secret, {
+    // @ts-expect-error 'email.bounce' is not an email event type (it is 'email.bounced')
+    'email.bounce': () => {},
+  })
+}
+
+// Lambda: a store is required; the handler is a Handler for every HTTP source @types/aws-lambda names.
+{
+  const handler = lambdaWebhook(
+    secret,
+    {
+      'email.rejected': (event, ctx) => {
+        expectTypeOf(event.type).toEqualTypeOf<'email.rejected'>()
+        expectTypeOf(event.data.id).toEqualTypeOf<string>()
+        expectTypeOf(ctx.lambda.context).toEqualTypeOf<LambdaContext>()
+        expectTypeOf(ctx.signal).toEqualTypeOf<AbortSignal>()
+      },
+    },
+    { store: 'memory' },
+  )
+  const rest: APIGatewayProxyHandler = handler
+  const httpApi: APIGatewayProxyHandlerV2 = handler
+  const jwt: APIGatewayProxyHandlerV2WithJWTAuthorizer = handler
+  const functionUrl: LambdaFunctionURLHandler = handler
+  const alb: ALBHandler = handler
+  void [rest, httpApi, jwt, functionUrl, alb]
+  // @ts-expect-error store is required on Lambda (see the package README)
+  lambdaWebhook(secret, {}, {})
+  lambdaWebhook(
+    secret,
+    {
+      // @ts-expect-error 'email.bounce' is not an email event type (it is 'email.bounced')
+      'email.bounce': () => {},
+    },
+    { store: 'memory' },
+  )
 }

@@ -24,6 +24,7 @@ export {
 } from './events.js'
 export { emailWebhook, type FetchHandlerContext, type FetchWebhookHandler, readBodyWithLimit, toResponse } from './fetch.js'
 export { HEADER_ID, HEADER_SIGNATURE, HEADER_TIMESTAMP, type WebhookHeaders } from './headers.js'
+export { ClientAbortedError, type NodeBodyStream, readNodeBody } from './node-body.js'
 export {
   type ClaimOrder,
   type CreatedAtProblem,
@@ -96,6 +97,7 @@ export {
   type WebhookOptions,
 } from './receiver/index.js'
 export { assertValidSecrets, type WebhookSecret } from './secret.js'
+export { sendGuard } from './send-guard.js'
 export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.js'
 export { DedupStoreError, type DedupStoreErrorCode } from './store/errors.js'
 export type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxSink, InboxState, InboxStats } from './store/inbox.js'

@@ -1,5 +1,6 @@
 /** `ctx.res` for handlers: Express's response, except that sending the answer throws (the middleware sends it after the event is recorded). */
 import type { ServerResponse } from 'node:http'
+import { sendGuard } from '@email-webhooks/core'
 // Types only: the runtime never imports express.
 import type { Response } from 'express'
 
@@ -25,21 +26,9 @@ function refuseToSend(name: string): never {
   )
 }
 
-/** One handler for every guarded response: `guarded` (the trap's receiver) is the proxy itself. */
-const GUARD: ProxyHandler<ServerResponse> = {
-  get(target, property, guarded) {
-    if (SENDING.has(property)) return () => refuseToSend(String(property))
-    const value = Reflect.get(target, property, target)
-    if (typeof value !== 'function') return value
-    // Chained calls (`res.status(200).send()`) must stay on the guarded object.
-    return (...args: unknown[]) => {
-      const result = value.apply(target, args)
-      return result === target ? guarded : result
-    }
-  },
-}
+const guard = sendGuard(SENDING, refuseToSend)
 
 /** `res` for handlers: reads and header changes pass through; sending throws. */
 export function guardedResponse(res: ServerResponse): Response {
-  return new Proxy(res, GUARD) as unknown as Response
+  return guard(res) as unknown as Response
 }

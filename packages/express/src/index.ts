@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  ClientAbortedError,
   createReceiver,
   type EmailEventHandlers,
   type HandlerContext,
@@ -18,7 +19,7 @@ import {
 // Types only (from @types/express, for Express 4 and 5): the runtime never imports express.
 import type { Request, Response } from 'express'
 import { guardedResponse } from './guarded-response.js'
-import { ClientAborted, RAW_BODY_GONE, rawBody } from './raw-body.js'
+import { RAW_BODY_GONE, rawBody } from './raw-body.js'
 
 export { captureRawBody } from './raw-body.js'
 
@@ -42,8 +43,12 @@ export type ExpressWebhookOptions = WebhookOptions<ExpressContext>
 /** Handlers keyed by email event type, with the Express context. */
 export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
 
-/** The middleware: `(req, res, next) => Promise<void>`, usable with Express 4 and 5, with the receiver's counters. */
-export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => Promise<void>) &
+/**
+ * The middleware: `(req, res, next) => Promise<void>` over Node's own request and response, usable
+ * with Express 4 and 5 (and as connect-style middleware, such as h3's `fromNodeMiddleware`), with the
+ * receiver's counters.
+ */
+export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => Promise<void>) &
   Pick<Receiver, 'stats' | 'store'>
 
 function send(res: ServerResponse, answer: ReceiverResponse, close = false): void {
@@ -72,7 +77,7 @@ export function emailWebhook(
   options: ExpressWebhookOptions = {},
 ): EmailWebhookMiddleware {
   const receiver = createReceiver<ExpressHandlerContext>({ ...options, secret, handlers })
-  async function emailWebhookMiddleware(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> {
+  async function emailWebhookMiddleware(req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void): Promise<void> {
     try {
       const pending = rawBody(req, receiver.maxBodyBytes)
       if (!pending) {
@@ -83,7 +88,7 @@ export function emailWebhook(
       try {
         body = await pending
       } catch (error) {
-        if (error instanceof ClientAborted) return
+        if (error instanceof ClientAbortedError) return
         if (error instanceof WebhookVerificationError) {
           send(res, receiver.refuse(error), true)
           return
@@ -104,7 +109,7 @@ export function emailWebhook(
       }
       send(res, answer)
     } catch (error) {
-      next(error)
+      next(error as Error)
     }
   }
   return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store })

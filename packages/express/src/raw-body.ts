@@ -1,6 +1,6 @@
-/** Finding the raw request bytes in Express: a Buffer body, `req.rawBody`, or the unread stream (read under the limit). */
+/** Finding the raw request bytes in Express: a Buffer body, `req.rawBody`, or the unread stream (read under the limit by core's `readNodeBody`). */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { bodyTooLargeError, declaredLengthExceeds } from '@email-webhooks/core'
+import { bodyTooLargeError, declaredLengthExceeds, readNodeBody } from '@email-webhooks/core'
 
 type RawBodyRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; _body?: unknown }
 
@@ -18,49 +18,6 @@ export function captureRawBody(req: IncomingMessage, _res: ServerResponse, buffe
   ;(req as RawBodyRequest).rawBody = buffer
 }
 
-/** The client hung up before the body was complete. */
-export class ClientAborted extends Error {}
-
-function readStream(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let total = 0
-    const cleanup = () => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('error', onError)
-      req.off('close', onClose)
-    }
-    const onData = (chunk: Buffer) => {
-      total += chunk.length
-      if (total > maxBytes) {
-        cleanup()
-        // Discard the rest without buffering it; the answer closes the connection.
-        req.resume()
-        reject(bodyTooLargeError(maxBytes))
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      cleanup()
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total))
-    }
-    const onError = (error: Error) => {
-      cleanup()
-      reject(new ClientAborted(error.message))
-    }
-    const onClose = () => {
-      cleanup()
-      reject(new ClientAborted('the client closed the connection before the body was complete'))
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('error', onError)
-    req.on('close', onClose)
-  })
-}
-
 /** The raw bytes, in DESIGN order: Buffer body, `req.rawBody`, the unread stream; undefined when a parser consumed them. */
 export function rawBody(req: RawBodyRequest, maxBytes: number): Promise<Uint8Array | string> | undefined {
   if (req.body instanceof Uint8Array) return Promise.resolve(req.body)
@@ -68,5 +25,5 @@ export function rawBody(req: RawBodyRequest, maxBytes: number): Promise<Uint8Arr
   if (kept instanceof Uint8Array || typeof kept === 'string') return Promise.resolve(kept)
   if (req._body === true || req.readableEnded) return undefined
   if (declaredLengthExceeds(req.headers['content-length'], maxBytes)) return Promise.reject(bodyTooLargeError(maxBytes))
-  return readStream(req, maxBytes)
+  return readNodeBody(req, maxBytes)
 }

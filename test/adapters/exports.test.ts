@@ -1,0 +1,26 @@
+/**
+ * The public surface of each adapter package, guarded: the run-time exports of its built ESM and
+ * CJS entries. A new export (or one gone) is a decision, made here on purpose; types are checked by
+ * test/types.
+ */
+import { createRequire } from 'node:module'
+import { describe, expect, it } from 'vitest'
+
+const require = createRequire(import.meta.url)
+
+const EXPORTS: Record<string, string[]> = {
+  '@email-webhooks/express': ['captureRawBody', 'emailWebhook'],
+  '@email-webhooks/hono': ['emailWebhook'],
+  '@email-webhooks/fastify': ['emailWebhook'],
+  '@email-webhooks/koa': ['emailWebhook'],
+  '@email-webhooks/lambda': ['emailWebhook'],
+}
+
+describe('adapter exports', () => {
+  for (const [name, expected] of Object.entries(EXPORTS)) {
+    it(`${name} exports exactly ${expected.join(', ')} from its ESM and CJS entries`, async () => {
+      expect(Object.keys(await import(name)).sort()).toEqual(expected)
+      expect(Object.keys(require(name)).sort()).toEqual(expected)
+    })
+  }
+})
