@@ -4,7 +4,7 @@
  * no `node:` import and no `Buffer`, so core's web entry stays free of Node globals.
  */
 import type { WebhookVerificationError } from './errors.js'
-import { bodyTooLargeError } from './receiver.js'
+import { bodyTooLargeError } from './receiver/index.js'
 
 /** The part of a Node readable stream the reader uses. */
 export interface NodeBodyStream {

@@ -72,7 +72,16 @@ function send(reply: FastifyReply, answer: ReceiverResponse, close = false): Fas
  * })
  */
 export async function emailWebhook(fastify: FastifyInstance, options: FastifyWebhookOptions): Promise<void> {
-  const { path, secret, handlers = {}, ...rest } = options
+  // Fastify hands the plugin its own register options too (prefix, logLevel, logSerializers): not ours.
+  const {
+    path,
+    secret,
+    handlers = {},
+    prefix: _prefix,
+    logLevel: _logLevel,
+    logSerializers: _logSerializers,
+    ...rest
+  } = options as typeof options & { prefix?: unknown; logLevel?: unknown; logSerializers?: unknown }
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError(`${PACKAGE} options.path must be the route to receive deliveries on, starting with '/' (such as '/hooks').`)
   }
