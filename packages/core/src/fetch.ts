@@ -57,7 +57,7 @@ export function toResponse(answer: ReceiverResponse): Response {
 const METHOD_NOT_ALLOWED = JSON.stringify({ error: { code: 'method_not_allowed', message: 'Webhook deliveries are POST requests.' } })
 
 /** The fetch handler, with the receiver's counters. */
-export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & Pick<Receiver, 'stats' | 'store'>
+export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & Pick<Receiver, 'stats' | 'store' | 'inbox'>
 
 /**
  * Answers web-standard requests with the full pipeline.
@@ -97,5 +97,5 @@ export function emailWebhook(
     }
     return toResponse(await receiver.receive({ headers: request.headers, body, context: { request } }))
   }
-  return Object.assign(emailWebhookFetchHandler, { stats: receiver.stats, store: receiver.store })
+  return Object.assign(emailWebhookFetchHandler, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

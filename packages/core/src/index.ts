@@ -72,6 +72,7 @@ export {
 } from './ordering/index.js'
 export {
   bodyTooLargeError,
+  createInboxProcessor,
   createReceiver,
   DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,
@@ -84,10 +85,15 @@ export {
   type ErrorInfo,
   type EventSource,
   type HandlerContext,
+  type InboxOptions,
+  type InboxProcessor,
+  type InboxProcessorOptions,
+  type InboxWorkResult,
   RECONCILE_FIELD,
   type ReceiveInput,
   type ReceiveOutcome,
   type Receiver,
+  type ReceiverInbox,
   type ReceiverOptions,
   type ReceiverResponse,
   type ReceiverStats,

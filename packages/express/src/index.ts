@@ -49,7 +49,7 @@ export type ExpressEventHandlers = EmailEventHandlers<ExpressContext>
  * receiver's counters.
  */
 export type EmailWebhookMiddleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => Promise<void>) &
-  Pick<Receiver, 'stats' | 'store'>
+  Pick<Receiver, 'stats' | 'store' | 'inbox'>
 
 function send(res: ServerResponse, answer: ReceiverResponse, close = false): void {
   res.statusCode = answer.status
@@ -112,5 +112,5 @@ export function emailWebhook(
       next(error as Error)
     }
   }
-  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store })
+  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

@@ -86,6 +86,8 @@ export async function emailWebhook(fastify: FastifyInstance, options: FastifyWeb
     throw new TypeError(`${PACKAGE} options.path must be the route to receive deliveries on, starting with '/' (such as '/hooks').`)
   }
   const receiver = createReceiver<FastifyHandlerContext>({ ...rest, secret, handlers })
+  // Inbox mode: the worker stops (its running handlers end) when the app closes.
+  if (receiver.inbox) fastify.addHook('onClose', () => receiver.inbox?.stop())
   const bodyLimit = receiver.maxBodyBytes
   // This context only: the rest of the app keeps its JSON and other parsers.
   fastify.removeAllContentTypeParsers()

@@ -37,7 +37,7 @@ export type HonoWebhookOptions<E extends Env = Env> = WebhookOptions<HonoContext
 export type HonoEventHandlers<E extends Env = Env> = EmailEventHandlers<HonoContext<E>>
 
 /** The Hono handler, with the receiver's counters. */
-export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & Pick<Receiver, 'stats' | 'store'>
+export type EmailWebhookHandler<E extends Env = Env> = Handler<E> & Pick<Receiver, 'stats' | 'store' | 'inbox'>
 
 const RAW_BODY_GONE =
   '[@email-webhooks/hono] an earlier middleware read the body as text or JSON (c.req.json(), c.req.text(), c.req.parseBody()); Hono then keeps only decoded text, so the exact signed bytes are gone and re-encoding them would not verify. Fix: mount emailWebhook before that middleware for this route, or have it read c.req.arrayBuffer() (Hono derives json() and text() from it).'
@@ -112,5 +112,5 @@ export function emailWebhook<E extends Env = Env>(
     const headers = { get: (name: string): string | null => c.req.header(name) ?? null }
     return answer(c, await receiver.receive({ headers, body, context: { c } }))
   }
-  return Object.assign(emailWebhookHandler, { stats: receiver.stats, store: receiver.store })
+  return Object.assign(emailWebhookHandler, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

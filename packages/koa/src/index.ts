@@ -38,7 +38,7 @@ export type KoaEventHandlers<StateT = DefaultState, ContextT = DefaultContext> =
 
 /** The middleware, with the receiver's counters. */
 export type EmailWebhookMiddleware<StateT = DefaultState, ContextT = DefaultContext> = Middleware<StateT, ContextT> &
-  Pick<Receiver, 'stats' | 'store'>
+  Pick<Receiver, 'stats' | 'store' | 'inbox'>
 
 /** The message of a 500 `raw_body_unavailable`: the fixes. */
 const RAW_BODY_GONE =
@@ -107,5 +107,5 @@ export function emailWebhook<StateT = DefaultState, ContextT = DefaultContext>(
     }
     send(koa, answer)
   }
-  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store })
+  return Object.assign(emailWebhookMiddleware, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

@@ -52,7 +52,7 @@ export type LambdaEventHandlers = EmailEventHandlers<LambdaContext>
 
 /** The Lambda handler, with the receiver's counters. */
 export type EmailWebhookLambdaHandler = ((event: LambdaHttpEvent, context: Context) => Promise<LambdaHttpResult>) &
-  Pick<Receiver, 'stats' | 'store'>
+  Pick<Receiver, 'stats' | 'store' | 'inbox'>
 
 const PACKAGE = '[@email-webhooks/lambda]'
 const STORES =
@@ -129,5 +129,5 @@ export function emailWebhook(
     const body = event.isBase64Encoded ? Buffer.from(text, 'base64') : text
     return result(event, await receiver.receive({ headers: headersOf(event), body, context: { lambda: { event, context } } }))
   }
-  return Object.assign(emailWebhookLambdaHandler, { stats: receiver.stats, store: receiver.store })
+  return Object.assign(emailWebhookLambdaHandler, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

@@ -7,6 +7,7 @@ const OK_BODY = '{"ok":true}'
 const DUPLICATE_BODY = '{"ok":true,"duplicate":true}'
 const IGNORED_BODY = '{"ok":true,"ignored":"invalid_envelope"}'
 const STALE_BODY = '{"ok":true,"skipped":"stale"}'
+const QUEUED_BODY = '{"ok":true,"queued":true}'
 
 function jsonHeaders(): Record<string, string> {
   return { 'content-type': 'application/json' }
@@ -20,6 +21,11 @@ export function okAnswer(event: WebhookEvent, outcome: ReceiveOutcome): Receiver
 /** 200 to a stale event skipped by `skipStale`: recorded as done, no handler ran. */
 export function staleSkippedAnswer(event: WebhookEvent): ReceiverResponse {
   return { status: 200, headers: jsonHeaders(), body: STALE_BODY, outcome: 'skipped', event }
+}
+
+/** 200 in inbox mode once the event is recorded in the inbox: its handlers run after the answer. */
+export function queuedAnswer(event: WebhookEvent): ReceiverResponse {
+  return { status: 200, headers: jsonHeaders(), body: QUEUED_BODY, outcome: 'queued', event }
 }
 
 /** 200 to a redelivery of an event already handled. */
@@ -50,6 +56,8 @@ export function errorAnswer(
     code: error.code,
   }
   if (event) answer.event = event
+  const cause = (error as { cause?: unknown }).cause
+  if (cause !== undefined) answer.cause = cause
   return answer
 }
 

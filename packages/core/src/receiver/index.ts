@@ -8,14 +8,15 @@ import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import { createVerifier, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
-import { type Claimed, claimKey } from './claim.js'
-import { dispatchEvent } from './dispatch.js'
-import { decideFact, reconcileIndexOf } from './facts.js'
-import { PACKAGE, resolveOptions } from './options.js'
+import { claimKey } from './claim.js'
+import { enqueueEvent } from './enqueue.js'
+import { handleClaimed } from './handle.js'
+import type { ResolvedInbox } from './inbox-options.js'
+import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
-import { createPipeline } from './pipeline.js'
-import { refuseReconciled, settleAlreadyHandled, settleHandled, settleInvalid, settleRecorded, settleSkipped } from './settle.js'
-import type { HandlerContext, ReceiveInput, Receiver, ReceiverOptions, ReceiverResponse } from './types.js'
+import { createPipeline, type Pipeline } from './pipeline.js'
+import type { HandlerContext, ReceiveInput, Receiver, ReceiverInbox, ReceiverOptions, ReceiverResponse } from './types.js'
+import { InboxWorker } from './worker.js'
 
 function exceeds(body: WebhookBody, maxBytes: number): boolean {
   if (typeof body !== 'string') return typeof body === 'object' && body !== null && body.byteLength > maxBytes
@@ -48,7 +49,9 @@ function parse(body: WebhookBody, id: string): WebhookEvent | WebhookVerificatio
 export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerContext & Extra>): Receiver<Extra> {
   if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createReceiver needs an options object.`)
   const verify = createVerifier(options)
-  const p = createPipeline(resolveOptions(options), options.onError)
+  const resolved = resolveOptions(options)
+  const p = createPipeline(resolved, options.onError)
+  const inbox = p.inbox ? createInbox(p, resolved, p.inbox) : undefined
 
   async function receive(input: ReceiveInput<Extra>): Promise<ReceiverResponse> {
     const { headers, body } = input
@@ -64,46 +67,13 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const parsed = parse(body, verified.id)
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
     const key = `${p.namespace}:${verified.id}`
-    const claimed = await claimKey(p, key, event, orderingOf(p, event))
+    const ordering = orderingOf(p, event)
+    if (event !== undefined && p.inbox !== undefined && !p.inbox.inRequest.has(event.type)) {
+      return enqueueEvent(p, key, event, body, verified.timestamp, ordering)
+    }
+    const claimed = await claimKey(p, key, event, ordering)
     if (!('claim' in claimed)) return claimed
-    // Handled here already, its complete still pending (the lease ended while the store was down).
-    const recorded = p.recorder.size > 0 ? p.recorder.take(key) : undefined
-    if (recorded !== undefined) return settleOnce(claimed, () => settleRecorded(p, claimed, recorded))
-    if (claimed.settle === undefined) return run(claimed, event, parsed, verified, input.context)
-    return settleOnce(claimed, () => run(claimed, event, parsed, verified, input.context))
-  }
-
-  /** Runs `step`, then frees what the claim holds in this process, unless a late settle took that over. */
-  async function settleOnce(claimed: Claimed, step: () => Promise<ReceiverResponse>): Promise<ReceiverResponse> {
-    try {
-      return await step()
-    } finally {
-      // Unless a late settle took it over (a handler past its deadline, a complete tried again), the claim is settled now.
-      claimed.settle?.()
-    }
-  }
-
-  /** Runs the claimed event's handlers (or skips or ignores it) and settles the claim. */
-  async function run(
-    claimed: Claimed,
-    event: WebhookEvent | undefined,
-    parsed: WebhookEvent | WebhookVerificationError,
-    verified: { id: string; timestamp: number },
-    context: Extra | undefined,
-  ): Promise<ReceiverResponse> {
-    if (event === undefined) return settleInvalid(p, claimed, verified.id, parsed as WebhookVerificationError)
-    const index = reconcileIndexOf(event)
-    if (index !== undefined || claimed.fact !== undefined) {
-      const decision = decideFact(claimed.fact, index)
-      if ('refuse' in decision) return refuseReconciled(p, claimed, event, decision.refuse)
-      if (decision.change) claimed.completeOptions = { ...claimed.completeOptions, factChange: decision.change }
-      if (!decision.run) return settleAlreadyHandled(p, claimed, event)
-    }
-    const { order } = claimed
-    if (order.status === 'stale' && p.skipStale?.(event.type, order.newestHandled.type)) return settleSkipped(p, claimed, event)
-    const known = await dispatchEvent(p, event, claimed, verified.timestamp, context, index === undefined ? 'sender' : 'reconcile')
-    if (typeof known !== 'boolean') return known
-    return settleHandled(p, claimed, event, known)
+    return handleClaimed(p, key, claimed, parsed, verified, input.context)
   }
 
   return {
@@ -112,6 +82,45 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     refuse: (error) => p.fail(error),
     stats: () => p.reporter.stats(),
     maxBodyBytes: p.maxBodyBytes,
+    inbox,
+  }
+}
+
+/** Inbox mode: the worker over the store's inbox (on a pipeline with the inbox's deadlines), started unless `inbox.worker` is false. */
+function createInbox<Extra>(
+  p: Pipeline<HandlerContext & Extra>,
+  resolved: ResolvedOptions<HandlerContext & Extra>,
+  settings: ResolvedInbox,
+): ReceiverInbox {
+  const { queue } = settings
+  const worker = queue
+    ? new InboxWorker(
+        createPipeline(
+          { ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs },
+          undefined,
+          p.reporter,
+        ) as Pipeline<HandlerContext>,
+        queue,
+        settings,
+      )
+    : undefined
+  if (worker) p.wake = () => worker.wake()
+  if (worker && settings.worker) worker.start()
+  const noWorker = () =>
+    new TypeError(`${PACKAGE} this receiver hands events to inbox.sink: your queue's workers run the handlers (createInboxProcessor).`)
+  return {
+    queue,
+    start: () => {
+      if (!worker) throw noWorker()
+      worker.start()
+    },
+    stop: async () => worker?.stop(),
+    work: () => (worker ? worker.work() : Promise.reject(noWorker())),
+    stats: async () => {
+      if (!queue) throw noWorker()
+      const stats = await queue.stats()
+      return { ...stats, lagMs: stats.oldestPendingAt === null ? null : Math.max(0, Date.now() - stats.oldestPendingAt) }
+    },
   }
 }
 
@@ -125,4 +134,5 @@ export {
   DEFAULT_RETENTION_MS,
   DEFAULT_STORE_TIMEOUT_MS,
 } from './options.js'
+export { createInboxProcessor, type InboxProcessor, type InboxProcessorOptions } from './processor.js'
 export type * from './types.js'

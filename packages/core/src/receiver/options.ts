@@ -12,6 +12,7 @@ import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory/index.js'
 import type { DedupStore } from '../store/types.js'
+import { type ResolvedInbox, resolveInbox } from './inbox-options.js'
 import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order-options.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
@@ -44,6 +45,8 @@ export interface ResolvedOptions<Ctx> {
   /** `on`: the receiver passes `order` to claim and complete (`ordering: true` and a store that keeps marks). */
   ordering: OrderingMode
   orderInputOptions: OrderInputOptions
+  /** Inbox mode's settings; undefined in request mode. */
+  inbox: ResolvedInbox | undefined
   /** Whether a stale event of this type, older than a handled one of `newerType`, is acknowledged without a handler; undefined: none is. */
   skipStale: ((type: string, newerType: string) => boolean) | undefined
   onStale: StaleObserver | undefined
@@ -129,6 +132,8 @@ const KNOWN_OPTIONS = [
   'orderKey',
   'skipStale',
   'onStale',
+  'mode',
+  'inbox',
 ] as const
 
 /** Edit distance of two names, case-insensitive (a typo in a letter's case costs nothing). */
@@ -210,6 +215,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     store,
     logger,
     ordering,
+    inbox: resolveInbox(options, store, PACKAGE),
     orderInputOptions,
     skipStale: skipStaleTest(options.skipStale, PACKAGE),
     onStale: options.onStale,

@@ -19,6 +19,8 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   /** What an event that passes no `order` to the store uses (ordering off, no event, or no usable order). */
   plainOrdering: EventOrdering
   deadlines: Deadlines
+  /** Inbox mode: wakes this process's idle worker when an event was just queued (set by the worker). */
+  wake: (() => void) | undefined
   /** Events handled whose complete failed, recorded in the background. */
   recorder: Recorder
   /** Ordering on: the order keys held in this process, one event of an email at a time. */
@@ -32,12 +34,13 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse
 }
 
-/** Builds the shared state of one receiver. */
+/** Builds the shared state of one receiver (`shared`: the reporter of the receiver this pipeline works for, such as its inbox worker's). */
 export function createPipeline<Ctx>(
   resolved: ResolvedOptions<Ctx>,
   onError: ((error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void) | undefined,
+  shared?: Reporter,
 ): Pipeline<Ctx> {
-  const reporter = new Reporter(onError, resolved.logger)
+  const reporter = shared ?? new Reporter(onError, resolved.logger)
   const recorder = new Recorder({ store: resolved.store, reporter, storeTimeoutMs: resolved.storeTimeoutMs })
   const claimOptions = { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs }
   const completeOptions = { retentionMs: resolved.retentionMs }
@@ -48,6 +51,7 @@ export function createPipeline<Ctx>(
     plainOrdering: plainOrdering(claimOptions, completeOptions),
     deadlines: new Deadlines(Math.min(resolved.storeTimeoutMs, resolved.handlerTimeoutMs)),
     recorder,
+    wake: undefined,
     gate: new OrderGate(),
     orderWaitMs: Math.floor(resolved.handlerTimeoutMs / 2),
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),

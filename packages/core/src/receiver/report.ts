@@ -17,6 +17,8 @@ export class Reporter {
   duplicates = 0
   ignored = 0
   skipped = 0
+  queued = 0
+  dead = 0
   readonly #rejected: Record<string, number> = {}
   readonly #failed: Record<string, number> = {}
   readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
@@ -138,6 +140,31 @@ export class Reporter {
     )
   }
 
+  /**
+   * The inbox worker gave an entry up: counted, and the first one of this receiver is said (later
+   * ones are counted only: stats().dead, `email-webhooks inbox list --state dead`).
+   */
+  deadLetter(info: ErrorInfo, attempts: number, lastError: string): void {
+    this.dead++
+    if (this.dead > 1) return
+    this.#logger?.error(
+      `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`email-webhooks inbox retry --dead\` (or inbox.queue.retry('dead')); later dead letters are only counted (stats().dead).`,
+    )
+  }
+
+  /** The inbox worker could not take from the store: said once, until a take works again. */
+  inboxPaused(cause: unknown): void {
+    const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+    this.#logger?.error(
+      `${PACKAGE} inbox worker: the store failed to hand out an entry, so the worker pauses and tries again (inbox.pollMs); queued events wait in the inbox, nothing is lost. cause: ${why}`,
+    )
+  }
+
+  /** The inbox worker takes entries again after a store failure. */
+  inboxResumed(): void {
+    this.#logger?.warn(`${PACKAGE} inbox worker: the store answers again; the worker goes on with the queued events.`)
+  }
+
   stats(): ReceiverStats {
     return {
       handled: this.handled,
@@ -145,6 +172,8 @@ export class Reporter {
       duplicates: this.duplicates,
       ignored: this.ignored,
       skipped: this.skipped,
+      queued: this.queued,
+      dead: this.dead,
       rejected: { ...this.#rejected },
       failed: { ...this.#failed },
     }

@@ -6,6 +6,7 @@ import type { OrderKeyFunction } from '../ordering/key.js'
 import type { StaleSkippableType } from '../ordering/skip.js'
 import type { EventOrder } from '../ordering/status.js'
 import type { WebhookSecret } from '../secret.js'
+import type { InboxQueue, InboxSink, InboxStats } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
 import type { WebhookBody } from '../verify.js'
 import type { EventSource } from './facts.js'
@@ -77,6 +78,10 @@ export interface ReceiverStats {
   ignored: number
   /** Stale events acknowledged (2xx) and recorded without a handler, as `skipStale` asks. */
   skipped: number
+  /** Inbox mode: deliveries answered 2xx once recorded in the inbox (their handlers run in the worker). */
+  queued: number
+  /** Inbox mode: entries this process's worker gave up on (dead letters, kept with their last error). */
+  dead: number
   /** Refusals before any handler ran (401, 413), by error code: `signature_mismatch`, `timestamp_too_old`, … */
   rejected: Record<string, number>
   /** Authentic deliveries answered non-2xx so the sender retries (409, 5xx), by error code. */
@@ -146,6 +151,59 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   skipStale?: true | StaleSkippableType[]
   /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `skipStale`. */
   onStale?: StaleObserver
+  /**
+   * `'request'` (default): the answer is 2xx once the handler finished and the event is recorded,
+   * inside the sender's 10 s. `'inbox'`: 2xx `{"ok":true,"queued":true}` once the verified event is
+   * recorded durably in the store's inbox (or handed to `inbox.sink`); the handlers run after the
+   * answer, in a worker, with retries and dead letters (see `inbox`).
+   */
+  mode?: 'request' | 'inbox'
+  /** Inbox mode's worker and routing; needs `mode: 'inbox'`. */
+  inbox?: InboxOptions
+}
+
+/** Options of inbox mode (`mode: 'inbox'`). */
+export interface InboxOptions {
+  /** Email event types still handled in the request, as in `'request'` mode (e.g. `['email.bounced']`). */
+  inRequest?: EmailEventType[]
+  /**
+   * Hand events to a queue you run instead of the store's inbox (BullMQ, pg-boss: see the core
+   * README); your workers then run the handlers (`createInboxProcessor`). No built-in worker.
+   */
+  sink?: InboxSink
+  /** Run the worker in this process (default true with the store's inbox); false when `email-webhooks inbox work` runs it elsewhere. */
+  worker?: boolean
+  /** Entries handled at once by this process's worker; default 4. */
+  concurrency?: number
+  /** Attempts of an entry before it is dead (kept with its last error); default 10. */
+  maxAttempts?: number
+  /** Deadline of a handler run by the worker, whole ms; default 300,000 (5 min). */
+  handlerTimeoutMs?: number
+  /** How long the worker holds an entry; default handlerTimeoutMs + 60,000. Must exceed handlerTimeoutMs. */
+  leaseMs?: number
+  /** First retry wait after a failed attempt, whole ms, doubling per attempt with full jitter; default 1,000. */
+  retryBaseMs?: number
+  /** Longest retry wait; default 600,000 (10 min). */
+  retryMaxMs?: number
+  /** How often an idle worker looks for entries (it also wakes when this process queues one); default 1,000 ms. */
+  pollMs?: number
+}
+
+/** What one step of the inbox worker did. */
+export type InboxWorkResult = 'idle' | 'handled' | 'duplicate' | 'retry' | 'dead' | 'deferred'
+
+/** A receiver's inbox (inbox mode): its worker and counts. */
+export interface ReceiverInbox {
+  /** The queue the receiver records into, when it is the store's (not a sink). */
+  readonly queue: InboxQueue | undefined
+  /** Starts this process's worker (it starts with the receiver unless `inbox.worker` is false). */
+  start(): void
+  /** Stops taking entries and waits for the handlers that run (each within its deadline). */
+  stop(): Promise<void>
+  /** Takes and handles one due entry, if any: for tests, scripts and `email-webhooks inbox work`. */
+  work(): Promise<InboxWorkResult>
+  /** Pending, running and dead entries, and the lag: how long the oldest pending entry has waited. */
+  stats(): Promise<InboxStats & { lagMs: number | null }>
 }
 
 /** Options of `createReceiver`. */
@@ -155,7 +213,7 @@ export interface ReceiverOptions<Ctx = HandlerContext> extends WebhookOptions<Ct
 }
 
 /** The outcome of one delivery, in words a log or a demo can show. */
-export type ReceiveOutcome = 'handled' | 'duplicate' | 'unknown_type' | 'ignored' | 'skipped' | 'rejected' | 'retry'
+export type ReceiveOutcome = 'handled' | 'queued' | 'duplicate' | 'unknown_type' | 'ignored' | 'skipped' | 'rejected' | 'retry'
 
 /** The answer to send: status, headers and a small JSON body. */
 export interface ReceiverResponse {
@@ -167,6 +225,8 @@ export interface ReceiverResponse {
   code?: string
   /** The verified event, when parsing got that far. */
   event?: WebhookEvent
+  /** The failure behind a non-2xx answer (a handler's error, the store's), for logs and the inbox worker; never sent. */
+  cause?: unknown
 }
 
 /** Input of `Receiver.receive`. */
@@ -192,4 +252,6 @@ export interface Receiver<Extra = object> {
   stats(): ReceiverStats
   /** The body limit adapters must enforce while reading. */
   readonly maxBodyBytes: number
+  /** Inbox mode: the worker and counts; undefined in request mode. */
+  readonly inbox: ReceiverInbox | undefined
 }

@@ -1,0 +1,99 @@
+/**
+ * Inbox mode's options, checked once when the receiver is built: where events go (the store's
+ * inbox, or a sink), which types stay in the request, and the worker's deadlines and retries.
+ */
+import { isEmailEventType } from '../events.js'
+import type { InboxQueue, InboxSink } from '../store/inbox.js'
+import type { DedupStore } from '../store/types.js'
+import type { InboxOptions } from './types.js'
+
+const DEFAULT_CONCURRENCY = 4
+const DEFAULT_MAX_ATTEMPTS = 10
+const DEFAULT_HANDLER_TIMEOUT_MS = 300_000
+const LEASE_MARGIN_MS = 60_000
+const DEFAULT_RETRY_BASE_MS = 1_000
+const DEFAULT_RETRY_MAX_MS = 600_000
+const DEFAULT_POLL_MS = 1_000
+
+/** Inbox mode after the checks. */
+export interface ResolvedInbox {
+  /** Where a verified event is recorded. */
+  sink: InboxSink
+  /** The store's inbox the worker takes from (undefined with a sink of the user's). */
+  queue: InboxQueue | undefined
+  inRequest: Set<string>
+  worker: boolean
+  concurrency: number
+  maxAttempts: number
+  handlerTimeoutMs: number
+  leaseMs: number
+  retryBaseMs: number
+  retryMaxMs: number
+  pollMs: number
+}
+
+function whole(prefix: string, name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`${prefix} inbox.${name} must be a positive whole number, got ${String(value)}.`)
+  }
+  return value
+}
+
+/**
+ * Inbox mode's settings, or undefined in request mode.
+ * @throws {TypeError} for a mode other than 'request' or 'inbox', inbox options without inbox mode, a store without an inbox (and no sink), or a bad inbox option.
+ */
+export function resolveInbox(
+  options: { mode?: unknown; inbox?: InboxOptions },
+  store: DedupStore,
+  prefix: string,
+): ResolvedInbox | undefined {
+  const { mode, inbox = {} } = options
+  if (mode !== undefined && mode !== 'request' && mode !== 'inbox') throw new TypeError(`${prefix} mode must be 'request' or 'inbox'.`)
+  if (mode !== 'inbox') {
+    if (options.inbox !== undefined) throw new TypeError(`${prefix} inbox options need mode: 'inbox'.`)
+    return undefined
+  }
+  if (inbox === null || typeof inbox !== 'object') throw new TypeError(`${prefix} inbox must be an object of options.`)
+  const { sink } = inbox
+  if (sink !== undefined && (sink === null || typeof sink !== 'object' || typeof sink.enqueue !== 'function')) {
+    throw new TypeError(`${prefix} inbox.sink must have enqueue(item, { retentionMs }) (see InboxSink).`)
+  }
+  const queue = sink === undefined ? store.inbox : undefined
+  if (sink === undefined && queue === undefined) {
+    throw new TypeError(
+      `${prefix} mode: 'inbox' records events in the store's inbox, and this store has none (store.inbox). Use a built-in store (SQLite, PostgreSQL, Redis; memory for tests), or pass inbox.sink.`,
+    )
+  }
+  if (inbox.worker === true && sink !== undefined) {
+    throw new TypeError(
+      `${prefix} inbox.worker runs the store's inbox; with inbox.sink your queue's workers run the handlers (createInboxProcessor).`,
+    )
+  }
+  const inRequest = inbox.inRequest ?? []
+  if (!Array.isArray(inRequest) || inRequest.some((type) => typeof type !== 'string' || !isEmailEventType(type))) {
+    throw new TypeError(`${prefix} inbox.inRequest must be a list of email event types, such as ['email.bounced'].`)
+  }
+  const handlerTimeoutMs = whole(prefix, 'handlerTimeoutMs', inbox.handlerTimeoutMs, DEFAULT_HANDLER_TIMEOUT_MS)
+  const leaseMs = whole(prefix, 'leaseMs', inbox.leaseMs, handlerTimeoutMs + LEASE_MARGIN_MS)
+  if (leaseMs <= handlerTimeoutMs) {
+    throw new TypeError(
+      `${prefix} inbox.leaseMs (${leaseMs}) must exceed inbox.handlerTimeoutMs (${handlerTimeoutMs}), so a handler stops before another worker may take its entry.`,
+    )
+  }
+  const retryBaseMs = whole(prefix, 'retryBaseMs', inbox.retryBaseMs, DEFAULT_RETRY_BASE_MS)
+  return {
+    sink: sink ?? (queue as InboxQueue),
+    queue,
+    inRequest: new Set(inRequest),
+    worker: queue !== undefined && inbox.worker !== false,
+    concurrency: whole(prefix, 'concurrency', inbox.concurrency, DEFAULT_CONCURRENCY),
+    maxAttempts: whole(prefix, 'maxAttempts', inbox.maxAttempts, DEFAULT_MAX_ATTEMPTS),
+    handlerTimeoutMs,
+    leaseMs,
+    retryBaseMs,
+    retryMaxMs: Math.max(retryBaseMs, whole(prefix, 'retryMaxMs', inbox.retryMaxMs, DEFAULT_RETRY_MAX_MS)),
+    pollMs: whole(prefix, 'pollMs', inbox.pollMs, DEFAULT_POLL_MS),
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * `createInboxProcessor`: the handlers run from a queue of your own (BullMQ, pg-boss, SQS), after
+ * an inbox-mode receiver handed the verified event to it (`inbox.sink`). Each job goes through the
+ * receiver's path from the claim on — dedup, ordering, facts, the handler deadline, the settle — so
+ * a job the queue runs twice (a redelivery, a retried job) runs the handlers once. A failure throws,
+ * so the queue retries the job with its own backoff.
+ */
+import { WebhookHandlingError } from '../errors.js'
+import { parseEnvelope } from '../events.js'
+import type { InboxItem } from '../store/inbox.js'
+import type { DedupStore } from '../store/types.js'
+import { claimKey } from './claim.js'
+import { handleClaimed } from './handle.js'
+import { PACKAGE, resolveOptions } from './options.js'
+import { orderingOf } from './order.js'
+import { createPipeline } from './pipeline.js'
+import type { EmailEventHandlers, HandlerContext, ReceiverOptions, ReceiverStats, WebhookOptions } from './types.js'
+
+/** Deadline of a handler run from a queue when none is given: 5 minutes. */
+const DEFAULT_HANDLER_TIMEOUT_MS = 300_000
+
+/** Options of {@link createInboxProcessor}: the receiver's, without the secret (the event was verified before it was queued). */
+export interface InboxProcessorOptions extends Omit<WebhookOptions, 'mode' | 'inbox' | 'toleranceSeconds' | 'maxBodyBytes'> {
+  handlers?: EmailEventHandlers
+}
+
+/** Runs queued events' handlers. */
+export interface InboxProcessor {
+  /**
+   * Handles one queued item: `'handled'`, or `'duplicate'` when it was already handled.
+   * @throws {WebhookHandlingError} when it must be tried again (the handler failed, the store is down, the event is held elsewhere): let your queue retry the job.
+   */
+  process(item: InboxItem): Promise<'handled' | 'duplicate'>
+  stats(): ReceiverStats
+  store(): DedupStore
+}
+
+/**
+ * Builds the processor a queue worker calls for each job an inbox-mode receiver queued.
+ * @param options Handlers and the receiver's options (the store must be the one the receiver deduplicates with).
+ * @throws {TypeError} for invalid options, as `createReceiver`.
+ * @example
+ * const processor = createInboxProcessor({ handlers, store })
+ * new Worker('email-webhooks', (job) => processor.process(job.data), { connection })
+ */
+export function createInboxProcessor(options: InboxProcessorOptions): InboxProcessor {
+  if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createInboxProcessor needs an options object.`)
+  const handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS
+  // No secret: nothing is verified here (resolveOptions does not read it; createVerifier would).
+  const resolved = resolveOptions({ leaseMs: handlerTimeoutMs + 60_000, ...options, handlerTimeoutMs } as ReceiverOptions<HandlerContext>)
+  const p = createPipeline<HandlerContext>(resolved, options.onError)
+  return {
+    async process(item) {
+      const id = item.key.slice(p.namespace.length + 1)
+      const event = parseEnvelope(item.payload, id)
+      const claimed = await claimKey(p, item.key, event, orderingOf(p, event))
+      if (!('claim' in claimed)) {
+        if (claimed.outcome === 'duplicate') return 'duplicate'
+        throw new WebhookHandlingError(
+          'in_flight',
+          `The event ${id} is held elsewhere or the store failed (${claimed.code}); retry the job.`,
+          {
+            cause: claimed.cause,
+          },
+        )
+      }
+      const answer = await handleClaimed(p, item.key, claimed, event, { id, timestamp: item.timestamp }, undefined)
+      if (answer.status < 300) return answer.outcome === 'duplicate' ? 'duplicate' : 'handled'
+      throw new WebhookHandlingError(
+        answer.code === 'handler_failed' || answer.code === 'handler_timeout' ? answer.code : 'in_flight',
+        `The job of ${event.type} ${id} is not done (${answer.code}); let the queue retry it.`,
+        { cause: answer.cause },
+      )
+    },
+    stats: () => p.reporter.stats(),
+    store: () => p.store,
+  }
+}

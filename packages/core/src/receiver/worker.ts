@@ -1,0 +1,151 @@
+/**
+ * The inbox worker: takes due entries from the store's inbox and runs them through the receiver's
+ * own path, from the claim on (claim.ts, handle.ts: dedup, ordering, facts, the handler deadline,
+ * the settle), with the inbox's longer deadlines. An entry is finished once its event is recorded as
+ * done; a failed handler makes it pending again after a backoff (doubling, with jitter) and dead
+ * after `maxAttempts`; an event held elsewhere (in flight, its email busy, the store down) is
+ * deferred without counting an attempt. Timers are unref'd: an idle worker keeps no process alive.
+ */
+import { WebhookVerificationError } from '../errors.js'
+import { parseEnvelope, type WebhookEvent } from '../events.js'
+import type { InboxLease, InboxQueue } from '../store/inbox.js'
+import { claimKey } from './claim.js'
+import { handleClaimed } from './handle.js'
+import type { ResolvedInbox } from './inbox-options.js'
+import { orderingOf } from './order.js'
+import type { Pipeline } from './pipeline.js'
+import type { HandlerContext, InboxWorkResult, ReceiverResponse } from './types.js'
+
+/** How long an entry whose event is held elsewhere waits before it is taken again. */
+const DEFER_MS = 1_000
+
+/** The message of a failure, for the entry's last error (never a payload). */
+function messageOf(answer: ReceiverResponse): string {
+  const cause = answer.cause
+  if (cause instanceof Error) return `${cause.name}: ${cause.message}`
+  if (cause !== undefined) return String(cause)
+  return answer.code ?? `status ${answer.status}`
+}
+
+function unref<T>(timer: T): T {
+  ;(timer as { unref?: () => void }).unref?.()
+  return timer
+}
+
+/** One receiver's inbox worker. */
+export class InboxWorker {
+  readonly #p: Pipeline<HandlerContext>
+  readonly #queue: InboxQueue
+  readonly #inbox: ResolvedInbox
+  #running = false
+  #loops: Promise<void>[] = []
+  /** Ends the waits of idle loops (a new entry, or stop). */
+  #wakers = new Set<() => void>()
+  /** The store failed at the last take: said once until a take succeeds again. */
+  #paused = false
+
+  /** @param p The worker's pipeline: the receiver's, with the inbox's deadlines and its reporter. */
+  constructor(p: Pipeline<HandlerContext>, queue: InboxQueue, inbox: ResolvedInbox) {
+    this.#p = p
+    this.#queue = queue
+    this.#inbox = inbox
+  }
+
+  start(): void {
+    if (this.#running) return
+    this.#running = true
+    this.#loops = Array.from({ length: this.#inbox.concurrency }, () => this.#loop())
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false
+    this.wake()
+    await Promise.all(this.#loops)
+    this.#loops = []
+  }
+
+  /** Ends every idle wait now. */
+  wake(): void {
+    for (const waker of this.#wakers) waker()
+  }
+
+  async work(): Promise<InboxWorkResult> {
+    const p = this.#p
+    let lease: InboxLease | undefined
+    try {
+      lease = await this.#queue.take({ leaseMs: this.#inbox.leaseMs, ordered: p.ordering === 'on' })
+    } catch (error) {
+      if (!this.#paused) p.reporter.inboxPaused(error)
+      this.#paused = true
+      return 'idle'
+    }
+    if (this.#paused) p.reporter.inboxResumed()
+    this.#paused = false
+    if (!lease) return 'idle'
+    const id = lease.key.slice(p.namespace.length + 1)
+    let event: WebhookEvent
+    try {
+      event = parseEnvelope(lease.item.payload, id)
+    } catch (error) {
+      const why = error instanceof WebhookVerificationError ? error.message : String(error)
+      return this.#fail(lease, `the recorded payload is not an event envelope: ${why}`, true)
+    }
+    const claimed = await claimKey(p, lease.key, event, orderingOf(p, event))
+    if (!('claim' in claimed)) {
+      if (claimed.outcome === 'duplicate') return this.#finish(lease, 'duplicate')
+      return this.#defer(lease)
+    }
+    const answer = await handleClaimed(p, lease.key, claimed, event, { id, timestamp: lease.item.timestamp }, undefined)
+    if (answer.status < 300) return this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
+    if (answer.code === 'handler_failed' || answer.code === 'handler_timeout') return this.#fail(lease, messageOf(answer), false)
+    if (answer.code === 'reconcile_unsupported') return this.#fail(lease, messageOf(answer), true)
+    // Recorded in the background, taken over, or held: the entry waits; its attempt is given back.
+    return this.#defer(lease)
+  }
+
+  async #loop(): Promise<void> {
+    while (this.#running) {
+      const result = await this.work().catch(() => 'idle' as const)
+      if (result === 'idle' && this.#running) await this.#sleep(this.#inbox.pollMs)
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.#wakers.delete(done)
+        resolve()
+      }
+      const timer = unref(setTimeout(done, ms))
+      this.#wakers.add(done)
+    })
+  }
+
+  async #finish(lease: InboxLease, result: 'handled' | 'duplicate'): Promise<InboxWorkResult> {
+    await this.#queue.finish(lease, { retentionMs: this.#p.retentionMs }).catch(() => false)
+    return result
+  }
+
+  async #defer(lease: InboxLease): Promise<InboxWorkResult> {
+    await this.#queue.defer(lease, { retryInMs: DEFER_MS }).catch(() => false)
+    return 'deferred'
+  }
+
+  /** A failed attempt: pending again after the backoff, or dead after the last attempt (or when it can never run). */
+  async #fail(lease: InboxLease, error: string, never: boolean): Promise<InboxWorkResult> {
+    const { maxAttempts, retryBaseMs, retryMaxMs } = this.#inbox
+    const dead = never || lease.attempt >= maxAttempts
+    // Equal jitter: half the exponential wait, plus up to as much again at random.
+    const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(lease.attempt - 1, 30))
+    const retryInMs = dead ? null : Math.ceil(wait / 2 + Math.random() * (wait / 2))
+    const failed = await this.#queue.fail(lease, { error, retryInMs }).catch(() => false)
+    if (dead && failed)
+      this.#p.reporter.deadLetter(
+        { status: 500, eventId: lease.key.slice(this.#p.namespace.length + 1), type: lease.item.type },
+        lease.attempt,
+        error,
+      )
+    return dead ? 'dead' : 'retry'
+  }
+}
