@@ -127,6 +127,9 @@ export interface ApiErrorContext {
   operation: string
   endpointId?: string
   deliveryId?: string
+  emailId?: string
+  /** The scope the operation needs; default `webhooks:manage`. */
+  scope?: string
   /** The call is not idempotent (POST /webhooks): a 5xx or a lost answer may come after the service acted. */
   mayHaveActed?: boolean
 }
@@ -141,12 +144,14 @@ export function adviceFor(status: number, code: string, context: ApiErrorContext
   switch (code) {
     case 'invalid_api_key':
       return 'the API key was refused (401 invalid_api_key): it is invalid or revoked. Use a current server-side key of the organization (the key is not printed here).'
-    case 'missing_scope':
-      return 'the API key lacks the scope webhooks:manage (403 missing_scope). Create a server-side key with the scope webhooks:manage and use it.'
+    case 'missing_scope': {
+      const scope = context.scope ?? 'webhooks:manage'
+      return `the API key lacks the scope ${scope} (403 missing_scope), which ${context.operation} needs. Create a server-side key with the scope ${scope} and use it.`
+    }
     case 'key_owner_unavailable':
       return "the API key's owner is no longer available (403 key_owner_unavailable). Create a new key as an active member of the organization."
     case 'organization_suspended':
-      return 'the organization is suspended (403 organization_suspended). Contact the service; no webhook operation works until then.'
+      return 'the organization is suspended (403 organization_suspended). Contact the service; no API operation works until then.'
     case 'billing_attention':
       return "the organization's billing needs attention (402 billing_attention). Fix it in the dashboard, then try again."
     case 'delivery_expired':

@@ -1,6 +1,6 @@
 /**
- * @email-webhooks/core/api: the typed client of the sender's webhook management API and
- * `recoverEndpoint()`, which brings a disabled endpoint's events back exactly once.
+ * @email-webhooks/core/api: the typed client of the sender's webhook management API and email
+ * read, and `recoverEndpoint()`, which brings a disabled endpoint's events back exactly once.
  */
 export {
   type CallOptions,
@@ -17,6 +17,15 @@ export {
   type WebhooksClient,
   type WebhooksClientOptions,
 } from './client.js'
+export {
+  EMAILS_SCOPE,
+  type EmailRecipient,
+  type EmailRecipientRetry,
+  type EmailStatus,
+  type EmailStatusEvent,
+  type GetEmailResult,
+  isUuid,
+} from './emails.js'
 export {
   EmailApiError,
   type EmailApiErrorCode,
