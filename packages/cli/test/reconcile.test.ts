@@ -205,6 +205,11 @@ describe('emails reconcile', () => {
       const bad = await reconcile(s, [...args])
       expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining(message)])
     }
+    const unknown = await reconcile(s, ['--ids', await idsFile([crypto.randomUUID(), crypto.randomUUID()])])
+    expect([unknown.code, unknown.stderr]).toEqual([
+      0,
+      expect.stringContaining('warning: none of the 2 emails was found: check that EMAIL_API_URL'),
+    ])
     const noKey = await reconcile(s, ['--ids', file], { env: { EMAIL_API_KEY: '' } })
     expect([noKey.code, noKey.stderr]).toEqual([2, expect.stringContaining('a server-side key with the scope emails:read')])
   })

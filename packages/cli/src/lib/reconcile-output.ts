@@ -129,6 +129,11 @@ export function printReconcile(out: Output, report: ReconcileReport): void {
         "Emails not found are outside the plan's log retention, or belong to another organization: the service keeps no events for them.",
       )
   }
+  const looked = report.emails.filter((e) => e.status !== 'invalid_id' && e.status !== 'not_started')
+  if (looked.length > 1 && looked.every((e) => e.status === 'not_found'))
+    out.error(
+      `warning: none of the ${looked.length} emails was found: check that EMAIL_API_URL (--api-url) is the service's API and that the key belongs to the organization that sent them.`,
+    )
   if (report.stopped) {
     const { by, emailId, message } = report.stopped
     const rest = report.totals.emails.not_started

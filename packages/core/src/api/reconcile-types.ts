@@ -42,7 +42,7 @@ export interface ReconcileEmailsOptions {
   random?: () => number
   /** Stops it: nothing starts after the abort; rejects with {@link ReconcileAbortedError} and the report so far. */
   signal?: AbortSignal
-  /** Called once per email when it is done (for progress). */
+  /** Called once per email when it is done (for progress); what it throws is ignored. */
   onEmail?: (result: EmailReconcileResult, progress: { done: number; total: number }) => void
 }
 

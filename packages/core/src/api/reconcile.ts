@@ -162,7 +162,11 @@ export async function reconcileEmails(options: ReconcileEmailsOptions): Promise<
         result.status = 'not_started'
         return
       }
-      options.onEmail?.(result, { done: ++done, total: report.emails.length })
+      try {
+        options.onEmail?.(result, { done: ++done, total: report.emails.length })
+      } catch {
+        // An observer (progress): what it throws does not stop the run.
+      }
     }
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, report.emails.length) }, worker))
