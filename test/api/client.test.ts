@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 
 const KEY = `ek_live_${crypto.randomUUID().replaceAll('-', '')}`
 const READ_ONLY_KEY = `ek_live_${crypto.randomUUID().replaceAll('-', '')}`
+const WEBHOOKS_ONLY_KEY = `ek_live_${crypto.randomUUID().replaceAll('-', '')}`
 const closers: Array<() => unknown> = []
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close()
@@ -18,7 +19,7 @@ afterEach(async () => {
 function setup(options: Partial<WebhooksClientOptions> = {}) {
   // Deliveries never leave the process: the receiver here is a stand-in that answers 200.
   const sender = createFaithfulSender({
-    apiKeys: { [KEY]: ['webhooks:manage', 'emails:read'], [READ_ONLY_KEY]: ['emails:read'] },
+    apiKeys: { [KEY]: ['webhooks:manage', 'emails:read'], [READ_ONLY_KEY]: ['emails:read'], [WEBHOOKS_ONLY_KEY]: ['webhooks:manage'] },
     fetch: async () => Response.json({ ok: true }),
   })
   closers.push(() => sender.close())
@@ -84,6 +85,51 @@ describe('webhooks client: operations', () => {
     ])
     expect(await sent[5]?.json()).toEqual({ deliveryId: deliveries[0]?.id })
     expect(sent[5]?.headers.get('content-type')).toBe('application/json')
+  })
+})
+
+describe('webhooks client: getEmail (GET /emails/{id}, scope emails:read)', () => {
+  it('returns the email typed as the service documents it, keeping fields the service adds', async () => {
+    const paths: string[] = []
+    const { sender, client } = setup({
+      fetch: async (input, init) => {
+        paths.push(new URL(String(input)).pathname)
+        const answer = await sender.fetch(new Request(input, init))
+        const email = (await answer.json()) as Record<string, unknown>
+        return Response.json(
+          { ...email, tracking: { opens: 0 } },
+          { headers: { 'x-request-id': answer.headers.get('x-request-id') ?? '' } },
+        )
+      },
+    })
+    const email = crypto.randomUUID()
+    const { event } = sender.emit({ type: 'email.bounced', data: { id: email, recipient: 'ann@example.com' } })
+    const read = await client.getEmail(email.toUpperCase())
+    expect(read).toEqual({ found: true, requestId: expect.stringMatching(/^[0-9a-f-]{36}$/), email: expect.any(Object) })
+    if (!read.found) throw new Error('unreachable')
+    expect(read.email).toMatchObject({
+      id: email,
+      state: 'bounced',
+      tracking: { opens: 0 },
+      events: [{ type: 'email.bounced', created_at: event.created_at, details: { recipient: 'ann@example.com' } }],
+    })
+    expect(paths).toEqual([`/v1/emails/${email.toUpperCase()}`])
+  })
+
+  it('resolves a 404 to { found: false } (outside retention, or not this organization), and refuses an id that is not a UUID', async () => {
+    const { client, sent } = setup()
+    expect(await client.getEmail(crypto.randomUUID())).toEqual({ found: false, code: 'not_found', requestId: expect.any(String) })
+    for (const id of ['', 'nope', '../webhooks', `${crypto.randomUUID()}/x`]) await expect(client.getEmail(id)).rejects.toThrow(TypeError)
+    expect(sent).toHaveLength(1)
+  })
+
+  it('403 missing_scope names the scope emails:read; an answer without an id and an events list is invalid_response', async () => {
+    const { client } = setup({ apiKey: WEBHOOKS_ONLY_KEY })
+    const error = await failure(client.getEmail(crypto.randomUUID()))
+    expect([error.status, error.code]).toEqual([403, 'missing_scope'])
+    expect(error.message).toContain('lacks the scope emails:read')
+    const odd = setup({ fetch: async () => Response.json({ id: crypto.randomUUID(), events: 'none' }) })
+    expect((await failure(odd.client.getEmail(crypto.randomUUID()))).code).toBe('invalid_response')
   })
 })
 

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander'
 import { version } from '../package.json'
+import { emailsCommand } from './commands/emails.js'
 import { endpointCommand } from './commands/endpoint.js'
 import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
@@ -20,6 +21,7 @@ const COMMANDS: readonly CommandFactory[] = [
   signCommand,
   verifyCommand,
   endpointCommand,
+  emailsCommand,
 ]
 
 /**
@@ -30,7 +32,9 @@ const COMMANDS: readonly CommandFactory[] = [
  */
 export function createProgram(state: RunState): Command {
   const program = new Command('email-webhooks')
-    .description('Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify.')
+    .description(
+      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists.",
+    )
     .version(version)
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')

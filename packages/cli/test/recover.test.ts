@@ -34,9 +34,11 @@ afterAll(() => rm(dir, { recursive: true, force: true }))
 /** A sender whose endpoint holds `count` failed deliveries (one attempt each, the endpoint stays enabled), its API on 127.0.0.1. */
 async function failedDeliveries(
   count: number,
+  payloadLifetimeMs?: number,
 ): Promise<{ sender: FaithfulSender; api: SenderListener; endpointId: string; events: string[] }> {
   const sender = createFaithfulSender({
     apiKeys: { [KEY]: ['webhooks:manage'] },
+    ...(payloadLifetimeMs === undefined ? {} : { payloadLifetimeMs }),
     maxAttempts: 1,
     disableAfter: 1_000,
     fetch: async () => new Response('{}', { status: 500 }),
@@ -179,7 +181,9 @@ describe('endpoint recover: exit codes and what it cannot bring back', () => {
       expect(result.code).toBe(1)
       expect(result.stderr).toContain('listed 100 deliveries, its maximum')
       expect(result.stderr).toContain('running recover again lists the same ones')
-      expect(result.stderr).toContain("each email's own event list (GET /emails/{id}); see reconcile")
+      expect(result.stderr).toContain(
+        "For the events not listed, bring them back from each email's own event list with `email-webhooks emails reconcile <receiver-url> --ids <file of email ids>`",
+      )
       expect(result.stderr).not.toMatch(/Run recover again after/)
     }
   })
@@ -188,7 +192,21 @@ describe('endpoint recover: exit codes and what it cannot bring back', () => {
     const { api, endpointId } = await failedDeliveries(1)
     const result = await recover(api, [endpointId, '--dry-run'])
     expect(result.stdout).toContain(
-      'Note: events emitted while the endpoint was disabled are not listed (the service makes no delivery record for them), so recover cannot retry them; see reconcile',
+      "Note: events emitted while the endpoint was disabled are not listed (the service makes no delivery record for them), so recover cannot retry them; bring them back from each email's own event list with `email-webhooks emails reconcile <receiver-url> --ids <file of email ids>` (reconcileEmails() in @email-webhooks/core/api; key scope emails:read, the receiver needs ordering: true).",
+    )
+    expect(JSON.parse((await recover(api, [endpointId, '--dry-run', '--json'])).stdout).notListed).toContain(
+      'email-webhooks emails reconcile',
+    )
+  })
+
+  it('says how to reconcile the events of expired deliveries', async () => {
+    const { api, endpointId } = await failedDeliveries(2, 0)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const result = await recover(api, [endpointId, '--spacing-ms', '0'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout).toMatch(/0 retried, 0 already handled, 2 expired/)
+    expect(result.stdout).toContain(
+      "2 deliveries expired (404 delivery_expired): the service can no longer send them; bring them back from each email's own event list with `email-webhooks emails reconcile",
     )
   })
 

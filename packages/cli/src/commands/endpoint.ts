@@ -6,29 +6,20 @@
 import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
 import {
   checkEndpointUrl,
-  createWebhooksClient,
   EmailApiError,
   RecoveryAbortedError,
   recoverEndpoint,
+  WEBHOOKS_SCOPE,
   type WebhooksClient,
 } from '@email-webhooks/core/api'
-import { Command, Option } from 'commander'
-import { type CommandFactory, examples, type RunState, withJson } from '../lib/common.js'
-import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
+import { Command } from 'commander'
+import { type ApiOptions, clientFor, apiOptions as withApiOptions } from '../lib/api-client.js'
+import { type CommandFactory, examples, type RunState } from '../lib/common.js'
+import { EXIT, plainMessage } from '../lib/errors.js'
 import { parseWhole } from '../lib/input.js'
 import { createOutput, type Output } from '../lib/output.js'
 import { printAborted, printRecovery, recoveryExitCode, table } from '../lib/recover-output.js'
 import { DB_ENV, DEFAULT_DB_PATH, openRecoveryStore } from '../lib/recover-store.js'
-
-/** Environment variables of the API key and base URL. */
-export const API_KEY_ENV = 'EMAIL_API_KEY'
-export const API_URL_ENV = 'EMAIL_API_URL'
-
-interface ApiOptions {
-  apiKey?: string
-  baseUrl?: string
-  json?: boolean
-}
 
 interface RecoverOptions extends ApiOptions {
   dryRun?: boolean
@@ -39,21 +30,6 @@ interface RecoverOptions extends ApiOptions {
   spacingMs: string
 }
 
-/** The client for these options; the key's source goes into messages, never the key. */
-function clientFor(options: ApiOptions): { client: WebhooksClient; keySource: string } {
-  const keySource = options.apiKey !== undefined ? '--api-key' : API_KEY_ENV
-  const apiKey = options.apiKey ?? process.env[API_KEY_ENV]
-  const baseUrl = options.baseUrl ?? process.env[API_URL_ENV]
-  if (!apiKey)
-    throw new UsageError(`No API key: set ${API_KEY_ENV} (or pass --api-key) to a server-side key with the scope webhooks:manage.`)
-  if (!baseUrl) throw new UsageError(`No API base URL: set ${API_URL_ENV} (or pass --base-url) to the API's base URL, ending in /v1.`)
-  try {
-    return { client: createWebhooksClient({ apiKey, baseUrl }), keySource }
-  } catch (error) {
-    throw new UsageError(`${plainMessage(error)} (key from ${keySource})`)
-  }
-}
-
 /** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
 async function guarded(
   state: RunState,
@@ -61,7 +37,7 @@ async function guarded(
   action: (client: WebhooksClient, out: Output) => Promise<void>,
 ): Promise<void> {
   const out = createOutput(options.json === true)
-  const { client, keySource } = clientFor(options)
+  const { client, keySource } = clientFor(options, WEBHOOKS_SCOPE)
   try {
     await action(client, out)
   } catch (error) {
@@ -80,13 +56,7 @@ function publicHttpsWarning(url: string): string | undefined {
 }
 
 function apiOptions(command: Command): Command {
-  // Subcommands do not inherit the program's settings: usage errors must still reach run().
-  command
-    .exitOverride()
-    .showHelpAfterError('(add --help for usage)')
-    .addOption(new Option('--api-key <key>', `API key with the scope webhooks:manage (prefer ${API_KEY_ENV}: arguments show up in ps)`))
-    .addOption(new Option('--base-url <url>', `the API's base URL, ending in /v1 (default ${API_URL_ENV})`))
-  return withJson(command)
+  return withApiOptions(command, WEBHOOKS_SCOPE)
 }
 
 function listCommand(state: RunState): Command {

@@ -1,7 +1,8 @@
 /**
  * What `endpoint recover` prints: the summary line, the store it consulted, a row per delivery,
  * and what recover cannot bring back (events emitted while the endpoint was disabled, deliveries
- * past the service's 100-record list), with where to go for those. Also the exit code of a report.
+ * past the service's 100-record list, expired payloads), with how to reconcile those. Also the
+ * exit code of a report.
  */
 import { DELIVERIES_LIST_CAP, type RecoveryAbortedError, type RecoveryReport } from '@email-webhooks/core/api'
 import { EXIT } from './errors.js'
@@ -9,17 +10,22 @@ import type { Output } from './output.js'
 import type { RecoveryStore } from './recover-store.js'
 
 /**
- * Where the events recover cannot reach are brought back from: each email's own event list
- * (`GET /emails/{id}`). Every message that points there uses this, so that it can name
- * `email-webhooks emails reconcile` once that command exists.
+ * How the events recover cannot reach are brought back: from each email's own event list
+ * (`GET /emails/{id}`), with `emails reconcile` (core's `reconcileEmails`). Every message that
+ * points there uses this.
  */
-export const RECONCILE_HINT = 'see reconcile in the README'
+export const RECONCILE_HINT =
+  "bring them back from each email's own event list with `email-webhooks emails reconcile <receiver-url> --ids <file of email ids>` (reconcileEmails() in @email-webhooks/core/api; key scope emails:read, the receiver needs ordering: true)"
 
 /** Printed after every text report: the contract makes no delivery record for these. */
 export const NOT_LISTED_NOTE: string = `Note: events emitted while the endpoint was disabled are not listed (the service makes no delivery record for them), so recover cannot retry them; ${RECONCILE_HINT}.`
 
+/** Printed when some deliveries could not be retried because their payload expired. */
+export const EXPIRED_NOTE = (count: number): string =>
+  `${count} ${count === 1 ? 'delivery' : 'deliveries'} expired (404 delivery_expired): the service can no longer send ${count === 1 ? 'it' : 'them'}; ${RECONCILE_HINT}.`
+
 /** Printed when the list held the service's maximum. */
-export const TRUNCATED_WARNING: string = `warning: the service listed ${DELIVERIES_LIST_CAP} deliveries, its maximum: older ones were not shown and were not retried, and running recover again lists the same ones (a retry requeues the same record). Events not listed can only be brought back from each email's own event list (GET /emails/{id}); ${RECONCILE_HINT}.`
+export const TRUNCATED_WARNING: string = `warning: the service listed ${DELIVERIES_LIST_CAP} deliveries, its maximum: older ones were not shown and were not retried, and running recover again lists the same ones (a retry requeues the same record). For the events not listed, ${RECONCILE_HINT}.`
 
 /**
  * Prints rows under a bold header, columns padded.
@@ -87,7 +93,7 @@ export function recoveryExitCode(report: RecoveryReport): number {
  */
 export function printRecovery(out: Output, report: RecoveryReport, source: RecoveryStore): void {
   if (out.json) {
-    out.data({ ...report, store: source.consulted })
+    out.data({ ...report, store: source.consulted, notListed: NOT_LISTED_NOTE })
   } else {
     const verb = report.dryRun ? 'would retry' : 'retried'
     out.line(
@@ -95,6 +101,7 @@ export function printRecovery(out: Output, report: RecoveryReport, source: Recov
     )
     out.line(`Dedup store ${source.consulted ? 'consulted' : 'not consulted'}: ${source.description}`)
     table(out, ['outcome', 'delivery', 'event', 'request id'], rows(report))
+    if (report.expired.length > 0) out.line(EXPIRED_NOTE(report.expired.length))
     out.line(NOT_LISTED_NOTE)
   }
   if (report.listMayBeTruncated) out.error(TRUNCATED_WARNING)

@@ -1,8 +1,10 @@
 /**
  * The typed client of the sender's webhook management API (SPEC.md, last section): list and
- * create endpoints, enable or disable one, list its deliveries, retry a delivery. On `fetch`,
- * so it runs on every runtime; the API key lives only in a closure and in request headers.
+ * create endpoints, enable or disable one, list its deliveries, retry a delivery; and read an
+ * email's status and events (`GET /emails/{id}`). On `fetch`, so it runs on every runtime; the
+ * API key lives only in a closure and in request headers.
  */
+import { EMAILS_SCOPE, type GetEmailResult, isEmailStatus, isUuid } from './emails.js'
 import { EmailApiError } from './errors.js'
 import { type ApiAnswer, type ApiCall, type RequestPolicy, type RetryInfo, request } from './http.js'
 import { isLoopbackHost } from './urls.js'
@@ -25,7 +27,10 @@ export const WEBHOOKS_SCOPE = 'webhooks:manage'
 
 /** Options of {@link createWebhooksClient}. */
 export interface WebhooksClientOptions {
-  /** Server-side API key with the scope `webhooks:manage`. Sent only as `Authorization: Bearer`. */
+  /**
+   * Server-side API key: the scope `webhooks:manage` for the webhook operations, `emails:read` for
+   * `getEmail`. Sent only as `Authorization: Bearer`.
+   */
   apiKey: string
   /** The API's base URL; its path ends in `/v1`. HTTPS, or HTTP to a loopback host for local tests. */
   baseUrl: string
@@ -94,6 +99,12 @@ export interface WebhooksClient {
   listDeliveries(endpointId: string, options?: CallOptions): Promise<{ deliveries: WebhookDelivery[]; requestId: string }>
   /** Requeues a delivery (by delivery-record id, not event id); 404 `delivery_expired` once the payload is gone. */
   retryDelivery(endpointId: string, deliveryId: string, options?: CallOptions): Promise<{ ok: true; requestId: string }>
+  /**
+   * Reads an email's status and events (scope `emails:read`). A 404 resolves to `{ found: false }`:
+   * the email is outside the plan's log-retention window, or belongs to another organization (the
+   * service answers both alike). Throws `TypeError` for an id that is not a UUID.
+   */
+  getEmail(emailId: string, options?: CallOptions): Promise<GetEmailResult>
 }
 
 /**
@@ -122,7 +133,9 @@ export function validateBaseUrl(baseUrl: string): string {
 
 function assertApiKey(apiKey: unknown): asserts apiKey is string {
   if (typeof apiKey !== 'string' || apiKey === '')
-    throw new TypeError('[@email-webhooks/core/api] apiKey is missing: pass a server-side API key with the scope webhooks:manage.')
+    throw new TypeError(
+      '[@email-webhooks/core/api] apiKey is missing: pass a server-side API key with the scope webhooks:manage (and emails:read for getEmail).',
+    )
   if (/[^!-~]/.test(apiKey))
     throw new TypeError(
       '[@email-webhooks/core/api] apiKey contains white space, control or non-ASCII characters; paste it again without them (the key is not printed here).',
@@ -167,9 +180,9 @@ function resolvePolicy(options: WebhooksClientOptions): RequestPolicy {
 }
 
 /**
- * Creates a client for the sender's webhook management API.
+ * Creates a client for the sender's webhook management API and its email read.
  *
- * @param options.apiKey Server-side key with the scope `webhooks:manage` (never printed, never in errors).
+ * @param options.apiKey Server-side key with the scope `webhooks:manage` (`emails:read` for `getEmail`); never printed, never in errors.
  * @param options.baseUrl Base URL ending in `/v1`.
  * @param options.fetch Injectable `fetch`; default `globalThis.fetch`.
  * @param options.maxRetries Retries on 429 and 500/502/503 (`createEndpoint`: 429 and connections refused only); default 3.
@@ -249,6 +262,28 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
         signal: o?.signal,
       })
       return { ok: true as const, requestId: answer.requestId }
+    },
+    async getEmail(emailId: string, o?: CallOptions): Promise<GetEmailResult> {
+      if (!isUuid(emailId))
+        throw new TypeError(
+          `[@email-webhooks/core/api] getEmail needs an email id (a UUID, as POST /emails returned it), got ${JSON.stringify(String(emailId).slice(0, 80))}.`,
+        )
+      const operation = `read email ${emailId}`
+      let answer: ApiAnswer
+      try {
+        answer = await call({
+          method: 'GET',
+          path: `/emails/${encodeURIComponent(emailId)}`,
+          idempotent: true,
+          context: { operation, emailId, scope: EMAILS_SCOPE },
+          signal: o?.signal,
+        })
+      } catch (error) {
+        if (error instanceof EmailApiError && error.status === 404) return { found: false, code: error.code, requestId: error.requestId }
+        throw error
+      }
+      if (!isEmailStatus(answer.json)) throw invalid(operation, answer)
+      return { found: true, email: answer.json, requestId: answer.requestId }
     },
   })
 }

@@ -2,9 +2,11 @@
  * The typed errors of the management API entry. `EmailApiError`: a failed request, with the HTTP
  * status, the service's stable `code`, its `requestId` and validation `fields`, and a message that
  * says what to do; it never holds the API key (not in its message, its fields nor its `cause`).
- * `RecoveryAbortedError`: `recoverEndpoint` was aborted, with the report of what it did.
+ * `RecoveryAbortedError`: `recoverEndpoint` was aborted, with the report of what it did;
+ * `ReconcileAbortedError`: the same for `reconcileEmails`.
  */
 
+import type { ReconcileReport } from './reconcile.js'
 import type { RecoveryReport } from './recover.js'
 
 const PREFIX = '[@email-webhooks/core/api]'
@@ -121,12 +123,41 @@ export class RecoveryAbortedError extends Error {
   }
 }
 
+/**
+ * `reconcileEmails` was aborted (its `signal`): no email or event started after the abort. `report`
+ * says what was done until then; running reconcile again finishes it (what the receiver handled is
+ * answered as a duplicate).
+ *
+ * @example
+ * try { await reconcileEmails({ client, emailIds, receiverUrl, secret, signal }) }
+ * catch (error) { if (error instanceof ReconcileAbortedError) console.log(error.report.totals.events.handled, 'handled before the abort') }
+ */
+export class ReconcileAbortedError extends Error {
+  override readonly name = 'ReconcileAbortedError'
+  readonly code = 'reconcile_aborted' as const
+  /** What was done before the abort. */
+  readonly report: ReconcileReport
+
+  constructor(report: ReconcileReport, reason: unknown) {
+    const { emails, events } = report.totals
+    const started = report.emails.length - emails.not_started
+    super(
+      `${PREFIX} reconcile was aborted: ${started} of ${report.emails.length} emails started, ${events.handled} events handled, ${events.duplicate} already handled, ${events.not_sent} not sent. Run it again to finish; what the receiver already handled is answered as a duplicate.`,
+      { cause: reason },
+    )
+    this.report = report
+  }
+}
+
 /** What the request was about, so the message can name it. */
 export interface ApiErrorContext {
   /** e.g. `list endpoints`, `retry delivery d-1 of endpoint e-1`. */
   operation: string
   endpointId?: string
   deliveryId?: string
+  emailId?: string
+  /** The scope the operation needs; default `webhooks:manage`. */
+  scope?: string
   /** The call is not idempotent (POST /webhooks): a 5xx or a lost answer may come after the service acted. */
   mayHaveActed?: boolean
 }
@@ -141,12 +172,14 @@ export function adviceFor(status: number, code: string, context: ApiErrorContext
   switch (code) {
     case 'invalid_api_key':
       return 'the API key was refused (401 invalid_api_key): it is invalid or revoked. Use a current server-side key of the organization (the key is not printed here).'
-    case 'missing_scope':
-      return 'the API key lacks the scope webhooks:manage (403 missing_scope). Create a server-side key with the scope webhooks:manage and use it.'
+    case 'missing_scope': {
+      const scope = context.scope ?? 'webhooks:manage'
+      return `the API key lacks the scope ${scope} (403 missing_scope), which ${context.operation} needs. Create a server-side key with the scope ${scope} and use it.`
+    }
     case 'key_owner_unavailable':
       return "the API key's owner is no longer available (403 key_owner_unavailable). Create a new key as an active member of the organization."
     case 'organization_suspended':
-      return 'the organization is suspended (403 organization_suspended). Contact the service; no webhook operation works until then.'
+      return 'the organization is suspended (403 organization_suspended). Contact the service; no API operation works until then.'
     case 'billing_attention':
       return "the organization's billing needs attention (402 billing_attention). Fix it in the dashboard, then try again."
     case 'delivery_expired':

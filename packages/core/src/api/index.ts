@@ -1,6 +1,8 @@
 /**
- * @email-webhooks/core/api: the typed client of the sender's webhook management API and
- * `recoverEndpoint()`, which brings a disabled endpoint's events back exactly once.
+ * @email-webhooks/core/api: the typed client of the sender's webhook management API and email
+ * read, `recoverEndpoint()`, which brings a disabled endpoint's listed deliveries back, and
+ * `reconcileEmails()`, which brings every event a receiver missed back from the emails' own
+ * event lists, each exactly once.
  */
 export {
   type CallOptions,
@@ -18,13 +20,43 @@ export {
   type WebhooksClientOptions,
 } from './client.js'
 export {
+  EMAILS_SCOPE,
+  type EmailRecipient,
+  type EmailRecipientRetry,
+  type EmailStatus,
+  type EmailStatusEvent,
+  type GetEmailResult,
+  isUuid,
+} from './emails.js'
+export {
   EmailApiError,
   type EmailApiErrorCode,
   type EmailApiErrorInit,
   type EmailApiFieldError,
+  ReconcileAbortedError,
   RecoveryAbortedError,
 } from './errors.js'
 export { parseRetryAfter, RETRYABLE_STATUSES, type RetryInfo } from './http.js'
+export {
+  DEFAULT_RECONCILE_CONCURRENCY,
+  DEFAULT_RECONCILE_MAX_ATTEMPTS,
+  DEFAULT_RECONCILE_RETENTION_MS,
+  DEFAULT_RECONCILE_TIMEOUT_MS,
+  type EmailReconcileResult,
+  type EmailReconcileStatus,
+  type EntryProblem,
+  type InvalidEntry,
+  type ReconciledEvent,
+  type ReconcileEmailsOptions,
+  type ReconcileEventOutcome,
+  type ReconcileReport,
+  type ReconcileStop,
+  type ReconcileTotals,
+  reconcileEmails,
+  reconcileTotals,
+} from './reconcile.js'
+export { RECONCILE_ID_NAMESPACE, reconcileEventId } from './reconcile-id.js'
+export { RECONCILE_CLOCK_MARGIN_MS } from './reconcile-plan.js'
 export {
   type AlreadyHandledReason,
   DEFAULT_RECOVER_CONCURRENCY,

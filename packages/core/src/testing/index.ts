@@ -34,6 +34,7 @@ export {
   type FaithfulSenderOptions,
   SENDER_DELIVERIES_CAP,
   SENDER_DISABLE_AFTER,
+  SENDER_EMAIL_RETENTION_MS,
   SENDER_INITIAL_BACKOFF_MS,
   SENDER_MAX_ATTEMPTS,
   SENDER_MAX_BACKOFF_MS,
@@ -43,6 +44,8 @@ export {
   type SenderApiRequest,
   type SenderAttempt,
   type SenderDelivery,
+  type SenderEmail,
+  type SenderEmailEvent,
   type SenderEndpoint,
   TEST_API_KEY,
 } from './sender-types.js'

@@ -1,6 +1,7 @@
 /**
- * The faithful sender's webhook management API as a web-standard handler: bearer API keys
- * with scopes (401 invalid_api_key, 403 missing_scope), JSON bodies (415 json_required),
+ * The faithful sender's webhook management API and email read as a web-standard handler: bearer
+ * API keys with scopes (401 invalid_api_key, 403 missing_scope: `webhooks:manage` for
+ * `/webhooks…`, `emails:read` for `GET /emails/{id}`), JSON bodies (415 json_required),
  * X-Request-Id on every answer, the error shape `{ error: { code, message, requestId, fields? } }`.
  */
 import { checkEndpointUrl } from '../api/urls.js'
@@ -9,6 +10,7 @@ import {
   type SenderApiFault,
   type SenderApiRequest,
   type SenderDelivery,
+  type SenderEmail,
   type SenderEndpoint,
 } from './sender-types.js'
 
@@ -25,9 +27,12 @@ export interface SenderState {
   /** Undefined when the endpoint is unknown; newest first. */
   deliveries(id: string): SenderDelivery[] | undefined
   retry(endpointId: string, deliveryId: string): 'ok' | 'not_found' | 'delivery_expired'
+  /** Undefined when unknown or past the email retention. */
+  email(id: string): SenderEmail | undefined
 }
 
-const SCOPE = 'webhooks:manage'
+const WEBHOOKS_SCOPE = 'webhooks:manage'
+const EMAILS_SCOPE = 'emails:read'
 
 class ApiAnswer {
   constructor(
@@ -47,12 +52,15 @@ function fail(
   return new ApiAnswer(status, { error: { ...(code ? { code } : {}), message, ...(fields ? { fields } : {}) } }, headers)
 }
 
-function authenticate(state: SenderState, header: string | null): ApiAnswer | undefined {
+/** The key's scopes, or the 401 answer. */
+function authenticate(state: SenderState, header: string | null): readonly string[] | ApiAnswer {
   const match = header?.match(/^Bearer (\S+)$/)
   const scopes = match ? state.apiKeys[match[1] as string] : undefined
-  if (!scopes) return fail(401, 'invalid_api_key', 'The API key is missing, malformed or not valid.')
-  if (!scopes.includes(SCOPE)) return fail(403, 'missing_scope', `This API key lacks the scope ${SCOPE}.`)
-  return undefined
+  return scopes ?? fail(401, 'invalid_api_key', 'The API key is missing, malformed or not valid.')
+}
+
+function missingScope(scope: string): ApiAnswer {
+  return fail(403, 'missing_scope', `This API key lacks the scope ${scope}.`)
 }
 
 async function readJson(request: Request): Promise<{ ok: true; value: unknown } | { ok: false; answer: ApiAnswer }> {
@@ -75,10 +83,20 @@ function segments(path: string): string[] | undefined {
   }
 }
 
-async function route(state: SenderState, request: Request, path: string): Promise<ApiAnswer> {
+/** `GET /emails/{id}`: the email's status and events; 404 when unknown, another organization's, or past the retention. */
+function emailRoute(state: SenderState, method: string, parts: string[]): ApiAnswer {
+  if (parts.length !== 2) return fail(404, 'not_found', 'No such route.')
+  if (method !== 'GET') return fail(405, 'method_not_allowed', 'Use GET on /emails/{id}.')
+  const email = state.email(parts[1] as string)
+  return email ? new ApiAnswer(200, email) : fail(404, 'not_found', 'No email with this id.')
+}
+
+async function route(state: SenderState, request: Request, path: string, scopes: readonly string[]): Promise<ApiAnswer> {
   const parts = segments(path)
   if (!parts) return fail(400, 'validation_error', 'The request path is not valid: it has a malformed percent-encoding.')
   const method = request.method
+  if (parts[0] === 'emails') return scopes.includes(EMAILS_SCOPE) ? emailRoute(state, method, parts) : missingScope(EMAILS_SCOPE)
+  if (!scopes.includes(WEBHOOKS_SCOPE)) return missingScope(WEBHOOKS_SCOPE)
   if (parts[0] !== 'webhooks' || parts.length > 3) return fail(404, 'not_found', 'No such route.')
   const id = parts[1]
   if (parts.length === 1) {
@@ -136,11 +154,11 @@ async function answer(state: SenderState, request: Request): Promise<ApiAnswer> 
       fault.retryAfter ? { 'retry-after': fault.retryAfter } : {},
     )
   }
-  const denied = authenticate(state, request.headers.get('authorization'))
-  if (denied) return denied
+  const scopes = authenticate(state, request.headers.get('authorization'))
+  if (scopes instanceof ApiAnswer) return scopes
   const path = new URL(request.url).pathname
   if (!path.startsWith('/v1/')) return fail(404, 'not_found', 'No such route; the API lives under /v1.')
-  return route(state, request, path.slice(3))
+  return route(state, request, path.slice(3), scopes)
 }
 
 /** Answers one management API request. */

@@ -3,8 +3,9 @@
  * email service's delivery side and webhook management API, as SPEC.md describes them).
  */
 import type { WebhookEvent } from '@email-webhooks/core'
+import type { EmailStatus, EmailStatusEvent } from '../api/emails.js'
 
-/** The published test API key of the faithful sender (scope `webhooks:manage`). Never a real key. */
+/** The published test API key of the faithful sender (scopes `webhooks:manage` and `emails:read`). Never a real key. */
 export const TEST_API_KEY = 'ek_test_email_webhooks_do_not_use_in_production'
 /** The receiver timeout of the contract: 10 s. */
 export const SENDER_RECEIVER_TIMEOUT_MS = 10_000
@@ -20,10 +21,17 @@ export const SENDER_MAX_BACKOFF_MS = 3_600_000
 export const SENDER_PAYLOAD_LIFETIME_MS: number = 3 * 24 * 3_600_000
 /** The most delivery records `GET /webhooks/{id}/deliveries` returns. */
 export const SENDER_DELIVERIES_CAP = 100
+/** How long `GET /emails/{id}` serves an email by default, from its creation: 30 days (the plan's log retention; the service does not say). */
+export const SENDER_EMAIL_RETENTION_MS: number = 30 * 24 * 3_600_000
+
+/** An email as `GET /emails/{id}` serves it. */
+export type SenderEmail = EmailStatus
+/** One entry of an email's `events` list. */
+export type SenderEmailEvent = EmailStatusEvent
 
 /** Options of `createFaithfulSender`. */
 export interface FaithfulSenderOptions {
-  /** API keys and their scopes; default `{ [TEST_API_KEY]: ['webhooks:manage'] }`. */
+  /** API keys and their scopes; default `{ [TEST_API_KEY]: ['webhooks:manage', 'emails:read'] }`. */
   apiKeys?: Record<string, readonly string[]>
   /** Multiplies every backoff wait (not the receiver timeout); 0.001 turns 5 s into 5 ms. Default 1. */
   timeScale?: number
@@ -39,6 +47,8 @@ export interface FaithfulSenderOptions {
   maxBackoffMs?: number
   /** How long after the event a delivery can still be retried by hand; default 3 days (on `now`). */
   payloadLifetimeMs?: number
+  /** How long after an email's first event `GET /emails/{id}` still serves it (then 404 `not_found`); default 30 days (on `now`). */
+  emailRetentionMs?: number
   /** Clock for `webhook-timestamp`, `created_at` and payload expiry; default `Date.now`. */
   now?: () => number
   /** Randomness for repeats, reordering and ids' jitter; default `Math.random`. */
@@ -129,8 +139,14 @@ export interface FaithfulSender {
    * (a test's app may already be running with one, e.g. `TEST_SECRET`); by default a new random one.
    */
   createEndpoint(url: string, options?: { secret?: string }): { id: string; secret: string }
-  /** Emits an event to every enabled endpoint (a fresh `email.queued` event by default). */
+  /**
+   * Emits an event to every enabled endpoint (a fresh `email.queued` event by default). An email event
+   * (`email.*` with a string `data.id`) is also kept in its email's `events` list, whatever the
+   * endpoints' state, with `data` minus `id` as its `details`.
+   */
   emit(input?: { event?: WebhookEvent; type?: string; data?: Record<string, unknown> }): EmitResult
+  /** The email as `GET /emails/{id}` serves it now (a copy), or undefined when unknown or past `emailRetentionMs`. */
+  email(id: string): SenderEmail | undefined
   /** The endpoint as the API lists it, or undefined. */
   endpoint(id: string): SenderEndpoint | undefined
   /** Every delivery record of an endpoint, newest first (uncapped, unlike the API). */

@@ -2,17 +2,20 @@
  * The faithful sender: an in-process stand-in for the email service that delivers signed
  * events to receivers exactly as SPEC.md says (10 s timeout, no redirects, exponential
  * backoff over 10 attempts, fresh signature per attempt, endpoint disabled after 10 failures
- * in a row, success resets the counter) and serves the webhook management API. Its parts:
- * the clock (sender-clock.ts), the delivery loop (sender-delivery.ts) and the API (sender-api.ts).
+ * in a row, success resets the counter) and serves the webhook management API and the email
+ * read (`GET /emails/{id}`). Its parts: the clock (sender-clock.ts), the delivery loop
+ * (sender-delivery.ts), the emails (sender-emails.ts) and the API (sender-api.ts).
  */
 import type { WebhookEvent } from '@email-webhooks/core'
 import { handleApiRequest, type SenderState } from './sender-api.js'
 import { SenderClock } from './sender-clock.js'
 import { DeliveryLoop } from './sender-delivery.js'
+import { EmailLog } from './sender-emails.js'
 import {
   type FaithfulSender,
   type FaithfulSenderOptions,
   SENDER_DISABLE_AFTER,
+  SENDER_EMAIL_RETENTION_MS,
   SENDER_INITIAL_BACKOFF_MS,
   SENDER_MAX_ATTEMPTS,
   SENDER_MAX_BACKOFF_MS,
@@ -60,6 +63,7 @@ function createLoop(options: FaithfulSenderOptions, clock: SenderClock): Deliver
  * @param options.receiverTimeoutMs Receiver timeout; default 10 000 ms.
  * @param options.disableAfter Consecutive failures that disable an endpoint; default 10.
  * @param options.payloadLifetimeMs After this, a retry by hand answers 404 `delivery_expired`; default 3 days.
+ * @param options.emailRetentionMs After this from its first event, `GET /emails/{id}` answers 404; default 30 days.
  * @throws {TypeError} when a number option is negative or not finite.
  * @example
  * const sender = createFaithfulSender({ timeScale: 0.001 })
@@ -74,8 +78,11 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
   }
   const clock = createClock(options)
   const loop = createLoop(options, clock)
+  const emails = new EmailLog()
+  const emailRetentionMs = options.emailRetentionMs ?? SENDER_EMAIL_RETENTION_MS
+  const email = (id: string) => emails.get(id, clock.now(), emailRetentionMs)
   const state: SenderState = {
-    apiKeys: options.apiKeys ?? { [TEST_API_KEY]: ['webhooks:manage'] },
+    apiKeys: options.apiKeys ?? { [TEST_API_KEY]: ['webhooks:manage', 'emails:read'] },
     allowLocalUrls: options.allowLocalUrls ?? true,
     faults: [],
     requests: [],
@@ -84,6 +91,7 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
     setEnabled: (id, enabled) => loop.setEnabled(id, enabled),
     deliveries: (id) => loop.deliveries(id),
     retry: (endpointId, deliveryId) => loop.retry(endpointId, deliveryId),
+    email,
   }
   return {
     fetch: (request) => handleApiRequest(state, request),
@@ -96,8 +104,10 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
         created_at: new Date(clock.eventTime(data.id)).toISOString(),
         data,
       }
+      emails.record(event, clock.now())
       return { event, deliveries: loop.deliver(event) }
     },
+    email,
     endpoint: (id) => loop.endpoint(id),
     deliveries: (endpointId) => loop.deliveries(endpointId) ?? [],
     attempts: loop.attempts,

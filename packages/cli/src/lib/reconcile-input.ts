@@ -1,0 +1,65 @@
+/**
+ * The inputs of `emails reconcile`: the email ids (a file, or `-` for stdin: one per line, blank
+ * lines and `#` comments skipped; ids that are not UUIDs are kept and reported per email), the
+ * `--since` time (a date-time, a date, or an age such as `48h`) and durations such as `7d`.
+ */
+import { parseCreatedAt } from '@email-webhooks/core'
+import { UsageError } from './errors.js'
+import { readInput } from './input.js'
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const DURATION = /^(\d+)(ms|s|m|h|d)$/
+
+/**
+ * Reads the email ids: one per line; surrounding white space, blank lines and lines starting with `#` are skipped.
+ * @param path A file path, or `-` for stdin.
+ * @throws {UsageError} when the file cannot be read or holds no id.
+ * @example
+ * const ids = await readEmailIds('ids.txt')
+ */
+export async function readEmailIds(path: string): Promise<string[]> {
+  const text = new TextDecoder().decode(await readInput(path, 'ids file'))
+  const ids = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+  if (ids.length === 0)
+    throw new UsageError(`No email ids in ${path === '-' ? 'stdin' : path}: give one id per line (the ids POST /emails returned).`)
+  return ids
+}
+
+/**
+ * Parses a duration: a whole number with a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`, `36h`, `90m`.
+ * @param value The option's text.
+ * @param option The option's name, for the message.
+ * @throws {UsageError} otherwise.
+ * @example
+ * parseDuration('7d', '--retention') // 604800000
+ */
+export function parseDuration(value: string, option: string): number {
+  const match = DURATION.exec(value.trim())
+  const ms = match ? Number(match[1]) * (UNITS[match[2] as string] as number) : Number.NaN
+  if (!Number.isSafeInteger(ms) || ms < 1)
+    throw new UsageError(`${option} must be a duration such as 7d, 36h, 90m or 30s (a whole number and a unit), got "${value}".`)
+  return ms
+}
+
+/**
+ * Parses `--since`: an RFC 3339 date-time (`2026-11-20T08:00:00Z`), a date (`2026-11-20`, midnight
+ * UTC), or an age (`48h`, `7d`: that long before `nowMs`).
+ * @param value The option's text.
+ * @param nowMs The current time.
+ * @throws {UsageError} when it is none of these.
+ * @example
+ * parseSince('2026-11-20', Date.now()) // 1795132800000
+ */
+export function parseSince(value: string, nowMs: number): number {
+  const text = value.trim()
+  if (DURATION.test(text)) return nowMs - parseDuration(text, '--since')
+  const time = parseCreatedAt(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text)
+  if (!time.ok)
+    throw new UsageError(
+      `--since must be a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, UTC) or an age (48h, 7d), got "${value}".`,
+    )
+  return time.ms
+}
