@@ -7,6 +7,7 @@
  * otherwise: so reconcile needs no access to the store, and running it twice handles nothing the
  * second time. One email's events go one at a time, oldest first; emails go a few at a time.
  */
+import { DEFAULT_RETENTION_MS } from '../defaults.js'
 import { assertValidSecrets } from '../secret.js'
 import { isUuid } from './emails.js'
 import { ReconcileAbortedError } from './errors.js'
@@ -31,7 +32,7 @@ export {
  * The receiver's default `retentionMs` (7 days, `DEFAULT_RETENTION_MS` of `@email-webhooks/core`):
  * events older than this (less 5 minutes of clock margin) are not sent.
  */
-export const DEFAULT_RECONCILE_RETENTION_MS: number = 7 * 24 * 3_600_000
+export const DEFAULT_RECONCILE_RETENTION_MS: number = DEFAULT_RETENTION_MS
 /** Default emails reconciled at once (each email's events go one at a time). */
 export const DEFAULT_RECONCILE_CONCURRENCY = 4
 /** Default time one POST to the receiver may take: the sender's own 10 s. */

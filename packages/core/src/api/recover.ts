@@ -5,7 +5,7 @@
  * concurrency and spacing, and report each outcome. It can only reach what the service lists:
  * at most 100 records, and none for events emitted while the endpoint was disabled.
  */
-import { DEFAULT_NAMESPACE } from '../namespace.js'
+import { DEFAULT_NAMESPACE } from '../defaults.js'
 import type { DedupStore } from '../store/types.js'
 import type { CallOptions, WebhookEndpoint, WebhooksClient } from './client.js'
 import { EmailApiError, RecoveryAbortedError } from './errors.js'

@@ -5,9 +5,9 @@
  * slowest answer leaves after 8.5 s; the 30 s lease outlives all of it.
  */
 import { getDefaultStore } from '#default-store'
+import { DEFAULT_NAMESPACE, DEFAULT_RETENTION_MS } from '../defaults.js'
 import { PACKAGE } from '../errors.js'
 import { isEmailEventType } from '../events.js'
-import { DEFAULT_NAMESPACE } from '../namespace.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory/index.js'
@@ -21,9 +21,7 @@ export { PACKAGE } from '../errors.js'
 export const DEFAULT_MAX_BODY_BYTES: number = 1024 * 1024
 /** How long a claim holds by default before another worker may take the event over (after a crash). */
 export const DEFAULT_LEASE_MS: number = 30_000
-/** How long handled events are remembered by default: 7 days, longer than the sender's retry span. */
-export const DEFAULT_RETENTION_MS: number = 7 * 24 * 60 * 60 * 1000
-export { DEFAULT_NAMESPACE } from '../namespace.js'
+export { DEFAULT_NAMESPACE, DEFAULT_RETENTION_MS } from '../defaults.js'
 /** Default handler deadline, counted from the claim; with the complete's store time it stays under the sender's 10 s. */
 export const DEFAULT_HANDLER_TIMEOUT_MS: number = 7_000
 /** Default longest wait for the store's claim, and again for its complete. */
