@@ -1104,6 +1104,8 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
       duplicates: 0,
       ignored: 0,
       skipped: 0,
+      queued: 0,
+      dead: 0,
       rejected: { signature_mismatch: 2, malformed_signature: 1 },
       failed: { handler_failed: 1 },
     })

@@ -10,22 +10,9 @@ import { type Expectation, meets, SENDER_SUCCESS } from './expect.js'
 import { type Answer, post } from './http.js'
 import type { Output } from './output.js'
 import { printSummary, type Summary, summarize } from './summary.js'
+import type { LoadOptions, Tally } from './tally.js'
 
-/** Settings of a load run. */
-export interface LoadOptions {
-  count: number
-  concurrency: number
-  /** Percent (0–100) of requests that repeat an earlier webhook-id. */
-  duplicatePercent: number
-  durationSeconds: number
-  timeoutMs: number
-  type: string
-  /** When false, events cycle through every email event type. */
-  typeGiven: boolean
-  /** data.id of every event (one email); default a fresh one per event. */
-  emailId?: string
-  expect?: Expectation
-}
+export type { LoadOptions, Tally } from './tally.js'
 
 /** Repeats are drawn from the most recent deliveries only, so memory stays bounded at any --count. */
 const REPEAT_POOL = 10_000
@@ -33,18 +20,6 @@ const REPEAT_POOL = 10_000
 interface Sent {
   id: string
   body: string
-}
-
-/** Running tallies of a load. */
-export interface Tally {
-  answered: number[]
-  latencies: number[]
-  conflicts: number
-  noAnswer: number
-  wrong: number
-  duplicatesSent: number
-  /** Answers in 2xx so far (kept for the progress bar). */
-  successes: number
 }
 
 function record(tally: Tally, answer: Answer, overlapped: boolean, expect: Expectation): void {

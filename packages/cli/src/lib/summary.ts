@@ -1,6 +1,7 @@
 /** The summary of a load: counts by status class, 409s, latency percentiles, rate; as a table or JSON. */
-import type { LoadOptions, Tally } from './load.js'
+
 import type { Output } from './output.js'
+import type { LoadOptions, Tally } from './tally.js'
 
 /** The summary of a load run; also its `--json` shape. */
 export interface Summary {

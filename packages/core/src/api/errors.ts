@@ -2,14 +2,11 @@
  * The typed errors of the management API entry. `EmailApiError`: a failed request, with the HTTP
  * status, the service's stable `code`, its `requestId` and validation `fields`, and a message that
  * says what to do; it never holds the API key (not in its message, its fields nor its `cause`).
- * `RecoveryAbortedError`: `recoverEndpoint` was aborted, with the report of what it did;
- * `ReconcileAbortedError`: the same for `reconcileEmails`.
+ * (The aborted runs of `recoverEndpoint` and `reconcileEmails` have their own errors: aborted.ts.)
  */
 
-import type { ReconcileReport } from './reconcile.js'
-import type { RecoveryReport } from './recover.js'
-
-const PREFIX = '[@email-webhooks/core/api]'
+/** The prefix of every message of this entry. */
+export const PREFIX = '[@email-webhooks/core/api]'
 
 /** Codes the service documents, plus the client's own (`timeout`, `network_error`, `invalid_response`). */
 export type EmailApiErrorCode =
@@ -93,59 +90,6 @@ export class EmailApiError extends Error {
       ...(this.requestId ? { requestId: this.requestId } : {}),
       ...(this.fields ? { fields: this.fields.map((f) => ({ ...f })) } : {}),
     }
-  }
-}
-
-/**
- * `recoverEndpoint` was aborted (its `signal`): no request started after the abort. `report` says
- * what was done until then (`undefined` when the abort came while the endpoints were being listed,
- * before anything changed); running the recovery again finishes it, skipping what was delivered.
- *
- * @example
- * try { await recoverEndpoint({ client, endpointId, signal }) }
- * catch (error) { if (error instanceof RecoveryAbortedError) console.log(error.report?.retried.length ?? 0, 'requeued before the abort') }
- */
-export class RecoveryAbortedError extends Error {
-  override readonly name = 'RecoveryAbortedError'
-  readonly code = 'recovery_aborted' as const
-  /** What was done before the abort; undefined when nothing had been changed or listed. */
-  readonly report: RecoveryReport | undefined
-
-  constructor(report: RecoveryReport | undefined, reason: unknown) {
-    const done = report
-      ? `${report.enable === 'reenabled' ? 'the endpoint was re-enabled, ' : report.enable === 'interrupted' ? 'the PATCH that re-enables the endpoint was interrupted (list the endpoint to see whether it took effect), ' : ''}${report.retried.length} deliveries requeued, ${report.notStarted.length} not started, ${report.interrupted.length} interrupted in flight (the service may have requeued those)`
-      : 'nothing was changed'
-    super(
-      `${PREFIX} the recovery of endpoint ${report?.endpointId ?? '(not found yet)'} was aborted: ${done}. Run it again to finish; deliveries already delivered or handled are skipped.`,
-      { cause: reason },
-    )
-    this.report = report
-  }
-}
-
-/**
- * `reconcileEmails` was aborted (its `signal`): no email or event started after the abort. `report`
- * says what was done until then; running reconcile again finishes it (what the receiver handled is
- * answered as a duplicate).
- *
- * @example
- * try { await reconcileEmails({ client, emailIds, receiverUrl, secret, signal }) }
- * catch (error) { if (error instanceof ReconcileAbortedError) console.log(error.report.totals.events.handled, 'handled before the abort') }
- */
-export class ReconcileAbortedError extends Error {
-  override readonly name = 'ReconcileAbortedError'
-  readonly code = 'reconcile_aborted' as const
-  /** What was done before the abort. */
-  readonly report: ReconcileReport
-
-  constructor(report: ReconcileReport, reason: unknown) {
-    const { emails, events } = report.totals
-    const started = report.emails.length - emails.not_started
-    super(
-      `${PREFIX} reconcile was aborted: ${started} of ${report.emails.length} emails started, ${events.handled} events handled, ${events.duplicate} already handled, ${events.not_sent} not sent. Run it again to finish; what the receiver already handled is answered as a duplicate.`,
-      { cause: reason },
-    )
-    this.report = report
   }
 }
 

@@ -4,6 +4,8 @@
  * `reconcileEmails()`, which brings every event a receiver missed back from the emails' own
  * event lists, each exactly once.
  */
+
+export { ReconcileAbortedError, RecoveryAbortedError } from './aborted.js'
 export {
   type CallOptions,
   createWebhooksClient,
@@ -28,14 +30,7 @@ export {
   type GetEmailResult,
   isUuid,
 } from './emails.js'
-export {
-  EmailApiError,
-  type EmailApiErrorCode,
-  type EmailApiErrorInit,
-  type EmailApiFieldError,
-  ReconcileAbortedError,
-  RecoveryAbortedError,
-} from './errors.js'
+export { EmailApiError, type EmailApiErrorCode, type EmailApiErrorInit, type EmailApiFieldError } from './errors.js'
 export { parseRetryAfter, RETRYABLE_STATUSES, type RetryInfo } from './http.js'
 export {
   DEFAULT_RECONCILE_CONCURRENCY,

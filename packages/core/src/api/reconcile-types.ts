@@ -3,7 +3,6 @@
  * and the report with its totals.
  */
 import type { WebhooksClient } from './client.js'
-import type { ReconcileAbortedError } from './errors.js'
 import type { InvalidEntry } from './reconcile-plan.js'
 
 /** Options of `reconcileEmails`. */
@@ -40,7 +39,7 @@ export interface ReconcileEmailsOptions {
   now?: () => number
   /** Jitter source in [0, 1); default `Math.random`. */
   random?: () => number
-  /** Stops it: nothing starts after the abort; rejects with {@link ReconcileAbortedError} and the report so far. */
+  /** Stops it: nothing starts after the abort; rejects with `ReconcileAbortedError` and the report so far. */
   signal?: AbortSignal
   /** Called once per email when it is done (for progress); what it throws is ignored. */
   onEmail?: (result: EmailReconcileResult, progress: { done: number; total: number }) => void
@@ -139,7 +138,7 @@ export interface ReconcileTotals {
   invalidEntries: number
 }
 
-/** What `reconcileEmails` did (or, with `dryRun`, would do; or, in a {@link ReconcileAbortedError}, did before the abort). */
+/** What `reconcileEmails` did (or, with `dryRun`, would do; or, in a `ReconcileAbortedError`, did before the abort). */
 export interface ReconcileReport {
   receiverUrl: string
   dryRun: boolean

@@ -9,8 +9,8 @@
  */
 import { DEFAULT_RETENTION_MS } from '../defaults.js'
 import { assertValidSecrets } from '../secret.js'
+import { ReconcileAbortedError } from './aborted.js'
 import { isUuid } from './emails.js'
-import { ReconcileAbortedError } from './errors.js'
 import { type Run, reconcileEmail } from './reconcile-email.js'
 import type { SendSettings } from './reconcile-send.js'
 import { type EmailReconcileResult, type ReconcileEmailsOptions, type ReconcileReport, reconcileTotals } from './reconcile-types.js'

@@ -6,7 +6,7 @@
  */
 import type { CallOptions, WebhookDelivery, WebhooksClient } from './client.js'
 import { EmailApiError } from './errors.js'
-import type { RecoveryReport } from './recover.js'
+import type { RecoveryReport } from './recover-report.js'
 
 /** How the retries run. */
 export interface RetryRun {

@@ -7,12 +7,15 @@
  */
 import { DEFAULT_NAMESPACE } from '../defaults.js'
 import type { DedupStore } from '../store/types.js'
+import { RecoveryAbortedError } from './aborted.js'
 import type { CallOptions, WebhookEndpoint, WebhooksClient } from './client.js'
-import { EmailApiError, RecoveryAbortedError } from './errors.js'
-import { type AlreadyHandledReason, planRecovery, type RecoveryItem } from './recover-plan.js'
+import { EmailApiError } from './errors.js'
+import { planRecovery } from './recover-plan.js'
+import type { RecoveryReport } from './recover-report.js'
 import { runRetries } from './recover-run.js'
 
 export type { AlreadyHandledReason, RecoveryItem } from './recover-plan.js'
+export type { RecoveryReport } from './recover-report.js'
 
 /** Default retries in flight at once. */
 export const DEFAULT_RECOVER_CONCURRENCY = 4
@@ -37,37 +40,6 @@ export interface RecoverEndpointOptions {
   spacingMs?: number
   /** Stops the recovery: no request starts after it aborts; the call rejects with {@link RecoveryAbortedError}. */
   signal?: AbortSignal
-}
-
-/** What {@link recoverEndpoint} did (or, with `dryRun`, would do; or, in a {@link RecoveryAbortedError}, did before the abort). */
-export interface RecoveryReport {
-  endpointId: string
-  dryRun: boolean
-  /** True in the report of an aborted recovery. */
-  aborted: boolean
-  /**
-   * `already`: it was enabled; `reenabled`: PATCHed now; `would_reenable`: dry run on a disabled endpoint;
-   * `interrupted`: aborted while the PATCH was in flight (it may or may not have taken effect).
-   */
-  enable: 'already' | 'reenabled' | 'would_reenable' | 'interrupted'
-  /** Request id of the PATCH, when one was answered. */
-  enableRequestId: string | undefined
-  /** Request id of the deliveries list; undefined only when the recovery was aborted before the list came. */
-  listRequestId: string | undefined
-  /** True when the list held the service's maximum (100): older deliveries may exist that it does not show, and a new run lists the same ones. */
-  listMayBeTruncated: boolean
-  /** Requeued (or, in a dry run, would be), oldest first as started. */
-  retried: RecoveryItem[]
-  alreadyHandled: Array<RecoveryItem & { reason: AlreadyHandledReason }>
-  /** State `pending` or `delivering`: the sender attempts these itself, so they are not retried again. */
-  senderRetrying: Array<RecoveryItem & { state: string }>
-  /** 404 `delivery_expired`: the payload is gone; these events cannot be recovered through the sender. */
-  expired: RecoveryItem[]
-  failed: Array<RecoveryItem & { status: number; code: string; message: string }>
-  /** Aborted: to be retried, but never sent. */
-  notStarted: RecoveryItem[]
-  /** Aborted while the retry was in flight: the service may have requeued it. */
-  interrupted: RecoveryItem[]
 }
 
 function emptyReport(endpointId: string, dryRun: boolean): RecoveryReport {
