@@ -230,6 +230,34 @@ for (const kind of ALL_TARGETS) {
       expect(answers.filter((a) => a.status === 200 && !a.json.duplicate)).toHaveLength(1)
     })
 
+    it('in inbox mode answers 200 queued, runs the handler once after the answer, and answers a redelivery as a duplicate', async () => {
+      const store = new MemoryDedupStore()
+      const seen: string[] = []
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const send = await start(
+        {
+          'email.bounced': async (event: WebhookEvent) => {
+            await gate
+            seen.push(event.id)
+          },
+        },
+        { store, mode: 'inbox' },
+      )
+      const delivery = await createSignedDelivery({ type: 'email.bounced' })
+      const answer = await send(delivery)
+      expect([answer.status, answer.json]).toEqual([200, { ok: true, queued: true }])
+      expect(seen).toEqual([])
+      release()
+      for (let i = 0; i < 500 && seen.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+      const again = await send(delivery)
+      expect([again.status, again.json]).toEqual([200, { ok: true, duplicate: true }])
+      expect(seen).toEqual([delivery.event.id])
+      expect(await store.inbox.stats()).toMatchObject({ pending: 0, running: 0, dead: 0 })
+    })
+
     it('accepts a delivery signed with any of several secrets (rotation)', async () => {
       const send = await start({}, {}, [TEST_SECRET, OTHER_SECRET])
       expect((await send(await createSignedDelivery({ secret: TEST_SECRET }))).status).toBe(200)

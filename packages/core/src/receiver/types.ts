@@ -181,7 +181,7 @@ export interface InboxOptions {
   handlerTimeoutMs?: number
   /** How long the worker holds an entry; default handlerTimeoutMs + 60,000. Must exceed handlerTimeoutMs. */
   leaseMs?: number
-  /** First retry wait after a failed attempt, whole ms, doubling per attempt with full jitter; default 1,000. */
+  /** First retry wait after a failed attempt, whole ms, doubling per attempt, with jitter (a wait is half its step plus up to as much again at random); default 1,000. */
   retryBaseMs?: number
   /** Longest retry wait; default 600,000 (10 min). */
   retryMaxMs?: number

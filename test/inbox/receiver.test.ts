@@ -1,0 +1,342 @@
+/**
+ * Inbox mode (`mode: 'inbox'`) through core's receiver, on the memory store and a real SQLite file:
+ * the answer is 200 queued once the event is recorded, and the worker runs the handler after it,
+ * once; duplicates, retries with backoff, dead letters, poison events, ordering, the types kept in
+ * the request, stop/start, and the option checks.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  createReceiver,
+  type DedupStore,
+  type EmailEventHandlers,
+  MemoryDedupStore,
+  type ReceiverOptions,
+  type WebhookEvent,
+  type WebhookLogger,
+} from '@email-webhooks/core'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import { createEmailSequence, createSignedDelivery, reversed, type SignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+
+const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-receiver-'))
+const opened: DedupStore[] = []
+afterAll(async () => {
+  for (const store of opened) await store.close?.()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const STORES: { name: string; create(): DedupStore }[] = [
+  { name: 'MemoryDedupStore', create: () => new MemoryDedupStore() },
+  { name: 'SqliteDedupStore', create: () => new SqliteDedupStore({ path: join(dir, `${crypto.randomUUID()}.db`) }) },
+]
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Waits (polling every 10 ms, at most `ms`) until `done()` holds. */
+async function until(done: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(10)
+  }
+}
+
+function capture(): { logger: WebhookLogger; errors: string[]; warnings: string[] } {
+  const errors: string[] = []
+  const warnings: string[] = []
+  return { logger: { error: (m) => void errors.push(m), warn: (m) => void warnings.push(m), info: () => {} }, errors, warnings }
+}
+
+type Receiver = ReturnType<typeof createReceiver>
+const receivers: Receiver[] = []
+afterEach(async () => {
+  for (const receiver of receivers.splice(0)) await receiver.inbox?.stop()
+})
+
+function inboxReceiver(store: DedupStore, handlers: EmailEventHandlers, options: Partial<ReceiverOptions> = {}): Receiver {
+  opened.push(store)
+  const receiver = createReceiver({ secret: TEST_SECRET, store, handlers, mode: 'inbox', logger: false, ...options })
+  receivers.push(receiver)
+  return receiver
+}
+
+const send = (receiver: Receiver, delivery: SignedDelivery) => receiver.receive({ headers: delivery.headers, body: delivery.body })
+
+for (const kind of STORES) {
+  describe(`inbox mode on ${kind.name}`, () => {
+    it('answers 200 queued before the handler runs; the worker then runs it once', async () => {
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const runs: WebhookEvent[] = []
+      const receiver = inboxReceiver(kind.create(), {
+        'email.bounced': async (event) => {
+          runs.push(event)
+          await gate
+        },
+      })
+      const delivery = await createSignedDelivery({ type: 'email.bounced' })
+      const answer = await send(receiver, delivery)
+      expect(answer).toMatchObject({ status: 200, body: '{"ok":true,"queued":true}', outcome: 'queued' })
+      await until(() => runs.length === 1, 'the worker to start the handler')
+      expect(await receiver.inbox?.stats()).toMatchObject({ pending: 0, running: 1, dead: 0 })
+      release()
+      await until(async () => (await receiver.inbox?.stats())?.running === 0, 'the entry to be finished')
+      expect(runs).toEqual([delivery.event])
+      expect(receiver.stats()).toMatchObject({ queued: 1, handled: 1, dead: 0 })
+      expect(await receiver.store().inbox?.get(`default:${delivery.event.id}`)).toMatchObject({ state: 'done', attempts: 1 })
+    })
+
+    it('answers a redelivery 200 duplicate while queued, while running and once done; the handler runs once', async () => {
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let runs = 0
+      const receiver = inboxReceiver(
+        kind.create(),
+        {
+          'email.recipient_accepted': async () => {
+            runs++
+            await gate
+          },
+        },
+        { inbox: { worker: false } },
+      )
+      const delivery = await createSignedDelivery({ type: 'email.recipient_accepted' })
+      expect((await send(receiver, delivery)).outcome).toBe('queued')
+      expect(await send(receiver, delivery)).toMatchObject({ status: 200, outcome: 'duplicate' })
+      receiver.inbox?.start()
+      await until(() => runs === 1, 'the handler to start')
+      expect(await send(receiver, delivery)).toMatchObject({ status: 200, outcome: 'duplicate' })
+      release()
+      await until(async () => (await receiver.store().inbox?.get(`default:${delivery.event.id}`))?.state === 'done', 'done')
+      expect(await send(receiver, delivery)).toMatchObject({ status: 200, outcome: 'duplicate' })
+      expect(runs).toBe(1)
+      expect(receiver.stats()).toMatchObject({ queued: 1, duplicates: 3, handled: 1 })
+    })
+
+    it('retries a failing handler after growing waits, keeps it dead with its last error after maxAttempts (logged once), and runs it again after retry', async () => {
+      const { logger, errors } = capture()
+      let broken = true
+      const tries: number[] = []
+      const receiver = inboxReceiver(
+        kind.create(),
+        {
+          'email.complained': () => {
+            tries.push(performance.now())
+            if (broken) throw new Error('CRM answered 502')
+          },
+        },
+        { logger, inbox: { maxAttempts: 4, retryBaseMs: 80, retryMaxMs: 10_000, pollMs: 5 } },
+      )
+      const poison = await createSignedDelivery({ type: 'email.complained' })
+      expect((await send(receiver, poison)).outcome).toBe('queued')
+      await until(async () => (await receiver.inbox?.stats())?.dead === 1, 'the entry to be dead')
+      expect(tries).toHaveLength(4)
+      // Waits of half the step plus up to as much again: ≥ 40, 80, 160 ms.
+      const waits = tries.slice(1).map((t, i) => t - (tries[i] as number))
+      for (const [i, wait] of waits.entries()) expect(wait, `wait ${i + 1}`).toBeGreaterThanOrEqual(40 * 2 ** i - 5)
+      const key = `default:${poison.event.id}`
+      const entry = await receiver.store().inbox?.get(key)
+      expect(entry).toMatchObject({ state: 'dead', attempts: 4 })
+      expect(entry?.lastError).toContain('CRM answered 502')
+      expect(entry?.lastError).not.toContain(poison.body)
+      const deadLogs = errors.filter((line) => line.includes('dead letter'))
+      expect(deadLogs).toHaveLength(1)
+      expect(deadLogs[0]).toContain(poison.event.id)
+      expect(deadLogs[0]).toContain('email-webhooks inbox retry --dead')
+      expect(deadLogs[0]).not.toContain(poison.body)
+
+      // A second dead letter is counted, not logged again.
+      const second = await createSignedDelivery({ type: 'email.complained' })
+      await send(receiver, second)
+      await until(async () => (await receiver.inbox?.stats())?.dead === 2, 'the second dead entry')
+      expect(errors.filter((line) => line.includes('dead letter'))).toHaveLength(1)
+      expect(receiver.stats().dead).toBe(2)
+
+      broken = false
+      expect(await receiver.store().inbox?.retry('dead')).toBe(2)
+      receiver.inbox?.start()
+      await until(async () => (await receiver.store().inbox?.get(key))?.state === 'done', 'the retried entry to be done')
+      await until(async () => (await receiver.inbox?.stats())?.pending === 0, 'the second entry to be done')
+      expect(await receiver.inbox?.stats()).toMatchObject({ pending: 0, running: 0, dead: 0 })
+      expect(receiver.stats().handled).toBe(2)
+    })
+
+    it('never lets a poison event hold up the others (one worker loop)', async () => {
+      const handled: string[] = []
+      const receiver = inboxReceiver(
+        kind.create(),
+        {
+          'email.rejected': () => {
+            throw new Error('poison')
+          },
+          'email.deferred': (event) => void handled.push(event.id),
+        },
+        { inbox: { concurrency: 1, maxAttempts: 3, retryBaseMs: 200, pollMs: 5, worker: false } },
+      )
+      const poison = await createSignedDelivery({ type: 'email.rejected' })
+      await send(receiver, poison)
+      const others = await Promise.all(Array.from({ length: 5 }, () => createSignedDelivery({ type: 'email.deferred' })))
+      for (const delivery of others) await send(receiver, delivery)
+      receiver.inbox?.start()
+      await until(() => handled.length === 5, 'the other events')
+      // All five ran while the poison event waited between its attempts.
+      expect((await receiver.store().inbox?.get(`default:${poison.event.id}`))?.state).not.toBe('dead')
+      await until(async () => (await receiver.inbox?.stats())?.dead === 1, 'the poison event to be dead')
+      expect(handled.sort()).toEqual(others.map((d) => d.event.id).sort())
+    })
+
+    it('with ordering, handles the events of one email oldest first and one at a time, whatever order they arrived in', async () => {
+      const log: string[] = []
+      let running = 0
+      let most = 0
+      const handle = async (event: WebhookEvent) => {
+        running++
+        most = Math.max(most, running)
+        log.push(`${event.data.id}:${event.type}`)
+        await sleep(15)
+        running--
+      }
+      const types = ['email.queued', 'email.submitted', 'email.deferred', 'email.recipient_accepted', 'email.recipient_deferred'] as const
+      const handlers = Object.fromEntries(types.map((type) => [type, handle])) as EmailEventHandlers
+      const receiver = inboxReceiver(kind.create(), handlers, { ordering: true, inbox: { worker: false, concurrency: 4, pollMs: 5 } })
+      const a = await createEmailSequence({ types })
+      const b = await createEmailSequence({ types })
+      for (let i = 0; i < types.length; i++) {
+        await send(receiver, reversed(a.deliveries)[i] as SignedDelivery)
+        await send(receiver, reversed(b.deliveries)[i] as SignedDelivery)
+      }
+      receiver.inbox?.start()
+      await until(() => log.length === 10, 'all ten events')
+      for (const seq of [a, b]) {
+        const mine = log.filter((line) => line.startsWith(seq.emailId)).map((line) => line.split(':')[1])
+        expect(mine).toEqual([...types])
+      }
+      // Two emails, each one at a time: never more than two handlers at once.
+      expect(most).toBeLessThanOrEqual(2)
+    })
+
+    it('handles the types in inbox.inRequest in the request (200 after the handler), and queues the others', async () => {
+      const order: string[] = []
+      const receiver = inboxReceiver(
+        kind.create(),
+        {
+          'email.bounced': () => void order.push('bounced handler'),
+          'email.recipient_accepted': () => void order.push('delivered handler'),
+        },
+        { inbox: { inRequest: ['email.bounced'], worker: false } },
+      )
+      const bounced = await createSignedDelivery({ type: 'email.bounced' })
+      const answer = await send(receiver, bounced)
+      order.push('bounced answered')
+      expect(answer).toMatchObject({ status: 200, body: '{"ok":true}', outcome: 'handled' })
+      expect(await receiver.store().inbox?.get(`default:${bounced.event.id}`)).toBeUndefined()
+      const delivered = await createSignedDelivery({ type: 'email.recipient_accepted' })
+      expect(await send(receiver, delivered)).toMatchObject({ status: 200, outcome: 'queued' })
+      order.push('delivered answered')
+      expect(await receiver.inbox?.work()).toBe('handled')
+      expect(order).toEqual(['bounced handler', 'bounced answered', 'delivered answered', 'delivered handler'])
+      // The in-request event is a duplicate for the inbox too, and the other way round.
+      expect((await send(receiver, bounced)).outcome).toBe('duplicate')
+      expect((await send(receiver, delivered)).outcome).toBe('duplicate')
+    })
+
+    it('stop() waits for the handler that runs and takes nothing more until start()', async () => {
+      const ended: string[] = []
+      const receiver = inboxReceiver(
+        kind.create(),
+        {
+          'email.deferred': async (event) => {
+            await sleep(150)
+            ended.push(event.id)
+          },
+        },
+        { inbox: { pollMs: 5, concurrency: 1 } },
+      )
+      const first = await createSignedDelivery({ type: 'email.deferred' })
+      await send(receiver, first)
+      await until(async () => (await receiver.inbox?.stats())?.running === 1, 'the first handler')
+      await receiver.inbox?.stop()
+      expect(ended).toEqual([first.event.id])
+      const second = await createSignedDelivery({ type: 'email.deferred' })
+      expect((await send(receiver, second)).outcome).toBe('queued')
+      await sleep(100)
+      expect(await receiver.inbox?.stats()).toMatchObject({ pending: 1, running: 0 })
+      receiver.inbox?.start()
+      await until(() => ended.length === 2, 'the second handler')
+    })
+  })
+}
+
+describe('inbox mode on SqliteDedupStore', () => {
+  it('a handler that takes 30 s blocks neither the answers nor the other events, and runs once', async () => {
+    let slowRuns = 0
+    const handled: string[] = []
+    const receiver = inboxReceiver(new SqliteDedupStore({ path: join(dir, 'slow.db') }), {
+      'email.bounced': async () => {
+        slowRuns++
+        await sleep(30_000)
+      },
+      'email.recipient_accepted': (event) => void handled.push(event.id),
+    })
+    const slow = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await send(receiver, slow)).outcome).toBe('queued')
+    await until(() => slowRuns === 1, 'the slow handler to start')
+    const started = performance.now()
+    const slowest: number[] = []
+    const sent: string[] = []
+    // For 31 s: a redelivery of the slow event and a new event every second, each answered at once.
+    while (performance.now() - started < 31_000) {
+      const t0 = performance.now()
+      const again = await send(receiver, slow)
+      expect(again).toMatchObject({ status: 200, outcome: 'duplicate' })
+      const other = await createSignedDelivery({ type: 'email.recipient_accepted' })
+      expect((await send(receiver, other)).outcome).toBe('queued')
+      sent.push(other.event.id)
+      slowest.push(performance.now() - t0)
+      await sleep(1_000)
+    }
+    await until(async () => (await receiver.store().inbox?.get(`default:${slow.event.id}`))?.state === 'done', 'the slow entry to be done')
+    await until(() => handled.length === sent.length, 'the other events')
+    expect(slowRuns).toBe(1)
+    expect(Math.max(...slowest)).toBeLessThan(1_000)
+    expect(await receiver.store().inbox?.get(`default:${slow.event.id}`)).toMatchObject({ attempts: 1 })
+  }, 60_000)
+})
+
+describe('inbox mode options', () => {
+  const handlers = {}
+  it('refuses what cannot work, saying what to do', () => {
+    const noInbox: DedupStore = {
+      claim: async () => ({ status: 'duplicate' }),
+      complete: async () => true,
+      release: async () => true,
+    } as unknown as DedupStore
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store: noInbox, mode: 'inbox' })).toThrow(
+      /this store has none.*inbox\.sink/,
+    )
+    const store = new MemoryDedupStore()
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, inbox: {} })).toThrow(/inbox options need mode: 'inbox'/)
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'queue' as 'inbox' })).toThrow(
+      /mode must be 'request' or 'inbox'/,
+    )
+    expect(() =>
+      createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { handlerTimeoutMs: 60_000, leaseMs: 60_000 } }),
+    ).toThrow(/leaseMs \(60000\) must exceed inbox.handlerTimeoutMs/)
+    expect(() =>
+      createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { inRequest: ['email.bouncd' as 'email.bounced'] } }),
+    ).toThrow(/inRequest must be a list of email event types/)
+    const sink = { enqueue: async () => 'queued' as const }
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { sink, worker: true } })).toThrow(
+      /createInboxProcessor/,
+    )
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { maxAttempts: 0 } })).toThrow(
+      /maxAttempts must be a positive whole number/,
+    )
+  })
+})
