@@ -12,6 +12,8 @@ const config: Options = {
     'crypto-web': 'src/crypto/web.ts',
     'default-store-node': 'src/store/default-store-node.ts',
     'default-store-web': 'src/store/default-store-web.ts',
+    'telemetry-api-node': 'src/telemetry/api-node.ts',
+    'telemetry-api-web': 'src/telemetry/api-web.ts',
   },
   format: ['esm', 'cjs'],
   dts: {
@@ -34,6 +36,7 @@ const config: Options = {
   external: [
     '#crypto',
     '#default-store',
+    '#telemetry-api',
     '@email-webhooks/core',
     '@email-webhooks/core/sqlite',
     'better-sqlite3',

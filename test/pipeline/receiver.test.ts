@@ -1108,6 +1108,7 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
       dead: 0,
       rejected: { signature_mismatch: 2, malformed_signature: 1 },
       failed: { handler_failed: 1 },
+      deliveries: { rejected: 3, failed: 1 },
     })
   })
 

@@ -10,6 +10,7 @@ import { WebhookHandlingError } from '../errors.js'
 import type { WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
 import type { Claim, CompleteOptions, FactCounts } from '../store/types.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
 import { duplicateAnswer, storeUnavailable } from './answers.js'
 import { attempt } from './deadline.js'
 import { type EventOrdering, eventOrderOf } from './order.js'
@@ -32,6 +33,8 @@ export interface Claimed {
    * deadline) takes it and calls it then; undefined when there is nothing to free.
    */
   settle: (() => void) | undefined
+  /** The delivery's (or inbox entry's) trace, when telemetry is on. */
+  trace: DeliveryTrace | undefined
 }
 
 /** The store's answer that another event with the same order key holds it. */
@@ -51,13 +54,14 @@ export async function claimKey<Ctx>(
   key: string,
   event: WebhookEvent | undefined,
   ordering: EventOrdering,
+  trace?: DeliveryTrace,
 ): Promise<Claimed | ReceiverResponse> {
   const startedAt = performance.now()
   // A retry of an event whose complete is pending here: the next background try starts now.
   if (p.recorder.size > 0) p.recorder.nudge(key)
   const orderKey = ordering.claimOptions.order?.key
   if (orderKey === undefined) {
-    const result = await ask(p, key, event, ordering, startedAt)
+    const result = await ask(p, key, event, ordering, startedAt, trace)
     return 'busyMs' in result ? emailBusy(p, event) : result
   }
   const entered = p.gate.enter(orderKey, p.orderWaitMs)
@@ -65,7 +69,7 @@ export async function claimKey<Ctx>(
   let result: Claimed | ReceiverResponse | OrderBusy
   try {
     for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
-      result = await ask(p, key, event, ordering, startedAt)
+      result = await ask(p, key, event, ordering, startedAt, trace)
       if (!('busyMs' in result)) break
       if (performance.now() + pause - startedAt >= p.orderWaitMs) {
         result = emailBusy(p, event)
@@ -92,9 +96,11 @@ async function ask<Ctx>(
   event: WebhookEvent | undefined,
   ordering: EventOrdering,
   startedAt: number,
+  trace: DeliveryTrace | undefined,
 ): Promise<Claimed | ReceiverResponse | OrderBusy> {
   const askedAt = performance.now()
-  const pending = attempt(() => p.store.claim(key, ordering.claimOptions))
+  const claiming = attempt(() => p.store.claim(key, ordering.claimOptions))
+  const pending = trace === undefined ? claiming : trace.store('claim', claiming)
   let timedOut = false
   let result: Awaited<typeof pending>
   try {
@@ -110,7 +116,8 @@ async function ask<Ctx>(
   if (result.status === 'acquired') {
     const order = eventOrderOf(p, ordering, result)
     const fact = result.order?.fact
-    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, fact, settle: undefined }
+    trace?.claimed(result.claim.attempt, order.status)
+    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, fact, settle: undefined, trace }
   }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++

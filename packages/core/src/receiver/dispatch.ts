@@ -85,7 +85,8 @@ export async function dispatchEvent<Extra>(
   const controller = new LazyAbort()
   const ctx = Object.assign(new Context(controller, claimed.claim.attempt, timestamp, claimed.order, source), extra) as HandlerContext &
     Extra
-  const running = runHandlers(p, event, ctx)
+  const { trace } = claimed
+  const running = trace === undefined ? runHandlers(p, event, ctx) : trace.handler(event.type, source, () => runHandlers(p, event, ctx))
   let timeout: WebhookHandlingError | undefined
   try {
     return await p.deadlines.within(running, claimed.startedAt + p.handlerTimeoutMs, () => {
@@ -94,6 +95,7 @@ export async function dispatchEvent<Extra>(
         `The handler for ${event.type} did not finish within handlerTimeoutMs (${p.handlerTimeoutMs} ms); ctx.signal was aborted and the answer is 503. The event stays claimed until the handler returns: recorded as done if it then succeeds, released for the retry if it fails. Make the handler faster or move slow work to a queue.`,
       )
       controller.abort(timeout)
+      trace?.timedOut()
       return timeout
     })
   } catch (cause) {
@@ -127,9 +129,10 @@ export async function dispatchEvent<Extra>(
     }
     controller.abort(cause)
     // A release that throws or hangs (a custom store) must not change the 500; it is logged.
+    const releasing = attempt(() => p.store.release(claimed.claim))
     const released = await p.deadlines
       .within(
-        attempt(() => p.store.release(claimed.claim)),
+        trace === undefined ? releasing : trace.store('release', releasing),
         p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined,
         () => new Error(`store release took longer than ${p.storeTimeoutMs} ms`),
       )

@@ -5,6 +5,7 @@
  */
 import type { WebhookEvent } from '../events.js'
 import type { InboxItem } from '../store/inbox.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
 import type { WebhookBody } from '../verify.js'
 import { duplicateAnswer, queuedAnswer, storeUnavailable } from './answers.js'
 import { attempt } from './deadline.js'
@@ -27,6 +28,7 @@ export async function enqueueEvent<Ctx>(
   body: WebhookBody,
   timestamp: number,
   ordering: EventOrdering,
+  trace?: DeliveryTrace,
 ): Promise<ReceiverResponse> {
   const inbox = p.inbox
   if (inbox === undefined) throw new Error('enqueueEvent needs inbox mode')
@@ -40,7 +42,8 @@ export async function enqueueEvent<Ctx>(
   let timedOut = false
   let result: 'queued' | 'duplicate'
   try {
-    const pending = attempt(() => inbox.sink.enqueue(item, { retentionMs: p.retentionMs }))
+    const enqueuing = attempt(() => inbox.sink.enqueue(item, { retentionMs: p.retentionMs }))
+    const pending = trace === undefined ? enqueuing : trace.store('enqueue', enqueuing)
     // The memory store's own inbox answers before the next tick; a sink of the user's may hang.
     const mayHang = p.storeMayHang || inbox.sink !== p.store.inbox
     result = await p.deadlines.within(pending, mayHang ? startedAt + p.storeTimeoutMs : undefined, () => {

@@ -6,6 +6,8 @@
  */
 import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
+import type { InboxQueue, InboxStats } from '../store/inbox.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
 import { createVerifier, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
 import { claimKey } from './claim.js'
@@ -54,12 +56,28 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   const inbox = p.inbox ? createInbox(p, resolved, p.inbox) : undefined
 
   async function receive(input: ReceiveInput<Extra>): Promise<ReceiverResponse> {
+    const trace = p.telemetry?.receive(input.headers)
+    if (trace === undefined) return p.answered(await steps(input, undefined), undefined)
+    let answer: ReceiverResponse
+    try {
+      answer = await steps(input, trace)
+    } catch (error) {
+      trace.end({ status: 500, outcome: 'retry', code: 'internal_error' }, 'failed', 'internal_error')
+      throw error
+    }
+    return p.answered(answer, trace)
+  }
+
+  async function steps(input: ReceiveInput<Extra>, trace: DeliveryTrace | undefined): Promise<ReceiverResponse> {
     const { headers, body } = input
     if (exceeds(body, p.maxBodyBytes)) return p.fail(bodyTooLargeError(p.maxBodyBytes))
     let verified: Awaited<ReturnType<typeof verify>>
+    const verifyDone = trace?.verify()
     try {
       verified = await verify(headers, body)
+      verifyDone?.()
     } catch (error) {
+      verifyDone?.(error)
       if (error instanceof WebhookVerificationError) return p.fail(error)
       throw error
     }
@@ -69,9 +87,9 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const key = `${p.namespace}:${verified.id}`
     const ordering = orderingOf(p, event)
     if (event !== undefined && p.inbox !== undefined && !p.inbox.inRequest.has(event.type)) {
-      return enqueueEvent(p, key, event, body, verified.timestamp, ordering)
+      return enqueueEvent(p, key, event, body, verified.timestamp, ordering, trace)
     }
-    const claimed = await claimKey(p, key, event, ordering)
+    const claimed = await claimKey(p, key, event, ordering, trace)
     if (!('claim' in claimed)) return claimed
     return handleClaimed(p, key, claimed, parsed, verified, input.context)
   }
@@ -79,7 +97,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   return {
     receive,
     store: () => p.store,
-    refuse: (error) => p.fail(error),
+    refuse: (error) => p.answered(p.fail(error), undefined),
     stats: () => p.reporter.stats(),
     maxBodyBytes: p.maxBodyBytes,
     inbox,
@@ -95,16 +113,16 @@ function createInbox<Extra>(
   const { queue } = settings
   const worker = queue
     ? new InboxWorker(
-        createPipeline(
-          { ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs },
-          undefined,
-          p.reporter,
-        ) as Pipeline<HandlerContext>,
+        createPipeline({ ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs }, undefined, {
+          reporter: p.reporter,
+          telemetry: p.telemetry,
+        }) as Pipeline<HandlerContext>,
         queue,
         settings,
       )
     : undefined
   if (worker) p.wake = () => worker.wake()
+  if (queue && p.telemetry) p.telemetry.observeInbox(() => inboxStats(queue))
   if (worker && settings.worker) worker.start()
   const noWorker = () =>
     new TypeError(`${PACKAGE} this receiver hands events to inbox.sink: your queue's workers run the handlers (createInboxProcessor).`)
@@ -118,10 +136,15 @@ function createInbox<Extra>(
     work: () => (worker ? worker.work() : Promise.reject(noWorker())),
     stats: async () => {
       if (!queue) throw noWorker()
-      const stats = await queue.stats()
-      return { ...stats, lagMs: stats.oldestPendingAt === null ? null : Math.max(0, Date.now() - stats.oldestPendingAt) }
+      return inboxStats(queue)
     },
   }
+}
+
+/** The inbox's counts, with its lag: the age of the oldest pending entry. */
+async function inboxStats(queue: InboxQueue): Promise<InboxStats & { lagMs: number | null }> {
+  const stats = await queue.stats()
+  return { ...stats, lagMs: stats.oldestPendingAt === null ? null : Math.max(0, Date.now() - stats.oldestPendingAt) }
 }
 
 export { bodyTooLargeError } from './answers.js'

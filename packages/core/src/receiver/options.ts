@@ -12,6 +12,8 @@ import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory/index.js'
 import type { DedupStore } from '../store/types.js'
+import { resolveTelemetry, type TelemetryOption } from '../telemetry/index.js'
+import type { OtelApi } from '../telemetry/otel.js'
 import { type ResolvedInbox, resolveInbox } from './inbox-options.js'
 import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order-options.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
@@ -48,6 +50,8 @@ export interface ResolvedOptions<Ctx> {
   /** Whether a stale event of this type, older than a handled one of `newerType`, is acknowledged without a handler; undefined: none is. */
   skipStale: ((type: string, newerType: string) => boolean) | undefined
   onStale: StaleObserver | undefined
+  /** The OpenTelemetry API when telemetry is on (found, or given), and the option that asked for it. */
+  otel: { api: OtelApi; option: TelemetryOption | undefined } | undefined
 }
 
 function wholePositive(name: string, value: unknown, fallback: number, unit: 'milliseconds' | 'bytes'): number {
@@ -132,6 +136,7 @@ const KNOWN_OPTIONS = [
   'onStale',
   'mode',
   'inbox',
+  'telemetry',
 ] as const
 
 /** Edit distance of two names, case-insensitive (a typo in a letter's case costs nothing). */
@@ -217,5 +222,11 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     orderInputOptions,
     skipStale: skipStaleTest(options.skipStale, PACKAGE),
     onStale: options.onStale,
+    otel: telemetryOf(options.telemetry),
   }
+}
+
+function telemetryOf(option: TelemetryOption | undefined): ResolvedOptions<unknown>['otel'] {
+  const api = resolveTelemetry(option, PACKAGE)
+  return api === undefined ? undefined : { api, option }
 }

@@ -3,11 +3,15 @@ import type { WebhookHandlingError, WebhookVerificationError } from '../errors.j
 import type { WebhookEvent } from '../events.js'
 import { MemoryDedupStore } from '../store/memory/index.js'
 import type { ClaimOptions, CompleteOptions } from '../store/types.js'
+import { Telemetry } from '../telemetry/index.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
+import { outcomeOf, reasonOf } from '../telemetry/trace.js'
 import { errorAnswer } from './answers.js'
 import { Deadlines } from './deadline.js'
 import type { ResolvedOptions } from './options.js'
 import { type EventOrdering, plainOrdering } from './order.js'
 import { OrderGate } from './order-gate.js'
+import { storeName } from './order-options.js'
 import { Recorder } from './recorder.js'
 import { Reporter } from './report.js'
 import type { ErrorInfo, ReceiverResponse } from './types.js'
@@ -30,17 +34,26 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   /** False for the in-process memory store, which answers before the next tick and cannot hang: no store deadline. */
   storeMayHang: boolean
   reporter: Reporter
+  /** OpenTelemetry spans and metrics, when `@opentelemetry/api` is there (or given) and telemetry is not off. */
+  telemetry: Telemetry | undefined
+  /** Counts a delivery's answer (`stats().deliveries`) and ends its trace. */
+  answered(answer: ReceiverResponse, trace: DeliveryTrace | undefined): ReceiverResponse
   /** Reports a refusal or failure and returns its answer. */
   fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse
 }
 
-/** Builds the shared state of one receiver (`shared`: the reporter of the receiver this pipeline works for, such as its inbox worker's). */
+/** Builds the shared state of one receiver (`shared`: the reporter and telemetry of the receiver this pipeline works for, such as its inbox worker's). */
 export function createPipeline<Ctx>(
   resolved: ResolvedOptions<Ctx>,
   onError: ((error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void) | undefined,
-  shared?: Reporter,
+  shared?: { reporter: Reporter; telemetry: Telemetry | undefined },
 ): Pipeline<Ctx> {
-  const reporter = shared ?? new Reporter(onError, resolved.logger)
+  const reporter = shared?.reporter ?? new Reporter(onError, resolved.logger)
+  const telemetry =
+    shared !== undefined
+      ? shared.telemetry
+      : resolved.otel &&
+        new Telemetry(resolved.otel.api, resolved.otel.option, storeName(resolved.store), resolved.inbox ? 'inbox' : 'request')
   const recorder = new Recorder({ store: resolved.store, reporter, storeTimeoutMs: resolved.storeTimeoutMs })
   const claimOptions = { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs }
   const completeOptions = { retentionMs: resolved.retentionMs }
@@ -56,6 +69,17 @@ export function createPipeline<Ctx>(
     orderWaitMs: Math.floor(resolved.handlerTimeoutMs / 2),
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),
     reporter,
+    telemetry,
+    answered(answer, trace) {
+      const outcome = outcomeOf(answer)
+      reporter.delivered(outcome)
+      if (telemetry !== undefined) {
+        const reason = reasonOf(answer)
+        telemetry.count(outcome, reason, answer.event?.type)
+        trace?.end(answer, outcome, reason)
+      }
+      return answer
+    },
     fail(error, event, retryAfterMs) {
       const info: ErrorInfo = { status: error.status }
       if (event) {

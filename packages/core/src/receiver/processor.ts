@@ -9,12 +9,13 @@ import { WebhookHandlingError } from '../errors.js'
 import { parseEnvelope } from '../events.js'
 import type { InboxItem } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
-import { createPipeline } from './pipeline.js'
-import type { EmailEventHandlers, HandlerContext, ReceiverOptions, ReceiverStats, WebhookOptions } from './types.js'
+import { createPipeline, type Pipeline } from './pipeline.js'
+import type { EmailEventHandlers, HandlerContext, ReceiverOptions, ReceiverResponse, ReceiverStats, WebhookOptions } from './types.js'
 
 /** Deadline of a handler run from a queue when none is given: 5 minutes. */
 const DEFAULT_HANDLER_TIMEOUT_MS = 300_000
@@ -51,28 +52,41 @@ export function createInboxProcessor(options: InboxProcessorOptions): InboxProce
   const p = createPipeline<HandlerContext>(resolved, options.onError)
   return {
     async process(item) {
-      const id = item.key.slice(p.namespace.length + 1)
-      const event = parseEnvelope(item.payload, id)
-      const claimed = await claimKey(p, item.key, event, orderingOf(p, event))
-      if (!('claim' in claimed)) {
-        if (claimed.outcome === 'duplicate') return 'duplicate'
-        throw new WebhookHandlingError(
-          'in_flight',
-          `The event ${id} is held elsewhere or the store failed (${claimed.code}); retry the job.`,
-          {
-            cause: claimed.cause,
-          },
-        )
+      const trace = p.telemetry?.process(item.type, 0)
+      try {
+        const { result, answer } = await processItem(p, item, trace)
+        trace?.endEntry(result, answer)
+        return result
+      } catch (error) {
+        trace?.endEntry('retry', error instanceof WebhookHandlingError ? { status: 503, outcome: 'retry', code: error.code } : undefined)
+        throw error
       }
-      const answer = await handleClaimed(p, item.key, claimed, event, { id, timestamp: item.timestamp }, undefined)
-      if (answer.status < 300) return answer.outcome === 'duplicate' ? 'duplicate' : 'handled'
-      throw new WebhookHandlingError(
-        answer.code === 'handler_failed' || answer.code === 'handler_timeout' ? answer.code : 'in_flight',
-        `The job of ${event.type} ${id} is not done (${answer.code}); let the queue retry it.`,
-        { cause: answer.cause },
-      )
     },
     stats: () => p.reporter.stats(),
     store: () => p.store,
   }
+}
+
+/** One queued item through the receiver's path from the claim on; throws when the queue must try it again. */
+async function processItem(
+  p: Pipeline<HandlerContext>,
+  item: InboxItem,
+  trace: DeliveryTrace | undefined,
+): Promise<{ result: 'handled' | 'duplicate'; answer: ReceiverResponse }> {
+  const id = item.key.slice(p.namespace.length + 1)
+  const event = parseEnvelope(item.payload, id)
+  const claimed = await claimKey(p, item.key, event, orderingOf(p, event), trace)
+  if (!('claim' in claimed)) {
+    if (claimed.outcome === 'duplicate') return { result: 'duplicate', answer: claimed }
+    throw new WebhookHandlingError('in_flight', `The event ${id} is held elsewhere or the store failed (${claimed.code}); retry the job.`, {
+      cause: claimed.cause,
+    })
+  }
+  const answer = await handleClaimed(p, item.key, claimed, event, { id, timestamp: item.timestamp }, undefined)
+  if (answer.status < 300) return { result: answer.outcome === 'duplicate' ? 'duplicate' : 'handled', answer }
+  throw new WebhookHandlingError(
+    answer.code === 'handler_failed' || answer.code === 'handler_timeout' ? answer.code : 'in_flight',
+    `The job of ${event.type} ${id} is not done (${answer.code}); let the queue retry it.`,
+    { cause: answer.cause },
+  )
 }

@@ -6,6 +6,7 @@
  * silent server would leave its owner guessing until the sender disables the endpoint.
  */
 import { PACKAGE, type WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
+import type { DeliveryOutcome } from '../telemetry/names.js'
 import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
 
 type ReceiverError = WebhookVerificationError | WebhookHandlingError
@@ -19,6 +20,8 @@ export class Reporter {
   skipped = 0
   queued = 0
   dead = 0
+  /** Every delivery by outcome (the names of the `email_webhooks.deliveries` metric). */
+  readonly #deliveries: Partial<Record<DeliveryOutcome, number>> = {}
   readonly #rejected: Record<string, number> = {}
   readonly #failed: Record<string, number> = {}
   readonly #onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined
@@ -59,6 +62,11 @@ export class Reporter {
       this.#warnedSkew = true
       this.#logger.warn(`${logLine(error, info)} ${skewAdvice(error)}`)
     }
+  }
+
+  /** Counts a delivery's outcome. */
+  delivered(outcome: DeliveryOutcome): void {
+    this.#deliveries[outcome] = (this.#deliveries[outcome] ?? 0) + 1
   }
 
   /** A delivery passed the signature check (counted for the warning of some verifying and others not). */
@@ -176,6 +184,7 @@ export class Reporter {
       dead: this.dead,
       rejected: { ...this.#rejected },
       failed: { ...this.#failed },
+      deliveries: { ...this.#deliveries },
     }
   }
 }

@@ -16,7 +16,8 @@ import type { ReceiverResponse } from './types.js'
 async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<ReceiverResponse | undefined> {
   let timedOut = false
   let completed: boolean
-  const pending = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
+  const completing = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
+  const pending = claimed.trace === undefined ? completing : claimed.trace.store('complete', completing)
   try {
     completed = await p.deadlines.within(pending, p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined, () => {
       timedOut = true

@@ -8,6 +8,8 @@ import type { EventOrder } from '../ordering/status.js'
 import type { WebhookSecret } from '../secret.js'
 import type { InboxQueue, InboxSink, InboxStats } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
+import type { TelemetryOption } from '../telemetry/index.js'
+import type { DeliveryOutcome } from '../telemetry/names.js'
 import type { WebhookBody } from '../verify.js'
 import type { EventSource } from './facts.js'
 
@@ -86,6 +88,11 @@ export interface ReceiverStats {
   rejected: Record<string, number>
   /** Authentic deliveries answered non-2xx so the sender retries (409, 5xx), by error code. */
   failed: Record<string, number>
+  /**
+   * Every delivery by outcome, under the names of the `email_webhooks.deliveries` metric's
+   * `email_webhooks.outcome`: handled, queued, duplicate, skipped, ignored, rejected, in_flight, failed.
+   */
+  deliveries: Partial<Record<DeliveryOutcome, number>>
 }
 
 /** Options shared by `createReceiver` and every adapter's `emailWebhook`. */
@@ -160,6 +167,13 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   mode?: 'request' | 'inbox'
   /** Inbox mode's worker and routing; needs `mode: 'inbox'`. */
   inbox?: InboxOptions
+  /**
+   * OpenTelemetry spans and metrics (see the core README's table of names). On by default on Node
+   * when `@opentelemetry/api` is installed (it costs next to nothing until an SDK is registered);
+   * `false` turns it off; elsewhere (Bun, Deno, Workers) pass the API: `{ api }` from
+   * `import * as api from '@opentelemetry/api'`. `tracerProvider` / `meterProvider` replace the global ones.
+   */
+  telemetry?: TelemetryOption
 }
 
 /** Options of inbox mode (`mode: 'inbox'`). */

@@ -9,6 +9,7 @@
 import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import type { InboxLease, InboxQueue } from '../store/inbox.js'
+import type { DeliveryTrace } from '../telemetry/trace.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
 import type { ResolvedInbox } from './inbox-options.js'
@@ -90,17 +91,34 @@ export class InboxWorker {
       const why = error instanceof WebhookVerificationError ? error.message : String(error)
       return this.#fail(lease, `the recorded payload is not an event envelope: ${why}`, true)
     }
-    const claimed = await claimKey(p, lease.key, event, orderingOf(p, event))
+    const trace = p.telemetry?.process(lease.item.type, lease.attempt)
+    const { result, answer } = await this.#run(lease, event, id, trace)
+    trace?.endEntry(result, answer)
+    return result
+  }
+
+  /** Claims and handles a taken entry's event: what became of it, and the receiver's answer. */
+  async #run(
+    lease: InboxLease,
+    event: WebhookEvent,
+    id: string,
+    trace: DeliveryTrace | undefined,
+  ): Promise<{ result: InboxWorkResult; answer: ReceiverResponse }> {
+    const p = this.#p
+    const claimed = await claimKey(p, lease.key, event, orderingOf(p, event), trace)
     if (!('claim' in claimed)) {
-      if (claimed.outcome === 'duplicate') return this.#finish(lease, 'duplicate')
-      return this.#defer(lease)
+      const result = claimed.outcome === 'duplicate' ? await this.#finish(lease, 'duplicate') : await this.#defer(lease)
+      return { result, answer: claimed }
     }
     const answer = await handleClaimed(p, lease.key, claimed, event, { id, timestamp: lease.item.timestamp }, undefined)
-    if (answer.status < 300) return this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
-    if (answer.code === 'handler_failed' || answer.code === 'handler_timeout') return this.#fail(lease, messageOf(answer), false)
-    if (answer.code === 'reconcile_unsupported') return this.#fail(lease, messageOf(answer), true)
+    let result: InboxWorkResult
+    if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
+    else if (answer.code === 'handler_failed' || answer.code === 'handler_timeout')
+      result = await this.#fail(lease, messageOf(answer), false)
+    else if (answer.code === 'reconcile_unsupported') result = await this.#fail(lease, messageOf(answer), true)
     // Recorded in the background, taken over, or held: the entry waits; its attempt is given back.
-    return this.#defer(lease)
+    else result = await this.#defer(lease)
+    return { result, answer }
   }
 
   async #loop(): Promise<void> {
