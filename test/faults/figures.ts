@@ -40,6 +40,11 @@ export interface Figures {
   emitted: number
   /** Emitted while the endpoint was disabled: the sender made no delivery (only reconcile can bring them). */
   notSent: number
+  /**
+   * Delivered, never handled, and out of recoverEndpoint's reach: the delivery failed (the endpoint
+   * was disabled with it pending) and is older than the 100 records the sender's API lists.
+   */
+  pastList: number
   once: number
   twice: number
   /** Delivered (a delivery record exists) but never handled. */
@@ -93,11 +98,19 @@ export async function measure(
   lookup: (eventId: string) => Promise<DedupKeyState>,
 ): Promise<Figures> {
   const runs = readJournal(journal)
+  // The records GET /webhooks/{id}/deliveries shows (newest first, at most 100).
+  const listed = new Set(
+    run.sender
+      .deliveries(run.endpointId)
+      .slice(0, 100)
+      .map((d) => d.event_id),
+  )
   const figures: Figures = {
     scenario,
     method,
     emitted: run.emitted.length,
     notSent: 0,
+    pastList: 0,
     once: 0,
     twice: 0,
     lost: 0,
@@ -123,6 +136,7 @@ export async function measure(
     const ended = entry?.ended.length ?? 0
     if (entry && entry.begun.length > entry.ended.length) figures.cutOff += entry.begun.length - entry.ended.length
     if (ended === 0 && !sent) figures.notSent++
+    else if (ended === 0 && !listed.has(id)) figures.pastList++
     else if (ended === 0) {
       figures.lost++
       figures.lostIds.push(id)
@@ -160,6 +174,7 @@ export function line(f: Figures): string {
     `${f.scenario}: ${f.emitted} emitted, ${f.once} handled once, ${f.twice} handled twice, ${f.lost} lost, ` +
     `${f.okWithoutRecord} 2xx without a record, p99 ${f.p99Ms} ms (max ${f.maxMs} ms, ${f.attempts} attempts)` +
     (f.notSent > 0 ? `, ${f.notSent} not sent (emitted while the endpoint was disabled)` : '') +
+    (f.pastList > 0 ? `, ${f.pastList} failed past the 100 listed records (out of recover's reach)` : '') +
     (f.cutOff > 0 ? `, ${f.cutOff} runs cut off by kill -9` : '') +
     (f.duringFault ? `; during the fault: ${f.duringFault}` : '') +
     ` [${f.method}]`
@@ -188,7 +203,7 @@ export function table(figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'okWi
     'handled twice',
     'lost',
     '2xx without a record',
-    'not sent (endpoint disabled)',
+    'not delivered: emitted while disabled / failed past the 100 listed',
     'p99 answer',
     'answers while the fault lasted',
   ]
@@ -199,7 +214,7 @@ export function table(figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'okWi
     f.twice,
     f.lost,
     f.okWithoutRecord,
-    f.notSent,
+    `${f.notSent} / ${f.pastList}`,
     `${f.p99Ms} ms`,
     f.duringFault || '–',
   ])

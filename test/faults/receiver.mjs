@@ -7,7 +7,7 @@
 // event carries it (a handler slower than the sender's timeout), else 5-15 ms.
 //
 // The receiver's logger lines go to <log> (appended) and to the parent over IPC ({ type: 'log' }).
-// IPC commands: { cmd: 'clock', offsetMs } moves the receiver's clock (its `now` option),
+// It listens once its store has answered a lookup (a readiness check). IPC commands: { cmd: 'clock', offsetMs } moves the receiver's clock (its `now` option),
 // { cmd: 'broken', value } makes the handler throw (or work again), { cmd: 'usage' } answers
 // { type: 'usage', rss, heapUsed, stats }. It reports { type: 'listening', port } and exits when
 // the parent goes away, and after <lifetimeMs> at most, so a failed test never leaves it running.
@@ -16,11 +16,6 @@
 //             tag, port, lifetimeMs, options: { leaseMs?, handlerTimeoutMs?, storeTimeoutMs?, retentionMs? } }
 import { appendFileSync, fsyncSync, openSync, writeSync } from 'node:fs'
 import { EMAIL_EVENT_TYPES } from '@email-webhooks/core'
-import { emailWebhook as expressWebhook } from '@email-webhooks/express'
-import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
-import { serve } from '@hono/node-server'
-import express from 'express'
-import { Hono } from 'hono'
 
 const config = JSON.parse(process.argv[2])
 setTimeout(() => process.exit(3), config.lifetimeMs ?? 300_000).unref()
@@ -79,16 +74,23 @@ const options = {
   ...config.options,
 }
 
-let webhook
+// Only the adapter this process runs is loaded: a restart in the kill loop is quicker.
+const adapter = config.adapter === 'express' ? await import('@email-webhooks/express') : await import('@email-webhooks/hono')
+const webhook = adapter.emailWebhook(config.secret, handlers, options)
+// Ready only once the store answers (its pool connected, its table there), as a readiness check would have it.
+await webhook
+  .store()
+  .lookup?.('default:warm-up')
+  .catch(() => {})
 let server
 if (config.adapter === 'express') {
+  const { default: express } = await import('express')
   const app = express()
-  webhook = expressWebhook(config.secret, handlers, options)
   app.post('/hooks', webhook)
   server = app.listen(config.port ?? 0, '127.0.0.1')
 } else {
+  const [{ Hono }, { serve }] = await Promise.all([import('hono'), import('@hono/node-server')])
   const app = new Hono()
-  webhook = honoWebhook(config.secret, handlers, options)
   app.post('/hooks', webhook)
   server = serve({ fetch: app.fetch, port: config.port ?? 0, hostname: '127.0.0.1' })
 }
