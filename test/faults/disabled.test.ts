@@ -1,0 +1,73 @@
+/**
+ * The endpoint is disabled by repeated 5xx: the application's handler fails (its database is
+ * down) for a while, every delivery is answered 500 handler_failed, and after 10 failures in a
+ * row the sender disables the endpoint. Then the handler is fixed and the endpoint recovered the
+ * documented way (recoverEndpoint: re-enable, retry what was not delivered, skip what the store
+ * holds as done). Every event delivered is handled exactly once; events emitted while the
+ * endpoint was disabled have no delivery record and wait for reconcile (run.ts, RECONCILE).
+ */
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import { afterAll, describe, expect, it } from 'vitest'
+import { LONG, measure, printTable, report } from './figures.js'
+import { startReceiver } from './processes.js'
+import { startRun } from './run.js'
+import { expectExactlyOnce, scratch, sleep } from './scenario.js'
+
+const file = scratch('disabled')
+afterAll(() => printTable('Endpoint disabled by repeated 5xx, then recovered'))
+
+const BROKEN_MS = LONG ? 10_000 : 2_000
+
+describe('an endpoint disabled by repeated 5xx', () => {
+  it(`handler failing for ${BROKEN_MS / 1000} s disables the endpoint; after the fix recoverEndpoint brings every event delivered back, each handled once`, async () => {
+    const db = file('disabled.db')
+    const journal = file('disabled.journal')
+    const receiver = await startReceiver({
+      adapter: 'express',
+      store: { kind: 'sqlite', path: db },
+      journal,
+      log: file('disabled.log'),
+      tag: 'r0',
+    })
+    const run = startRun(receiver.url)
+    const store = new SqliteDedupStore({ path: db })
+    try {
+      const traffic = run.traffic(LONG ? 800 : 200, 25)
+      await sleep(2_000)
+      run.mark('fault')
+      await receiver.command({ cmd: 'broken', value: true })
+      run.mark('down')
+      await sleep(BROKEN_MS)
+      run.mark('up')
+      await receiver.command({ cmd: 'broken', value: false })
+      run.mark('fixed')
+      const disabled = run.sender.endpoint(run.endpointId)?.enabled === false
+      const recovered = await run.recoverIfDisabled(store)
+      await traffic
+      const later = await run.settle({ store })
+      const figures = await measure(
+        run,
+        `Endpoint disabled by 500s for ${BROKEN_MS / 1000} s, then recovered (Express)`,
+        'handler throws (IPC switch); recoverEndpoint once fixed',
+        journal,
+        (id) => store.lookup(`default:${id}`),
+      )
+      report(figures)
+      expectExactlyOnce(figures)
+      expect(disabled).toBe(true)
+      expect(recovered?.enable).toBe('reenabled')
+      expect(recovered?.retried.length).toBeGreaterThan(0)
+      // What failed while broken was retried once fixed, and the retries ran the handler (attempt 2).
+      for (const report of [recovered, ...later]) expect(report?.failed ?? []).toEqual([])
+      expect(run.sender.endpoint(run.endpointId)).toMatchObject({ enabled: true, failures: 0 })
+      // Every answer while broken was 500 handler_failed (or, at the very start, a 200 to a run begun before).
+      const during = run.answers.filter((a) => a.at >= (run.marks.get('down') as number) + 100 && a.at <= (run.marks.get('up') as number))
+      expect(new Set(during.map((a) => `${a.status} ${a.code}`))).toEqual(new Set(['500 handler_failed']))
+      expect(receiver.logs.some((l) => /500 handler_failed/.test(l))).toBe(true)
+    } finally {
+      await run.close()
+      await receiver.kill()
+      await store.close()
+    }
+  }, 180_000)
+})
