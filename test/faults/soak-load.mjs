@@ -1,0 +1,127 @@
+// The load of the soak (soak.ts): signed deliveries to one receiver on 127.0.0.1 at a steady rate,
+// distinct events plus 10 % duplicates (a fresh signature over an event already acknowledged),
+// each new event retried until acknowledged (bounded), over keep-alive connections. It keeps no
+// more than the last 10,000 acknowledged ids, so it stays flat itself. Commands over IPC:
+//   { cmd: 'start', url, perSecond, duplicates, tag }  starts;  { cmd: 'report' } → { type: 'report', ... } (since the last one)
+//   { cmd: 'stop' } → { type: 'stopped', ... }
+// Exits when the parent goes away.
+import { createHmac } from 'node:crypto'
+import http from 'node:http'
+import { TEST_SECRET } from '@email-webhooks/core/testing'
+
+process.on('disconnect', () => process.exit(0))
+const agent = new http.Agent({ keepAlive: true, maxSockets: 32 })
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const TYPES = ['email.queued', 'email.submitted', 'email.bounced', 'email.recipient_accepted', 'email.complained']
+const RECENT = 10_000
+const MAX_TRIES = 50
+
+function body(id, n) {
+  return JSON.stringify({ id, type: TYPES[n % TYPES.length], created_at: new Date().toISOString(), data: { id: `email-${n}` } })
+}
+
+function post(url, id, payload) {
+  const ts = String(Math.floor(Date.now() / 1000))
+  const signature = createHmac('sha256', TEST_SECRET).update(`${id}.${ts}.`).update(payload).digest('hex')
+  const headers = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(payload),
+    'webhook-id': id,
+    'webhook-timestamp': ts,
+    'webhook-signature': signature,
+  }
+  const started = performance.now()
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: 'POST', headers, agent }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }))
+      res.on('error', () => resolve({ status: 0, ms: performance.now() - started }))
+    })
+    req.setTimeout(10_000, () => req.destroy(new Error('timeout')))
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - started }))
+    req.end(payload)
+  })
+}
+
+let interval = fresh()
+const total = { events: 0, acked: 0, duplicates: 0, gaveUp: 0, non2xx: 0 }
+const recent = [] // [id, payload] of acknowledged events, the last RECENT
+let stopping = false
+let inFlight = 0
+
+function fresh() {
+  return { requests: 0, events: 0, duplicates: 0, statuses: {}, times: [] }
+}
+
+function count(answer) {
+  interval.requests++
+  interval.statuses[answer.status] = (interval.statuses[answer.status] ?? 0) + 1
+  interval.times.push(answer.ms)
+  if (answer.status !== 200) total.non2xx++
+}
+
+async function deliverNew(url, tag, n) {
+  const id = `${tag}-${n}`
+  const payload = body(id, n)
+  total.events++
+  interval.events++
+  for (let tries = 0; tries < MAX_TRIES && !stopping; tries++) {
+    const answer = await post(url, id, payload)
+    count(answer)
+    if (answer.status === 200) {
+      total.acked++
+      recent.push([id, payload])
+      if (recent.length > RECENT) recent.shift()
+      return
+    }
+    await sleep(answer.status === 409 ? 1000 : 200)
+  }
+  total.gaveUp++
+}
+
+async function deliverDuplicate(url) {
+  const [id, payload] = recent[Math.floor(Math.random() * recent.length)]
+  total.duplicates++
+  interval.duplicates++
+  count(await post(url, id, payload))
+}
+
+async function start({ url, perSecond, duplicates, tag }) {
+  const began = performance.now()
+  for (let n = 0; !stopping; n++) {
+    const wait = began + (n * 1000) / perSecond - performance.now()
+    if (wait > 0) await sleep(wait)
+    if (inFlight > 256) continue // the receiver is stuck: do not pile up
+    inFlight++
+    const job = recent.length > 0 && Math.random() < duplicates ? deliverDuplicate(url) : deliverNew(url, tag, n)
+    job.finally(() => inFlight--)
+  }
+}
+
+function percentile(values, p) {
+  if (values.length === 0) return 0
+  const sorted = values.sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
+}
+
+process.on('message', async (message) => {
+  if (message.cmd === 'start') void start(message)
+  else if (message.cmd === 'report' || message.cmd === 'stop') {
+    if (message.cmd === 'stop') {
+      stopping = true
+      while (inFlight > 0) await sleep(50)
+    }
+    const { requests, events, duplicates, statuses, times } = interval
+    interval = fresh()
+    process.send({
+      type: message.cmd === 'stop' ? 'stopped' : 'report',
+      requests,
+      events,
+      duplicates,
+      statuses,
+      p99Ms: Math.round(percentile(times, 99)),
+      total: { ...total },
+    })
+  }
+})
+process.send({ type: 'ready' })
