@@ -10,10 +10,14 @@ import type { Answer, Run } from './run.js'
 /** `FAULTS_LONG=1` (npm run chaos): longer faults, more traffic. */
 export const LONG = process.env.FAULTS_LONG === '1'
 
-/** Handler runs of one event: the tags of the processes where a run began, and where one ended (its work done). */
+/** Receiver log lines that say a handler may run a second time, or that the receiver gave up recording an event. */
+export const SECOND_RUN_LOG = /could not record|gave up recording/
+
+/** Handler runs of one event: the tags of the processes where a run began, and where one ended (its work done), with when (ms since the epoch). */
 export interface Runs {
   begun: string[]
   ended: string[]
+  endedAt: number[]
 }
 
 export function readJournal(path: string): Map<string, Runs> {
@@ -23,11 +27,14 @@ export function readJournal(path: string): Map<string, Runs> {
     text = readFileSync(path, 'utf8')
   } catch {}
   for (const line of text.split('\n')) {
-    const [kind, tag, id] = line.split(' ')
+    const [kind, tag, id, at] = line.split(' ')
     if (!kind || !tag || !id) continue
-    const entry = runs.get(id) ?? { begun: [], ended: [] }
+    const entry = runs.get(id) ?? { begun: [], ended: [], endedAt: [] }
     if (kind === 'B') entry.begun.push(tag)
-    else entry.ended.push(tag)
+    else {
+      entry.ended.push(tag)
+      entry.endedAt.push(Number(at))
+    }
     runs.set(id, entry)
   }
   return runs
@@ -58,12 +65,14 @@ export interface Figures {
   p99Ms: number
   maxMs: number
   attempts: number
-  /** Answers to attempts that started while the fault lasted, by status and code. */
+  /** Receiver log lines that said a handler may run (or ran) a second time, or that recording was given up. */
+  secondRunLogs: number
+  /** Answers to attempts made while the fault lasted (started and answered between the marks `down` and `up`), by status and code. */
   duringFault: string
   /** Every answer, by status and code. */
   answers: string
-  /** Ids of events handled more than once, with the tags of their completed runs. */
-  doubled: Array<{ id: string; ended: string[] }>
+  /** Ids of events handled more than once, with the tags of their completed runs and when they ended. */
+  doubled: Array<{ id: string; ended: string[]; endedAt: number[] }>
   lostIds: string[]
   okWithoutRecordIds: string[]
 }
@@ -96,6 +105,7 @@ export async function measure(
   method: string,
   journal: string,
   lookup: (eventId: string) => Promise<DedupKeyState>,
+  logs: readonly string[] = [],
 ): Promise<Figures> {
   const runs = readJournal(journal)
   // The records GET /webhooks/{id}/deliveries shows (newest first, at most 100).
@@ -125,6 +135,7 @@ export async function measure(
     ),
     maxMs: Math.round(Math.max(0, ...run.answers.map((a) => a.ms))),
     attempts: run.answers.length,
+    secondRunLogs: logs.filter((l) => SECOND_RUN_LOG.test(l)).length,
     duringFault: '',
     answers: tally(run.answers),
     doubled: [],
@@ -143,7 +154,7 @@ export async function measure(
     } else if (ended === 1) figures.once++
     else {
       figures.twice++
-      figures.doubled.push({ id, ended: entry?.ended ?? [] })
+      figures.doubled.push({ id, ended: entry?.ended ?? [], endedAt: entry?.endedAt ?? [] })
     }
   }
   const acknowledged = new Set(run.answers.filter((a) => a.status >= 200 && a.status < 300).map((a) => a.eventId))
@@ -164,7 +175,8 @@ export async function measure(
   }
   const from = run.marks.get('down')
   const to = run.marks.get('up')
-  if (from !== undefined && to !== undefined) figures.duringFault = tally(run.answers.filter((a) => a.at >= from && a.at <= to)) || 'none'
+  if (from !== undefined && to !== undefined)
+    figures.duringFault = tally(run.answers.filter((a) => a.at >= from && a.at + a.ms <= to)) || 'none'
   return figures
 }
 
@@ -176,6 +188,7 @@ export function line(f: Figures): string {
     (f.notSent > 0 ? `, ${f.notSent} not sent (emitted while the endpoint was disabled)` : '') +
     (f.pastList > 0 ? `, ${f.pastList} failed past the 100 listed records (out of recover's reach)` : '') +
     (f.cutOff > 0 ? `, ${f.cutOff} runs cut off by kill -9` : '') +
+    (f.secondRunLogs > 0 ? `, ${f.secondRunLogs} log lines of a possible second run` : '') +
     (f.duringFault ? `; during the fault: ${f.duringFault}` : '') +
     ` [${f.method}]`
   )

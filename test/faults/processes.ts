@@ -25,7 +25,7 @@ export type StoreConfig =
 export interface ReceiverConfig {
   adapter: 'express' | 'hono'
   store: StoreConfig
-  /** Handler runs, appended and fsync'd: `B <tag> <id> <attempt>` and `E <tag> <id>`. */
+  /** Handler runs, appended and fsync'd: `B <tag> <id> <attempt>` and `E <tag> <id> <ms since the epoch>`. */
   journal: string
   /** The receiver's log lines. */
   log: string

@@ -1,7 +1,7 @@
 // One receiver process of the fault suite: Express 5 or Hono (@hono/node-server) on 127.0.0.1
 // with a SQLite (the default store, or a file), PostgreSQL or Redis dedup store. Every handler
 // run is journaled from here, outside the receiver's own bookkeeping: "B <tag> <id> <attempt>"
-// when it starts and "E <tag> <id>" when its work is done, each appended and fsync'd (write(2)
+// when it starts and "E <tag> <id> <ms since the epoch>" when its work is done, each appended and fsync'd (write(2)
 // and fsync(2), never pwrite64 or fdatasync, so the strace faults aimed at the store's WAL leave
 // the journal alone), so a run survives kill -9. The handler waits `event.data.slowMs` when the
 // event carries it (a handler slower than the sender's timeout), else 5-15 ms.
@@ -62,7 +62,7 @@ async function handle(event, ctx) {
   record(`B ${config.tag} ${event.id} ${ctx.attempt}`)
   const slowMs = event.data?.slowMs
   await sleep(typeof slowMs === 'number' ? slowMs : 5 + Math.floor(Math.random() * 10))
-  record(`E ${config.tag} ${event.id}`)
+  record(`E ${config.tag} ${event.id} ${Date.now()}`)
 }
 
 const handlers = Object.fromEntries(EMAIL_EVENT_TYPES.map((type) => [type, handle]))

@@ -54,9 +54,19 @@ export interface Run {
   traffic(events: number, perSecond: number, data?: (i: number) => Record<string, unknown> | undefined): Promise<void>
   /** Recovers the endpoint the documented way (recoverEndpoint) if it is disabled; the report, or undefined when it was enabled. */
   recoverIfDisabled(store?: DedupStore): Promise<RecoveryReport | undefined>
-  /** Waits until the sender has nothing left to try; then, while deliveries remain undelivered, recovers the endpoint (at most `rounds` times). */
+  /**
+   * Waits until the sender has nothing left to try; then, while deliveries remain undelivered,
+   * recovers the endpoint (at most `rounds` times, waiting 0.5 s, 1 s, 2 s … before each, as an
+   * operator would try again later: a recovery that meets handlers still running gets 409s, and
+   * ten of them in a row disable the endpoint again).
+   */
   settle(options?: { store?: DedupStore; rounds?: number; idleMs?: number }): Promise<RecoveryReport[]>
   close(): Promise<void>
+}
+
+/** How a scenario names the sender's disable threshold: the contract's, or one its fault never reaches. */
+export function thresholdName(disableAfter: number): string {
+  return disableAfter === 10 ? 'sender disables after 10 failures' : 'sender never disables'
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -121,11 +131,12 @@ export function startRun(url: string, options: RunOptions = {}): Run {
       }
     },
     recoverIfDisabled: async (store) => (sender.endpoint(endpointId)?.enabled ? undefined : recover(store)),
-    async settle({ store, rounds = 4, idleMs = 90_000 } = {}) {
+    async settle({ store, rounds = 6, idleMs = 90_000 } = {}) {
       const reports: RecoveryReport[] = []
       await sender.idle(idleMs)
       for (let round = 0; round < rounds; round++) {
         if (undelivered().length === 0 && sender.endpoint(endpointId)?.enabled) break
+        if (round > 0) await sleep(500 * 2 ** (round - 1))
         const report = await recover(store)
         reports.push(report)
         await sender.idle(idleMs)

@@ -24,9 +24,6 @@ export function scratch(name: string): (file: string) => string {
   return (file) => join(dir, file)
 }
 
-/** Log lines that say a handler may run a second time, or that the receiver gave up recording an event. */
-export const SECOND_RUN_LOG = /could not record|gave up recording/
-
 export interface OutageScenario {
   scenario: string
   method: string
@@ -82,7 +79,7 @@ export async function runOutage(s: OutageScenario): Promise<OutageResult> {
     await run.settle({ store })
     const lookup = store.lookup?.bind(store)
     if (!lookup) throw new Error('the store has no lookup')
-    const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`))
+    const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`), receiver.logs)
     report(figures)
     return { figures, run, receiver }
   } finally {
@@ -93,7 +90,9 @@ export async function runOutage(s: OutageScenario): Promise<OutageResult> {
 }
 
 /**
- * Answers to attempts that started while the fault lasted (marks `down` to `up`) other than
+ * Answers to attempts made while the fault lasted (started after the mark `down` and answered
+ * before the mark `up`; on a loaded machine an attempt may wait a while before the receiver
+ * reads it) other than
  * 503 store_unavailable, 409 in_flight (a retry of an event still held: its handler still runs,
  * or its record is still being tried), or a 2xx duplicate of an event acknowledged before.
  */
@@ -103,7 +102,7 @@ export function unexpectedFaultAnswers(run: Run): Answer[] {
   const acknowledgedAt = new Map<string, number>()
   for (const a of run.answers) if (a.status >= 200 && a.status < 300 && !acknowledgedAt.has(a.eventId)) acknowledgedAt.set(a.eventId, a.at)
   return run.answers.filter((a) => {
-    if (a.at < from || a.at > to) return false
+    if (a.at < from || a.at + a.ms > to) return false
     if (a.status === 503 && a.code === 'store_unavailable') return false
     if (a.status === 409 && a.code === 'in_flight') return false
     return !(a.status >= 200 && a.status < 300 && (acknowledgedAt.get(a.eventId) ?? Number.POSITIVE_INFINITY) < a.at)

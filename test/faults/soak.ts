@@ -13,9 +13,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { appendFileSync, existsSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
 import { type RunningServer, startPostgres } from '../services/servers.js'
@@ -29,6 +29,16 @@ const DUPLICATES = 0.1
 const TABLE = 'email_webhook_dedup'
 const MiB = 1024 * 1024
 const LOAD = join(dirname(fileURLToPath(import.meta.url)), 'soak-load.mjs')
+
+/** better-sqlite3 (no type package here), opened read-only to count rows beside the running receiver. */
+interface ReadOnlyDatabase {
+  prepare(sql: string): { get(): unknown }
+  close(): void
+}
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (
+  path: string,
+  options: { readonly: boolean; fileMustExist: boolean },
+) => ReadOnlyDatabase
 
 const file = scratch('soak')
 let postgres: RunningServer | undefined

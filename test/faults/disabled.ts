@@ -7,18 +7,16 @@
  * endpoint was disabled have no delivery record and wait for reconcile (run.ts, RECONCILE).
  */
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import { afterAll, describe, expect, it } from 'vitest'
-import { LONG, measure, printTable, report } from './figures.js'
+import { describe, expect, it } from 'vitest'
+import { LONG, measure, report } from './figures.js'
 import { startReceiver } from './processes.js'
 import { startRun } from './run.js'
 import { expectExactlyOnce, scratch, sleep } from './scenario.js'
 
-const file = scratch('disabled')
-afterAll(() => printTable('Endpoint disabled by repeated 5xx, then recovered'))
-
 const BROKEN_MS = LONG ? 10_000 : 2_000
 
 describe('an endpoint disabled by repeated 5xx', () => {
+  const file = scratch('disabled')
   it(`handler failing for ${BROKEN_MS / 1000} s disables the endpoint; after the fix recoverEndpoint brings every event delivered back, each handled once`, async () => {
     const db = file('disabled.db')
     const journal = file('disabled.journal')
@@ -32,8 +30,8 @@ describe('an endpoint disabled by repeated 5xx', () => {
     const run = startRun(receiver.url)
     const store = new SqliteDedupStore({ path: db })
     try {
-      const traffic = run.traffic(LONG ? 800 : 200, 25)
-      await sleep(2_000)
+      const traffic = run.traffic(LONG ? 800 : 150, 25)
+      await sleep(1_500)
       run.mark('fault')
       await receiver.command({ cmd: 'broken', value: true })
       run.mark('down')
@@ -51,6 +49,7 @@ describe('an endpoint disabled by repeated 5xx', () => {
         'handler throws (IPC switch); recoverEndpoint once fixed',
         journal,
         (id) => store.lookup(`default:${id}`),
+        receiver.logs,
       )
       report(figures)
       expectExactlyOnce(figures)
