@@ -112,6 +112,8 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
   postgres = await startPostgres()
   const db = file('dedup.db')
   const options = { retentionMs: RETENTION_MS }
+  // The receivers end themselves after lifetimeMs (so that a failed run never leaves them behind).
+  const lifetimeMs = (MINUTES + 5) * 60_000
   const receivers: Record<Sample['store'], ReceiverProcess> = {
     sqlite: await startReceiver(
       {
@@ -121,6 +123,7 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
         log: file('sqlite.log'),
         tag: 's',
         options,
+        lifetimeMs,
       },
       { env: { EMAIL_WEBHOOKS_DB: db } },
     ),
@@ -131,6 +134,7 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
       log: file('postgres.log'),
       tag: 'p',
       options,
+      lifetimeMs,
     }),
   }
   const client = new pg.Client({ connectionString: postgres.url })
