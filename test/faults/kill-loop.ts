@@ -5,8 +5,9 @@
  * once (10 s; 30 s with FAULTS_LONG=1).
  * Afterwards every event delivered is handled, none is acknowledged without its record, and an
  * event is handled twice only when the process of its first completed run was killed before the
- * run was recorded (the at-least-once window between a handler's end and its complete: no
- * receiver can close it without the handler's work and the record sharing one transaction).
+ * run was recorded, within a lease of its end (the at-least-once window between a handler's end
+ * and its complete: no receiver can close it without the handler's work and the record sharing
+ * one transaction).
  */
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { describe, expect, it } from 'vitest'
@@ -122,7 +123,14 @@ describe('receivers killed -9 in a loop', () => {
         expect(figures.lostIds, 'delivered but never handled').toEqual([])
         expect(figures.handledNotRecorded, 'handled but not recorded as done').toBe(0)
         // A second run only after the process of the first completed run was killed, before that run was recorded.
-        const unexplained = figures.doubled.filter(({ ended }) => !killedAt.has(ended[0] as string))
+        // Explained by the kill: the process of the first completed run was killed after that run
+        // ended and within a lease of it (later, and its complete had a whole lease to land while
+        // the process lived: a second run then would be the store's slowness, not the kill).
+        const explained = ({ ended, endedAt }: { ended: string[]; endedAt: number[] }) => {
+          const killed = killedAt.get(ended[0] as string)
+          return killed !== undefined && killed >= (endedAt[0] as number) && killed - (endedAt[0] as number) < LEASE_MS
+        }
+        const unexplained = figures.doubled.filter((d) => !explained(d))
         // How long before its process was killed the first run ended: the window a complete had to land in.
         const gaps = figures.doubled.map(({ ended, endedAt }) => (killedAt.get(ended[0] as string) ?? 0) - (endedAt[0] as number))
         if (gaps.length > 0)
