@@ -50,9 +50,10 @@ describe('handlers slower than the sender’s timeout', () => {
         slow.set(i, slowMs)
         return { slowMs }
       })
+      await run.settle({ store, idleMs: 120_000 })
+      // The fault lasts the whole run.
       run.mark('up')
       run.mark('fixed')
-      await run.settle({ store, idleMs: 120_000 })
       const figures = await measure(
         run,
         `Handler slower than the sender’s timeout (Express, ×${SCALE})`,

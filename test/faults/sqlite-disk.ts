@@ -97,9 +97,10 @@ describe('the SQLite store’s disk fails under traffic', () => {
         run.mark('fault')
         run.mark('down')
         await run.traffic(LONG ? 600 : 120, 40)
+        await run.settle({ store })
+        // The fault lasts the whole run.
         run.mark('up')
         run.mark('fixed')
-        await run.settle({ store })
         const figures = await measure(
           run,
           `SQLite slow disk, fdatasync +${delayMs} ms (Hono)`,
