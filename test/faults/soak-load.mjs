@@ -33,8 +33,16 @@ function post(url, id, payload) {
   const started = performance.now()
   return new Promise((resolve) => {
     const req = http.request(url, { method: 'POST', headers, agent }, (res) => {
-      res.resume()
-      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }))
+      const chunks = []
+      res.on('data', (chunk) => chunks.push(chunk))
+      res.on('end', () => {
+        let code
+        if (res.statusCode !== 200)
+          try {
+            code = JSON.parse(Buffer.concat(chunks).toString()).error?.code
+          } catch {}
+        resolve({ status: res.statusCode, code, ms: performance.now() - started })
+      })
       res.on('error', () => resolve({ status: 0, ms: performance.now() - started }))
     })
     req.setTimeout(10_000, () => req.destroy(new Error('timeout')))
@@ -55,7 +63,8 @@ function fresh() {
 
 function count(answer) {
   interval.requests++
-  interval.statuses[answer.status] = (interval.statuses[answer.status] ?? 0) + 1
+  const key = answer.code ? `${answer.status} ${answer.code}` : String(answer.status)
+  interval.statuses[key] = (interval.statuses[key] ?? 0) + 1
   interval.times.push(answer.ms)
   if (answer.status !== 200) total.non2xx++
 }
@@ -65,7 +74,8 @@ async function deliverNew(url, tag, n) {
   const payload = body(id, n)
   total.events++
   interval.events++
-  for (let tries = 0; tries < MAX_TRIES && !stopping; tries++) {
+  // A stop lets the events already sent finish their retries: only new ones stop.
+  for (let tries = 0; tries < MAX_TRIES; tries++) {
     const answer = await post(url, id, payload)
     count(answer)
     if (answer.status === 200) {

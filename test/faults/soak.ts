@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
 import { type RunningServer, startPostgres } from '../services/servers.js'
+import { readJournal } from './figures.js'
 import { killAll, next, type ReceiverProcess, startReceiver } from './processes.js'
 import { scratch, sleep } from './scenario.js'
 
@@ -51,6 +52,8 @@ afterAll(async () => {
 
 interface Sample {
   minute: number
+  /** Answers other than 200, by status and code (e.g. a 503 store_unavailable in a load spike, retried). */
+  non2xxCodes: Record<string, number>
   store: 'sqlite' | 'postgres'
   rssMiB: number
   heapMiB: number
@@ -104,7 +107,13 @@ async function report(load: ChildProcess, cmd: 'report' | 'stop') {
 function line(s: Sample): string {
   return (
     `${s.store.padEnd(8)} rss ${s.rssMiB} MiB, heap ${s.heapMiB} MiB, rows ${s.rows} (${s.leaseRows} leases), files ${s.filesMiB} MiB; ` +
-    `${s.requests} requests (${s.events} new, ${s.duplicates} duplicates), ${s.non2xx} non-2xx, p99 ${s.p99Ms} ms`
+    `${s.requests} requests (${s.events} new, ${s.duplicates} duplicates), ${s.non2xx} non-2xx${
+      s.non2xx > 0
+        ? ` (${Object.entries(s.non2xxCodes)
+            .map(([k, n]) => `${k} ×${n}`)
+            .join(', ')})`
+        : ''
+    }, p99 ${s.p99Ms} ms`
   )
 }
 
@@ -144,6 +153,7 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
     postgres: await startLoad(receivers.postgres.url, 'postgres'),
   }
   const samples: Sample[] = []
+  const totals: Partial<Record<Sample['store'], { events: number; acked: number; gaveUp: number }>> = {}
   const out = process.env.FAULTS_SOAK_OUT
   try {
     for (let minute = 1; minute <= MINUTES; minute++) {
@@ -162,15 +172,25 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
           events: traffic.events,
           duplicates: traffic.duplicates,
           non2xx: traffic.requests - (traffic.statuses['200'] ?? 0),
+          non2xxCodes: Object.fromEntries(Object.entries(traffic.statuses as Record<string, number>).filter(([key]) => key !== '200')),
           p99Ms: traffic.p99Ms,
         }
         samples.push(sample)
+        if (minute === MINUTES) totals[store] = traffic.total
         console.log(`soak minute ${minute}: ${line(sample)}`)
         if (out) appendFileSync(out, `${JSON.stringify(sample)}\n`)
       }
     }
   } finally {
     await client.end()
+  }
+  // Every event acknowledged in the end (a non-2xx in a load spike is retried), none handled twice.
+  for (const store of ['sqlite', 'postgres'] as const) {
+    const total = totals[store]
+    expect(total?.gaveUp, `${store} events given up`).toBe(0)
+    expect(total?.acked, `${store} events acknowledged`).toBe(total?.events)
+    const runs = readJournal(file(`${store}.journal`))
+    expect([...runs.values()].filter((r) => r.ended.length > 1).length, `${store} events handled twice`).toBe(0)
   }
   // Flat once the retention is reached: compare the first minute past it (plus one, for the
   // purge to catch up) with the last.
@@ -185,9 +205,10 @@ it(`soak for ${MINUTES} min: ${PER_SECOND} new events/s + ${DUPLICATES * 100} % 
     expect(last.rssMiB - first.rssMiB, `${store} RSS growth`).toBeLessThan(48)
     expect(last.heapMiB - first.heapMiB, `${store} heap growth`).toBeLessThan(24)
     expect(last.filesMiB, `${store} files`).toBeLessThan(first.filesMiB * 1.5 + 8)
+    // Retried, but rare: a 503 when the store answers after storeTimeoutMs in a load spike.
     expect(
       flat.reduce((n, s) => n + s.non2xx, 0),
       `${store} non-2xx`,
-    ).toBe(0)
+    ).toBeLessThan(flat.reduce((n, s) => n + s.requests, 0) / 1000)
   }
 }, 0)
