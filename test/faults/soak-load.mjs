@@ -1,8 +1,9 @@
 // The load of the soak (soak.ts): signed deliveries to one receiver on 127.0.0.1 at a steady rate,
-// distinct events plus 10 % duplicates (a fresh signature over an event already acknowledged),
-// each new event retried until acknowledged (bounded), over keep-alive connections. It keeps no
-// more than the last 10,000 acknowledged ids, so it stays flat itself. Commands over IPC:
-//   { cmd: 'start', url, perSecond, duplicates, tag }  starts;  { cmd: 'report' } → { type: 'report', ... } (since the last one)
+// distinct events plus 10 % duplicates (a fresh signature over an event acknowledged within the
+// last half retention: older ones the store may have forgotten, by design, and would handle
+// again), each new event retried until acknowledged (bounded), over keep-alive connections. It
+// keeps only those recent ids, so it stays flat itself. Commands over IPC:
+//   { cmd: 'start', url, perSecond, duplicates, retentionMs, tag }  starts;  { cmd: 'report' } → { type: 'report', ... } (since the last one)
 //   { cmd: 'stop' } → { type: 'stopped', ... }
 // Exits when the parent goes away.
 import { createHmac } from 'node:crypto'
@@ -13,7 +14,6 @@ process.on('disconnect', () => process.exit(0))
 const agent = new http.Agent({ keepAlive: true, maxSockets: 32 })
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const TYPES = ['email.queued', 'email.submitted', 'email.bounced', 'email.recipient_accepted', 'email.complained']
-const RECENT = 10_000
 const MAX_TRIES = 50
 
 function body(id, n) {
@@ -53,7 +53,8 @@ function post(url, id, payload) {
 
 let interval = fresh()
 const total = { events: 0, acked: 0, duplicates: 0, gaveUp: 0, non2xx: 0 }
-const recent = [] // [id, payload] of acknowledged events, the last RECENT
+const recent = [] // [at, id, payload] of events acknowledged within the last half retention
+let recentMs = 60_000
 let stopping = false
 let inFlight = 0
 
@@ -80,8 +81,8 @@ async function deliverNew(url, tag, n) {
     count(answer)
     if (answer.status === 200) {
       total.acked++
-      recent.push([id, payload])
-      if (recent.length > RECENT) recent.shift()
+      recent.push([Date.now(), id, payload])
+      while (recent.length > 0 && recent[0][0] < Date.now() - recentMs) recent.shift()
       return
     }
     await sleep(answer.status === 409 ? 1000 : 200)
@@ -90,13 +91,15 @@ async function deliverNew(url, tag, n) {
 }
 
 async function deliverDuplicate(url) {
-  const [id, payload] = recent[Math.floor(Math.random() * recent.length)]
+  while (recent.length > 1 && recent[0][0] < Date.now() - recentMs) recent.shift()
+  const [, id, payload] = recent[Math.floor(Math.random() * recent.length)]
   total.duplicates++
   interval.duplicates++
   count(await post(url, id, payload))
 }
 
-async function start({ url, perSecond, duplicates, tag }) {
+async function start({ url, perSecond, duplicates, retentionMs, tag }) {
+  recentMs = retentionMs / 2
   const began = performance.now()
   for (let n = 0; !stopping; n++) {
     const wait = began + (n * 1000) / perSecond - performance.now()

@@ -1,7 +1,8 @@
 /**
  * The soak (npm run soak -- --minutes 30; not in npm test): two receiver processes, Express with
  * the default SQLite store and Express with PostgreSQL, each under distinct signed events plus
- * 10 % duplicates from its own load process, with a short retention (2 min by default) so that
+ * 10 % duplicates (of events acknowledged within the last half retention) from its own load
+ * process, with a short retention (2 min by default) so that
  * the stores reach their steady state early. Every minute it prints, per store, the receiver's
  * RSS and heap, the rows of the dedup tables and the size of the store's files (SQLite: the
  * database, its WAL and shared memory; PostgreSQL: the table with its index and TOAST), and the
@@ -93,7 +94,7 @@ function startLoad(url: string, tag: string): Promise<ChildProcess> {
   const load = fork(LOAD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   loads.push(load)
   return next(load, 'ready').then(() => {
-    load.send({ cmd: 'start', url, perSecond: PER_SECOND, duplicates: DUPLICATES, tag })
+    load.send({ cmd: 'start', url, perSecond: PER_SECOND, duplicates: DUPLICATES, retentionMs: RETENTION_MS, tag })
     return load
   })
 }
