@@ -122,23 +122,27 @@ describe('receivers killed -9 in a loop', () => {
         expect(figures.okWithoutRecordIds, '2xx without a record').toEqual([])
         expect(figures.lostIds, 'delivered but never handled').toEqual([])
         expect(figures.handledNotRecorded, 'handled but not recorded as done').toBe(0)
-        // A second run only after the process of the first completed run was killed, before that run was recorded.
-        // Explained by the kill: the process of the first completed run was killed after that run
-        // ended and within a lease of it (later, and its complete had a whole lease to land while
-        // the process lived: a second run then would be the store's slowness, not the kill).
-        const explained = ({ ended, endedAt }: { ended: string[]; endedAt: number[] }) => {
+        // A second run only where the receiver allows one. Explained by the kill: the process of the
+        // first completed run was killed after that run ended and within a lease of it (later, and
+        // its complete had a whole lease to land while the process lived). Or announced: the store
+        // stayed slow past the lease (2 s here) while another instance took the event over, and the
+        // first process logged that it could not record it (docs/reliability.md, when a second run
+        // can still happen).
+        const explained = ({ id, ended, endedAt }: { id: string; ended: string[]; endedAt: number[] }) => {
           const killed = killedAt.get(ended[0] as string)
-          return killed !== undefined && killed >= (endedAt[0] as number) && killed - (endedAt[0] as number) < LEASE_MS
+          if (killed !== undefined && killed >= (endedAt[0] as number) && killed - (endedAt[0] as number) < LEASE_MS) return true
+          return logs.some((l) => l.startsWith(`${ended[0]} `) && l.includes('could not record') && l.includes(id))
         }
         const unexplained = figures.doubled.filter((d) => !explained(d))
-        // How long before its process was killed the first run ended: the window a complete had to land in.
-        const gaps = figures.doubled.map(({ ended, endedAt }) => (killedAt.get(ended[0] as string) ?? 0) - (endedAt[0] as number))
-        if (gaps.length > 0)
-          console.log(`doubles: first run ended ${gaps.sort((a, b) => a - b).join(', ')} ms before its process was killed`)
+        const gaps = figures.doubled.map(({ ended, endedAt }) => {
+          const killed = killedAt.get(ended[0] as string)
+          return killed === undefined ? 'never killed' : `${killed - (endedAt[0] as number)} ms`
+        })
+        if (gaps.length > 0) console.log(`doubles: from the end of the first run to the kill of its process: ${gaps.join(', ')}`)
         expect(unexpectedDoubles(unexplained)).toEqual([])
         expect(figures.once + figures.twice + figures.notSent + figures.pastList).toBe(figures.emitted)
-        // A start takes about 1 s here, and two instances stay up: a kill every 1-2 s at least.
-        expect(kills).toBeGreaterThanOrEqual(LOOP_MS / 4_000)
+        // A start takes 0.4 s to 2 s here (more on a loaded machine), and two instances stay up.
+        expect(kills).toBeGreaterThanOrEqual(LOOP_MS / 6_000)
       } finally {
         await run.close()
         await balancer.close()

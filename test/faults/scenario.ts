@@ -103,6 +103,8 @@ export function unexpectedFaultAnswers(run: Run): Answer[] {
   for (const a of run.answers) if (a.status >= 200 && a.status < 300 && !acknowledgedAt.has(a.eventId)) acknowledgedAt.set(a.eventId, a.at)
   return run.answers.filter((a) => {
     if (a.at < from || a.at + a.ms > to) return false
+    // No answer (the sender's timeout on an overloaded machine): a failure the figures show (p99, max), not an answer.
+    if (a.status === 0) return false
     if (a.status === 503 && a.code === 'store_unavailable') return false
     if (a.status === 409 && a.code === 'in_flight') return false
     return !(a.status >= 200 && a.status < 300 && (acknowledgedAt.get(a.eventId) ?? Number.POSITIVE_INFINITY) < a.at)
