@@ -117,6 +117,9 @@ export function expectExactlyOnce(f: Figures): void {
   expect(f.lostIds, 'delivered but never handled').toEqual([])
   expect(f.doubled, 'handled more than once').toEqual([])
   expect(f.handledNotRecorded, 'handled but not recorded as done').toBe(0)
+  // Nothing ran twice, so no log line may say it might have (a lost reply to a complete that
+  // landed, ioredis resending it: lost-reply.test.ts).
+  expect(f.secondRunLogs, 'log lines of a possible second run where none happened').toBe(0)
   // Not delivered by the sender (no record, or a failed one past the 100 it lists): reconcile's job (run.ts, RECONCILE).
   expect(f.once + f.notSent + f.pastList).toBe(f.emitted)
 }
