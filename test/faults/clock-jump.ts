@@ -2,8 +2,9 @@
  * The receiver's clock jumps by +10 min, is fixed, then jumps by −10 min and is fixed again (its
  * injected `now`; the sender's clock is right). While it is off, every delivery is refused as
  * the contract says: 401 timestamp_too_old when the receiver is ahead, timestamp_too_new when it
- * is behind; the sender soon disables the endpoint. Once the clock is fixed the endpoint is
- * recovered and every event delivered is handled exactly once.
+ * is behind; the sender soon disables the endpoint. The first refusal is logged, with the
+ * measured offset, once. Once the clock is fixed the endpoint is recovered and every event
+ * delivered is handled exactly once.
  */
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { describe, expect, it } from 'vitest'
@@ -65,6 +66,11 @@ describe('the receiver’s clock jumps', () => {
       expect(new Set(settled(behind).map((a) => `${a.status} ${a.code}`))).toEqual(new Set(['401 timestamp_too_new']))
       // Accepted again once fixed.
       expect(run.answers.some((a) => a.at > behind.to + 500 && a.status === 200)).toBe(true)
+      // Logged once, with the measured offset (the first refusal for the timestamp; later ones,
+      // those of the second jump too, are only counted): not a line per refused delivery.
+      const clockLines = receiver.logs.filter((l) => /timestamp_too_(old|new)/.test(l))
+      expect(clockLines).toHaveLength(1)
+      expect(clockLines[0]).toMatch(/timestamp_too_old.* (599|600|601|602) s behind this server's clock/)
     } finally {
       await run.close()
       await receiver.kill()
