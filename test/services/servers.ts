@@ -4,7 +4,7 @@
  * latest, when the test process exits. `npm test` installs the servers when they are missing
  * (scripts/services.mjs).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -23,6 +23,13 @@ export interface RunningServer {
   port: number
   /** Kills the server the hard way (SIGKILL for Redis, `pg_ctl stop -m immediate` for PostgreSQL) and starts it again on the same data and port. */
   crashAndRestart(): Promise<void>
+  /**
+   * Stops the server without blocking the event loop, keeping its data and port: `graceful` is
+   * `pg_ctl stop -m fast` / SIGTERM, `crash` is `pg_ctl stop -m immediate` / SIGKILL. `start()` brings it back.
+   */
+  halt(how: 'graceful' | 'crash'): Promise<void>
+  /** Starts a server stopped by `halt()` again on the same data and port; resolves once it accepts connections. */
+  start(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -44,6 +51,15 @@ export function freePort(): Promise<number> {
 }
 
 const randomPassword = () => `pw-${crypto.randomUUID()}`
+
+/** execFile as a promise: rejects with the command's stderr when it fails. */
+function execFileAsync(file: string, args: string[], timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: timeoutMs }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`${file} ${args.join(' ')} failed: ${stderr || error.message}`)) : resolve(),
+    )
+  })
+}
 
 /** initdb and postgres refuse to run as root: as root, run them as the `postgres` user. */
 function asServerUser(command: string, args: string[]): [string, string[]] {
@@ -83,7 +99,9 @@ export async function startPostgres(): Promise<RunningServer> {
   }
   cleanups.add(cleanup)
   const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
-  const pgCtlStart = () => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start'])
+  const startArgs = ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']
+  const pgCtlStart = () => run('pg_ctl', startArgs)
+  const pgCtlAsync = (args: string[]) => execFileAsync(...asServerUser(join(PG_BIN, 'pg_ctl'), args), 90_000)
   try {
     run('initdb', ['-D', data, '-U', PG_USER, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'])
     pgCtlStart()
@@ -102,6 +120,8 @@ export async function startPostgres(): Promise<RunningServer> {
       run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '30', 'stop'])
       pgCtlStart()
     },
+    halt: (how) => pgCtlAsync(['-D', data, '-m', how === 'crash' ? 'immediate' : 'fast', '-w', '-t', '30', 'stop']),
+    start: () => pgCtlAsync(startArgs),
     async stop() {
       pgCtlStop('fast')
       rmSync(dir, { recursive: true, force: true })
@@ -195,6 +215,8 @@ export async function startRedis(options: { args?: string[] } = {}): Promise<Run
       await stopChild('SIGKILL')
       await launch()
     },
+    halt: (how) => stopChild(how === 'crash' ? 'SIGKILL' : 'SIGTERM'),
+    start: launch,
     async stop() {
       await stopChild('SIGTERM')
       rmSync(dir, { recursive: true, force: true })

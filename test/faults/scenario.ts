@@ -1,0 +1,125 @@
+/**
+ * The shape most scenarios share: one receiver process, the faithful sender's traffic to it, a
+ * fault that begins mid-traffic and ends a while later, the documented recovery, the figures, and
+ * the checks every scenario makes (nothing lost, nothing handled twice, no 2xx without a record).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { DedupStore } from '@email-webhooks/core'
+import { afterAll, expect } from 'vitest'
+import { type Figures, measure, report } from './figures.js'
+import { type ReceiverConfig, type ReceiverProcess, type StoreConfig, startReceiver } from './processes.js'
+import { type Answer, type Run, type RunOptions, startRun } from './run.js'
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A temporary folder for this test file, removed after it (kept with FAULTS_KEEP=1, to read the journals and logs). */
+export function scratch(name: string): (file: string) => string {
+  const dir = mkdtempSync(join(tmpdir(), `email-webhooks-faults-${name}-`))
+  afterAll(() => {
+    if (process.env.FAULTS_KEEP === '1') console.log(`kept ${dir}`)
+    else rmSync(dir, { recursive: true, force: true })
+  })
+  return (file) => join(dir, file)
+}
+
+export interface OutageScenario {
+  scenario: string
+  method: string
+  adapter: 'express' | 'hono'
+  store: StoreConfig
+  /** A fresh store on the same data, for recoverEndpoint's lookups and the figures; opened after the fault. */
+  openStore: () => DedupStore
+  file: (name: string) => string
+  events: number
+  perSecond: number
+  /** When the fault begins, ms after the traffic started. */
+  faultAtMs: number
+  /** How long the fault lasts once it has begun (the time `begin` and `end` take is extra). */
+  faultMs: number
+  begin(receiver: ReceiverProcess): Promise<void>
+  end(receiver: ReceiverProcess): Promise<void>
+  receiver?: Partial<ReceiverConfig>
+  strace?: string[]
+  env?: Record<string, string>
+  run?: RunOptions
+}
+
+export interface OutageResult {
+  figures: Figures
+  run: Run
+  receiver: ReceiverProcess
+}
+
+/** Runs one fault under traffic and measures it (the receiver is killed afterwards). */
+export async function runOutage(s: OutageScenario): Promise<OutageResult> {
+  const tag = s.scenario.replace(/\W+/g, '-')
+  const journal = s.file(`${tag}.journal`)
+  const receiver = await startReceiver(
+    { adapter: s.adapter, store: s.store, journal, log: s.file(`${tag}.log`), tag: 'r0', ...s.receiver },
+    { strace: s.strace, env: s.env },
+  )
+  const run = startRun(receiver.url, s.run)
+  let store: DedupStore | undefined
+  try {
+    const traffic = run.traffic(s.events, s.perSecond)
+    await sleep(s.faultAtMs)
+    run.mark('fault')
+    await s.begin(receiver)
+    run.mark('down')
+    await sleep(s.faultMs)
+    run.mark('up')
+    await s.end(receiver)
+    run.mark('fixed')
+    // Recovered as soon as the fault is over, as an operator (or a health check) would: traffic goes on.
+    store = s.openStore()
+    await run.recoverIfDisabled(store)
+    await traffic
+    await run.settle({ store })
+    const lookup = store.lookup?.bind(store)
+    if (!lookup) throw new Error('the store has no lookup')
+    const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`), receiver.logs)
+    report(figures)
+    return { figures, run, receiver }
+  } finally {
+    await run.close()
+    await receiver.kill()
+    await store?.close?.()
+  }
+}
+
+/**
+ * Answers to attempts made while the fault lasted (started after the mark `down` and answered
+ * before the mark `up`; on a loaded machine an attempt may wait a while before the receiver
+ * reads it) other than
+ * 503 store_unavailable, 409 in_flight (a retry of an event still held: its handler still runs,
+ * or its record is still being tried), or a 2xx duplicate of an event acknowledged before.
+ */
+export function unexpectedFaultAnswers(run: Run): Answer[] {
+  const from = run.marks.get('down') as number
+  const to = run.marks.get('up') as number
+  const acknowledgedAt = new Map<string, number>()
+  for (const a of run.answers) if (a.status >= 200 && a.status < 300 && !acknowledgedAt.has(a.eventId)) acknowledgedAt.set(a.eventId, a.at)
+  return run.answers.filter((a) => {
+    if (a.at < from || a.at + a.ms > to) return false
+    // No answer (the sender's timeout on an overloaded machine): a failure the figures show (p99, max), not an answer.
+    if (a.status === 0) return false
+    if (a.status === 503 && a.code === 'store_unavailable') return false
+    if (a.status === 409 && a.code === 'in_flight') return false
+    return !(a.status >= 200 && a.status < 300 && (acknowledgedAt.get(a.eventId) ?? Number.POSITIVE_INFINITY) < a.at)
+  })
+}
+
+/** What every scenario promises: every event delivered is handled exactly once, and no 2xx left without a record. */
+export function expectExactlyOnce(f: Figures): void {
+  expect(f.okWithoutRecordIds, '2xx without a record').toEqual([])
+  expect(f.lostIds, 'delivered but never handled').toEqual([])
+  expect(f.doubled, 'handled more than once').toEqual([])
+  expect(f.handledNotRecorded, 'handled but not recorded as done').toBe(0)
+  // Nothing ran twice, so no log line may say it might have (a lost reply to a complete that
+  // landed, ioredis resending it: lost-reply.test.ts).
+  expect(f.secondRunLogs, 'log lines of a possible second run where none happened').toBe(0)
+  // Not delivered by the sender (no record, or a failed one past the 100 it lists): reconcile's job (run.ts, RECONCILE).
+  expect(f.once + f.notSent + f.pastList).toBe(f.emitted)
+}
