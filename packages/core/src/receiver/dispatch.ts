@@ -11,6 +11,7 @@ import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { EventSource } from './facts.js'
 import type { Pipeline } from './pipeline.js'
+import { doneByThisClaim } from './recorder.js'
 import type { HandlerContext, ReceiverResponse } from './types.js'
 
 /**
@@ -111,12 +112,16 @@ export async function dispatchEvent<Extra>(
           const late = attempt(() => store.complete(claimed.claim, completeOptions))
           late.then(
             (completed) => {
-              if (!completed) reporter.storeStepFailed('complete', info, false)
-              settle?.()
+              if (completed) return settle?.()
+              // A false may answer a resend of a complete that landed: then it is recorded, not lost.
+              void doneByThisClaim(p, claimed.claim.key, claimed.startedAt).then((done) => {
+                if (!done) reporter.storeStepFailed('complete', info, false)
+                settle?.()
+              })
             },
             (error: unknown) => {
               reporter.storeStepFailed('complete', info, error)
-              p.recorder.start(claimed.claim, completeOptions, event, late, settle)
+              p.recorder.start(claimed.claim, completeOptions, event, late, settle, claimed.startedAt)
             },
           )
         },

@@ -54,7 +54,7 @@ export function createPipeline<Ctx>(
       ? shared.telemetry
       : resolved.otel &&
         new Telemetry(resolved.otel.api, resolved.otel.option, storeName(resolved.store), resolved.inbox ? 'inbox' : 'request')
-  const recorder = new Recorder({ store: resolved.store, reporter, storeTimeoutMs: resolved.storeTimeoutMs })
+  const recorder = new Recorder({ store: resolved.store, reporter, storeTimeoutMs: resolved.storeTimeoutMs, leaseMs: resolved.leaseMs })
   const claimOptions = { leaseMs: resolved.leaseMs, retentionMs: resolved.retentionMs }
   const completeOptions = { retentionMs: resolved.retentionMs }
   return {

@@ -27,6 +27,28 @@ export interface RecorderHost {
   reporter: Reporter
   /** The longest wait for one complete. */
   storeTimeoutMs: number
+  /** How long a claim holds: within it, a key found done was done by this claim. */
+  leaseMs: number
+}
+
+/** Leave this much of the lease unused before trusting that no one else could have taken the key over. */
+const LEASE_MARGIN_MS = 1_000
+
+/**
+ * Whether a complete the store answered `false` was in fact recorded by this same claim: an
+ * earlier try landed and its answer was lost (a dropped connection), or the driver sent the command
+ * again after reconnecting and the resend found the key done. Within the claim's own lease no one
+ * else can have taken the key over, so a key that is done now was done by this claim.
+ * @param claimedAt When the claim was sent (performance.now()): the lease started at or after it.
+ */
+export async function doneByThisClaim(host: RecorderHost, key: string, claimedAt: number): Promise<boolean> {
+  const { store, leaseMs, storeTimeoutMs } = host
+  if (store.lookup === undefined || performance.now() - claimedAt >= leaseMs - LEASE_MARGIN_MS) return false
+  const state = await withTimeout(
+    attempt(() => (store.lookup as NonNullable<DedupStore['lookup']>)(key)),
+    storeTimeoutMs,
+  ).catch(() => undefined)
+  return state === 'done' && performance.now() - claimedAt < leaseMs - LEASE_MARGIN_MS
 }
 
 interface Pending {
@@ -39,6 +61,8 @@ interface Pending {
   stopped: boolean
   /** Frees what the claim holds in this process (its email, with ordering on) once settled. */
   settle: (() => void) | undefined
+  /** When the claim was sent (performance.now()). */
+  claimedAt: number
 }
 
 /** The events of one receiver whose complete is being tried again in the background. */
@@ -65,9 +89,10 @@ export class Recorder {
     event: WebhookEvent | undefined,
     first: Promise<boolean>,
     settle: (() => void) | undefined,
+    claimedAt: number,
   ): void {
     if (this.#pending.size >= MAX_PENDING) this.#giveUpOldest()
-    const pending: Pending = { claim, options, event, wake: undefined, stopped: false, settle }
+    const pending: Pending = { claim, options, event, wake: undefined, stopped: false, settle, claimedAt }
     this.#pending.set(claim.key, pending)
     void this.#run(pending, first)
   }
@@ -121,7 +146,7 @@ export class Recorder {
       outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).catch(
         () => undefined,
       )
-      if (outcome === false && landed) outcome = true
+      if (outcome === false && (landed || (await doneByThisClaim(this.#host, pending.claim.key, pending.claimedAt)))) outcome = true
     }
     if (pending.stopped) return
     this.#end(pending)

@@ -6,6 +6,7 @@ import { duplicateAnswer, ignoredAnswer, notRecorded, okAnswer, staleSkippedAnsw
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
+import { doneByThisClaim } from './recorder.js'
 import type { ReceiverResponse } from './types.js'
 
 /**
@@ -27,10 +28,11 @@ async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookE
     // The background tries take over what the claim holds in this process (its email).
     const { settle } = claimed
     claimed.settle = undefined
-    p.recorder.start(claimed.claim, claimed.completeOptions, event, pending, settle)
+    p.recorder.start(claimed.claim, claimed.completeOptions, event, pending, settle, claimed.startedAt)
     return p.fail(notRecorded(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   }
-  if (completed) return undefined
+  // A false from a resend of a complete that had landed (its answer lost): recorded by this claim.
+  if (completed || (await doneByThisClaim(p, claimed.claim.key, claimed.startedAt))) return undefined
   const error = new WebhookHandlingError(
     'lease_lost',
     `The handler${event ? ` for ${event.type}` : ''} finished after its lease (${p.leaseMs} ms) ended and another request took the event over; keep handlers well under leaseMs.`,
