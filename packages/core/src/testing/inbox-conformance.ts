@@ -139,7 +139,7 @@ function recordCases(test: InboxTest, shortMs: number): void {
 
 /** Leases: exclusive takes, fencing, lapsed leases, defer. */
 function leaseCases(test: InboxTest, shortMs: number): void {
-  test('fences finish, fail and defer by token, and takes a lapsed lease again as the next attempt', async (inbox) => {
+  test('fences finish, fail and defer by token and live lease, and takes a lapsed lease again as the next attempt', async (inbox) => {
     const entry = item()
     await inbox.enqueue(entry, LONG)
     const lapsed = await takeKey(inbox, entry.key, false, shortMs)
@@ -150,6 +150,8 @@ function leaseCases(test: InboxTest, shortMs: number): void {
     check((await inbox.defer(forged, { retryInMs: 0 })) === false, 'a forged token cannot defer')
     check((await inbox.get(entry.key))?.state === 'running', 'still running')
     await sleep(shortMs + 150)
+    check((await inbox.get(entry.key))?.state === 'pending', 'pending again once its lease lapsed')
+    check((await inbox.finish(lapsed, LONG)) === false, 'a lapsed lease cannot finish it, even before another take')
     const again = await takeKey(inbox, entry.key)
     check(again?.attempt === 2, `the lapsed entry is taken again as attempt 2, got ${again?.attempt}`)
     check((await inbox.finish(lapsed, LONG)) === false, 'the lapsed holder cannot finish it any more')
