@@ -76,14 +76,23 @@ const ENTRY = `${ITEM}, ${SHOWN_STATE} AS state, attempts, ${ms('enqueued_at')} 
 const REMEMBERED = `NOT (state = 'done' AND expires_at <= now())`
 /** The lease of token $2 holds entry $1: running with that token, not lapsed. */
 const HELD = `key = $1 AND token = $2 AND state = 'running' AND next_attempt_at > now()`
+/**
+ * Commits without waiting for its WAL flush, whatever the session says (the next flushed commit,
+ * such as the worker's dedup claim, carries it to disk). A take, finish, failure or defer lost in a
+ * crash of the server leaves the entry pending or running-then-lapsed: it is taken again and the
+ * dedup claim finds its event done. Referenced in FROM, or PostgreSQL would not run it.
+ */
+const LAZY = `lazy AS (SELECT set_config('synchronous_commit', 'off', true))`
+/** A lazily committed update of the entry the lease holds. */
+const held = (t: string, set: string) => `WITH ${LAZY} UPDATE ${t} SET ${set} FROM lazy WHERE ${HELD}`
 
 /** The take: the due entry with the oldest `next_attempt_at` (`also`: the ordered rule), locked, skipping entries others lock. */
 function take(t: string, also: string): string {
-  return `WITH next AS (
+  return `WITH ${LAZY}, next AS (
   SELECT e.key FROM ${t} e WHERE e.state IN ('pending', 'running') AND e.next_attempt_at <= now()${also}
   ORDER BY e.next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 UPDATE ${t} i SET state = 'running', attempts = i.attempts + 1, token = $1, next_attempt_at = ${after('$2')}
-FROM next WHERE i.key = next.key
+FROM next, lazy WHERE i.key = next.key
 RETURNING i.key, i.type, i.payload, i.timestamp::float8 AS timestamp, i.order_key, i.created_at_ms::float8 AS created_at_ms, i.attempts`
 }
 
@@ -110,10 +119,10 @@ ON CONFLICT (key) DO UPDATE SET type = excluded.type, payload = excluded.payload
 WHERE i.state = 'done' AND i.expires_at <= now()`,
     take: take(t, ''),
     takeOrdered: take(t, ordered),
-    finish: `UPDATE ${t} SET state = 'done', token = NULL, ended_at = now(), expires_at = ${after('$3')} WHERE ${HELD}`,
-    failRetry: `UPDATE ${t} SET ${pending}, last_error = $3, next_attempt_at = ${after('$4')} WHERE ${HELD}`,
-    failDead: `UPDATE ${t} SET state = 'dead', token = NULL, last_error = $3, ended_at = now() WHERE ${HELD}`,
-    defer: `UPDATE ${t} SET ${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')} WHERE ${HELD}`,
+    finish: held(t, `state = 'done', token = NULL, ended_at = now(), expires_at = ${after('$3')}`),
+    failRetry: held(t, `${pending}, last_error = $3, next_attempt_at = ${after('$4')}`),
+    failDead: held(t, `state = 'dead', token = NULL, last_error = $3, ended_at = now()`),
+    defer: held(t, `${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')}`),
     list: `SELECT ${ENTRY} FROM ${t} WHERE ${REMEMBERED} AND ($1::text IS NULL OR ${SHOWN_STATE} = $1::text)
 ORDER BY enqueued_at, key LIMIT $2`,
     get: `SELECT ${ENTRY} FROM ${t} WHERE key = $1 AND ${REMEMBERED}`,

@@ -4,8 +4,10 @@
  * `synchronous_commit = on`: flushed to the WAL before it resolves. A take is one statement that
  * locks the due entry `FOR UPDATE SKIP LOCKED` (the ordered rule in the same statement), so
  * concurrent workers in any number of processes never hold one entry; finish, fail and defer are
- * updates fenced by the lease's random token while the lease is live. Done entries are deleted by
- * the store's purge once their retention ended. The table comes with the store's others
+ * updates fenced by the lease's random token while the lease is live. Those four commit without
+ * waiting for a WAL flush (as the SQLite inbox's need no sync): one lost in a server crash leaves
+ * the entry to be taken again, and the dedup claim finds its event done. Done entries are deleted
+ * by the store's purge once their retention ended. The table comes with the store's others
  * (`postgresDedupTableSql()`); when the dedup table predates it, the inbox creates it on first use,
  * unless `createTable: false` or the role may not: then inbox calls reject until it is there.
  */
