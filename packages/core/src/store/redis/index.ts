@@ -86,7 +86,7 @@ export class RedisDedupStore implements DedupStore {
       prefix: this.#prefix,
       run: (script, names, ...args) => this.#run(script, names, ...args),
       durable: async () => {
-        if (this.#waitFor) await awaitCopies(this.#server(), this.#waitFor)
+        if (this.#waitFor) await awaitCopies(this.#server(), this.#waitFor, 'an inbox entry')
       },
     })
   }
