@@ -66,14 +66,17 @@ return 1`
 
 // ARGV token, lease ms, ordered ('1'): the due entry with the oldest time, skipping (when ordered)
 // one whose order key has a running entry or an older unfinished one. {key, attempt, type, payload,
-// ts, order key, created_at ms}, or nil.
+// ts, order key, created_at ms}, or nil. Pages go by rank (found in log time, where an offset
+// would be walked): the entries skipped so far stay ahead of the next page.
 const TAKE = `${COMMON}lapse()
 local lease_end = now + tonumber(ARGV[3])
 local skipped = 0
 while true do
-  local due = redis.call('ZRANGEBYSCORE', P, '-inf', now, 'LIMIT', skipped, 100)
+  local due = redis.call('ZRANGE', P, skipped, skipped + 99, 'WITHSCORES')
   if #due == 0 then return false end
-  for _, k in ipairs(due) do
+  for i = 1, #due, 2 do
+    local k = due[i]
+    if tonumber(due[i + 1]) > now then return false end
     local e = E(k)
     local f = redis.call('HMGET', e, 'state', 'ok')
     local ok = f[2]
