@@ -58,12 +58,16 @@ export function peerCases(test: InboxPeerTest, shortMs: number): void {
 
   test('takes an entry whose lease lapsed under one store through the other, as the next attempt', async (a, b) => {
     const entry = item()
+    // Both stores connected first (a server store connects on first use), and a lease long enough
+    // for the other store's look while it is live.
+    await Promise.all([a.stats(), b.stats()])
+    const leaseMs = shortMs * 4
     await a.enqueue(entry, LONG)
-    const first = await takeKey(a, entry.key, false, shortMs)
+    const first = await takeKey(a, entry.key, false, leaseMs)
     check(first?.attempt === 1, 'taken through one store with a short lease')
     check((await takeKey(b, entry.key)) === undefined, 'the other store cannot take it while the lease is live')
     check((await b.get(entry.key))?.state === 'running', 'the other store sees it running')
-    await sleep(shortMs + 150)
+    await sleep(leaseMs + 150)
     check((await b.get(entry.key))?.state === 'pending', 'the other store sees it pending once the lease lapsed')
     const second = await takeKey(b, entry.key)
     check(second?.attempt === 2, `the other store takes it as attempt 2, got ${second?.attempt}`)
