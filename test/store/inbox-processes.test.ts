@@ -115,7 +115,7 @@ describe.each(['postgres', 'redis'] as const)('%s inbox shared by several OS pro
 
   it('keeps an entry held by a worker killed with SIGKILL running until its lease ends, then hands it out as attempt 2', async () => {
     const name = newName(kind)
-    const leaseMs = 1_500
+    const leaseMs = 3_000
     await withStore(openStore(kind, name), async (store) => {
       await store.inbox.enqueue(item('default:held'), LONG)
       const child = spawnWorker(kind, name, 'hold', String(leaseMs))

@@ -40,6 +40,13 @@ async function withPool(run: (pool: pg.Pool) => Promise<void>, options: pg.PoolC
   }
 }
 
+/** How many WAL flushes the server counted so far (pg_stat_wal), through `pool`'s one connection. */
+async function walSyncs(pool: pg.Pool): Promise<number> {
+  await pool.query('SELECT pg_stat_force_next_flush()')
+  await pool.query('SELECT 1')
+  return Number((await pool.query('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync)
+}
+
 describe('PostgresDedupStore: the inbox table', () => {
   it('creates <table>_inbox with the store tables, and on first inbox use when the dedup table predates it', async () => {
     await withPool(async (pool) => {
@@ -80,17 +87,12 @@ describe('PostgresDedupStore: the inbox table', () => {
     await withPool(
       async (pool) => {
         const store = new PostgresDedupStore({ pool, table: 'inbox_sync_commit' })
-        const walSyncs = async (): Promise<number> => {
-          await pool.query('SELECT pg_stat_force_next_flush()')
-          await pool.query('SELECT 1')
-          return Number((await pool.query('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync)
-        }
         try {
           expect((await pool.query('SHOW synchronous_commit')).rows).toEqual([{ synchronous_commit: 'off' }])
           await store.inbox.stats()
-          const before = await walSyncs()
+          const before = await walSyncs(pool)
           for (let i = 0; i < 50; i++) expect(await store.inbox.enqueue(item(), LONG)).toBe('queued')
-          const afterEnqueues = await walSyncs()
+          const afterEnqueues = await walSyncs(pool)
           // The same insert without the store's setting: asynchronous, next to no flushes.
           for (let i = 0; i < 50; i++) {
             await pool.query(
@@ -99,7 +101,7 @@ describe('PostgresDedupStore: the inbox table', () => {
               [crypto.randomUUID()],
             )
           }
-          const afterPlain = await walSyncs()
+          const afterPlain = await walSyncs(pool)
           expect(afterEnqueues - before).toBeGreaterThanOrEqual(50)
           expect(afterPlain - afterEnqueues).toBeLessThan(25)
         } finally {
@@ -113,21 +115,16 @@ describe('PostgresDedupStore: the inbox table', () => {
   it('lets takes and finishes commit without a WAL flush of their own, on a session with synchronous_commit = on', async () => {
     await withPool(async (pool) => {
       const store = new PostgresDedupStore({ pool, table: 'inbox_lazy_commit' })
-      const walSyncs = async (): Promise<number> => {
-        await pool.query('SELECT pg_stat_force_next_flush()')
-        await pool.query('SELECT 1')
-        return Number((await pool.query('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync)
-      }
       try {
         expect((await pool.query('SHOW synchronous_commit')).rows).toEqual([{ synchronous_commit: 'on' }])
         for (let i = 0; i < 50; i++) await store.inbox.enqueue(item(), LONG)
-        const before = await walSyncs()
+        const before = await walSyncs(pool)
         for (let i = 0; i < 50; i++) {
           const lease = await store.inbox.take({ leaseMs: 60_000, ordered: false })
           expect(lease && (await store.inbox.finish(lease, LONG))).toBe(true)
         }
         // 100 commits; the WAL writer flushes on its own a few times meanwhile.
-        expect((await walSyncs()) - before).toBeLessThan(50)
+        expect((await walSyncs(pool)) - before).toBeLessThan(50)
       } finally {
         await store.close()
       }
@@ -218,6 +215,31 @@ describe('PostgresDedupStore: the inbox table', () => {
       }
     } finally {
       await Promise.all(stores.map((store) => store.close()))
+    }
+  })
+})
+
+describe.each(['postgres', 'redis'] as const)('%s inbox: ordered takes behind a backlog', (kind) => {
+  it('finds the one takeable entry behind 250 held back entries of one email', async () => {
+    const store =
+      kind === 'postgres'
+        ? new PostgresDedupStore({ connectionString: servers.postgres.url, table: 'inbox_backlog' })
+        : new RedisDedupStore({ url: servers.redis.url, prefix: 'inbox-backlog:' })
+    try {
+      const orderKey = `email-${crypto.randomUUID()}`
+      const backlog = Array.from({ length: 250 }, (_, n) => item({ orderKey, createdAtMs: 1_000 + n }))
+      for (const one of backlog) await store.inbox.enqueue(one, LONG)
+      const other = item()
+      await store.inbox.enqueue(other, LONG)
+      const first = await store.inbox.take({ leaseMs: 60_000, ordered: true })
+      expect(first?.item.createdAtMs).toBe(1_000)
+      // The other 249 of the email wait for it: the next take passes them all.
+      expect((await store.inbox.take({ leaseMs: 60_000, ordered: true }))?.key).toBe(other.key)
+      expect(await store.inbox.take({ leaseMs: 60_000, ordered: true })).toBeUndefined()
+      expect(first && (await store.inbox.finish(first, LONG))).toBe(true)
+      expect((await store.inbox.take({ leaseMs: 60_000, ordered: true }))?.item.createdAtMs).toBe(1_001)
+    } finally {
+      await store.close()
     }
   })
 })
