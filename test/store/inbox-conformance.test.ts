@@ -1,18 +1,79 @@
-// The inbox conformance suite on every built-in store's inbox.
+// The inbox conformance suite on every built-in store's inbox: memory, SQLite (a temp file), and
+// PostgreSQL 15 and Redis 7 (real servers started for this file, see test/services/servers.ts),
+// each server store on a table or prefix of its own.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { MemoryDedupStore } from '@email-webhooks/core'
+import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { inboxConformance } from '@email-webhooks/core/testing'
-import { afterAll, describe, it } from 'vitest'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, it } from 'vitest'
+import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-'))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let postgres: RunningServer
+let redis: RunningServer
+let pool: pg.Pool
+let client: Redis
+
+beforeAll(async () => {
+  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  pool = new pg.Pool({ connectionString: postgres.url, max: 5 })
+  // The server stops at the end of the file; an idle client's "terminating connection" is expected then.
+  pool.on('error', () => {})
+  client = new Redis(redis.url)
+})
+afterAll(async () => {
+  await Promise.all([pool?.end(), client?.quit()])
+  await Promise.all([postgres?.stop(), redis?.stop()])
+  rmSync(dir, { recursive: true, force: true })
+})
 
 inboxConformance('MemoryDedupStore', { describe, it }, { createStore: () => new MemoryDedupStore() })
 inboxConformance(
   'SqliteDedupStore (a temp file)',
   { describe, it },
-  { createStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }) },
+  {
+    createStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
+    createPeerStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
+  },
+)
+
+inboxConformance(
+  'PostgresDedupStore (connectionString, real PostgreSQL 15, table "inbox_url")',
+  { describe, it },
+  {
+    createStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
+    createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
+  },
+)
+// The given pool outlives every store: close() leaves it open for the next test.
+inboxConformance(
+  'PostgresDedupStore (a given pg.Pool, table "inbox_pool")',
+  { describe, it },
+  {
+    createStore: () => new PostgresDedupStore({ pool, table: 'inbox_pool' }),
+    createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_pool' }),
+  },
+)
+
+inboxConformance(
+  'RedisDedupStore (url, real Redis 7 with appendfsync always, prefix "inbox-url:")',
+  { describe, it },
+  {
+    createStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
+    createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
+  },
+)
+inboxConformance(
+  'RedisDedupStore (a given ioredis client, prefix "inbox-given:")',
+  { describe, it },
+  {
+    createStore: () => new RedisDedupStore({ client, prefix: 'inbox-given:' }),
+    createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-given:' }),
+  },
 )

@@ -62,6 +62,18 @@ export type Message =
   | { type: 'result'; acquired: string[]; duplicate: number; inFlight: number }
   | { type: 'claimed'; status: ClaimResult['status']; attempt: number; before: number; after: number }
   | { type: 'completed'; key: string; ok: boolean }
+  | { type: 'drained'; takes: InboxTake[] }
+  | { type: 'taken'; key?: string; attempt?: number; before: number; after: number }
+/** One take of an inbox-child.mjs 'drain' worker: its lease, when it was taken, and when its finish was sent. */
+export interface InboxTake {
+  key: string
+  attempt: number
+  orderKey?: string
+  createdAtMs?: number
+  takenAt: number
+  finishingAt: number
+  finished: boolean
+}
 export type RaceReport = Extract<Message, { type: 'result' }>
 export type Claimed = Extract<Message, { type: 'claimed' }>
 

@@ -18,3 +18,31 @@ export function callDurationProblem(
 ): string | undefined {
   return (withLease ? durationProblem('leaseMs', opts?.leaseMs) : undefined) ?? durationProblem('retentionMs', opts?.retentionMs)
 }
+
+/**
+ * Why the durations of an inbox call are unusable, or undefined: `leaseMs` and `retentionMs` whole
+ * milliseconds ≥ 1, `retryInMs` (null allowed, for a dead letter) and `olderThanMs` whole ms ≥ 0.
+ * Only the fields present are checked.
+ */
+export function inboxDurationProblem(opts: {
+  leaseMs?: unknown
+  retentionMs?: unknown
+  retryInMs?: unknown
+  olderThanMs?: unknown
+}): string | undefined {
+  for (const name of ['leaseMs', 'retentionMs'] as const) {
+    if (name in opts) {
+      const problem = durationProblem(name, opts[name])
+      if (problem) return problem
+    }
+  }
+  for (const name of ['retryInMs', 'olderThanMs'] as const) {
+    const value = opts[name]
+    if (!(name in opts) || (name === 'retryInMs' && value === null)) continue
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      const shown = typeof value === 'number' ? String(value) : typeof value
+      return `${name} must be a whole number of milliseconds ≥ 0, got ${shown}. Round it (Math.round) or fix its unit.`
+    }
+  }
+  return undefined
+}

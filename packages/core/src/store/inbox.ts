@@ -66,7 +66,8 @@ export interface InboxStats {
  *    `leaseMs`, adding one attempt; concurrent takes never hold the same entry. With `ordered`, an
  *    entry with an order key is taken only when no entry of that key is running and none older by
  *    (`createdAtMs`, key) is pending or running. A running entry whose lease lapsed is pending again.
- * 3. `finish`, `fail` and `defer` act only while the lease's token holds the entry (false after).
+ * 3. `finish`, `fail` and `defer` act only while the lease's token holds the entry: running with
+ *    that token, the lease not lapsed (false after, even before another take).
  *    `finish` makes it done (kept `retentionMs` as a duplicate, then forgotten); `fail` records the
  *    error and makes it pending again after `retryInMs`, or dead when `retryInMs` is null; `defer`
  *    makes it pending again after `retryInMs` and gives its attempt back.

@@ -3,8 +3,10 @@
  * jest or node:test, run against `store.inbox`. Real time with short durations: every store keeps
  * its own clock.
  */
-import type { DedupStore, InboxItem, InboxLease, InboxQueue } from '@email-webhooks/core'
+import type { DedupStore, InboxQueue } from '@email-webhooks/core'
 import type { ConformanceRunner } from './conformance.js'
+import { check, item, LONG, sleep, takeKey } from './inbox-conformance-kit.js'
+import { type InboxPeerTest, peerCases } from './inbox-conformance-peers.js'
 
 /** Options of {@link inboxConformance}. */
 export interface InboxConformanceOptions {
@@ -14,43 +16,14 @@ export interface InboxConformanceOptions {
   closeAfterEach?: boolean
   /** Short lease, retry and retention of the expiry cases; default 300 ms. */
   shortMs?: number
-}
-
-const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-
-class InboxConformanceFailure extends Error {
-  override readonly name = 'InboxConformanceFailure'
-}
-
-function check(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new InboxConformanceFailure(message)
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-/** A fresh item (random key; with `orderKey`, ordered by `createdAtMs`). */
-function item(extra: Partial<InboxItem> = {}): InboxItem {
-  const id = crypto.randomUUID()
-  const payload = JSON.stringify({ id, type: 'email.bounced', created_at: '2026-01-01T00:00:00.000Z', data: { id: crypto.randomUUID() } })
-  return { key: `conformance:${id}`, type: 'email.bounced', payload, timestamp: 1_767_225_600, ...extra }
-}
-
-/**
- * Takes until `key` comes out (other tests' entries on a shared store are given back at once),
- * or undefined when none is left.
- */
-async function takeKey(inbox: InboxQueue, key: string, ordered = false, leaseMs = LONG.leaseMs): Promise<InboxLease | undefined> {
-  const others: InboxLease[] = []
-  try {
-    for (let i = 0; i < 1_000; i++) {
-      const lease = await inbox.take({ leaseMs, ordered })
-      if (!lease || lease.key === key) return lease
-      others.push(lease)
-    }
-    return undefined
-  } finally {
-    for (const other of others) await inbox.defer(other, { retryInMs: 0 })
-  }
+  /**
+   * Returns a second store on the same queue as `createStore`'s (another connection, pool or
+   * client, as another process opens it), closed like it. With it the suite also checks
+   * what a queue shared by processes needs: two stores taking at once never hold one entry (nor
+   * two of one order key when ordered), and a lease that lapses under one is taken by the other.
+   * Default: none, and those tests are not registered.
+   */
+  createPeerStore?(): DedupStore | Promise<DedupStore>
 }
 
 type InboxTest = (title: string, body: (inbox: InboxQueue) => Promise<void>) => void
@@ -72,7 +45,33 @@ export function inboxConformance(name: string, runner: ConformanceRunner, option
     recordCases(test, shortMs)
     leaseCases(test, shortMs)
     orderedCases(test)
+    const createPeer = options.createPeerStore
+    if (createPeer) peerCases(peerTest(runner, options, createPeer), shortMs)
   })
+}
+
+/** Registers a test on a store and its peer, both closed after it (unless `closeAfterEach` is false). */
+function peerTest(
+  runner: ConformanceRunner,
+  options: InboxConformanceOptions,
+  createPeer: () => DedupStore | Promise<DedupStore>,
+): InboxPeerTest {
+  return (title, body) =>
+    runner.it(`two stores on one queue: ${title}`, async () => {
+      const store = await options.createStore()
+      const peer = await Promise.resolve()
+        .then(createPeer)
+        .catch(async (error: unknown) => {
+          await store.close?.()
+          throw error
+        })
+      try {
+        check(store.inbox !== undefined && peer.inbox !== undefined, 'both stores have an inbox (store.inbox)')
+        await body(store.inbox, peer.inbox)
+      } finally {
+        if (options.closeAfterEach ?? true) await Promise.all([store.close?.(), peer.close?.()])
+      }
+    })
 }
 
 /** Enqueue, duplicates, retention, dead letters, retry and purge. */
@@ -140,7 +139,7 @@ function recordCases(test: InboxTest, shortMs: number): void {
 
 /** Leases: exclusive takes, fencing, lapsed leases, defer. */
 function leaseCases(test: InboxTest, shortMs: number): void {
-  test('fences finish, fail and defer by token, and takes a lapsed lease again as the next attempt', async (inbox) => {
+  test('fences finish, fail and defer by token and live lease, and takes a lapsed lease again as the next attempt', async (inbox) => {
     const entry = item()
     await inbox.enqueue(entry, LONG)
     const lapsed = await takeKey(inbox, entry.key, false, shortMs)
@@ -151,6 +150,8 @@ function leaseCases(test: InboxTest, shortMs: number): void {
     check((await inbox.defer(forged, { retryInMs: 0 })) === false, 'a forged token cannot defer')
     check((await inbox.get(entry.key))?.state === 'running', 'still running')
     await sleep(shortMs + 150)
+    check((await inbox.get(entry.key))?.state === 'pending', 'pending again once its lease lapsed')
+    check((await inbox.finish(lapsed, LONG)) === false, 'a lapsed lease cannot finish it, even before another take')
     const again = await takeKey(inbox, entry.key)
     check(again?.attempt === 2, `the lapsed entry is taken again as attempt 2, got ${again?.attempt}`)
     check((await inbox.finish(lapsed, LONG)) === false, 'the lapsed holder cannot finish it any more')

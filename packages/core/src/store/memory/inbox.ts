@@ -165,7 +165,8 @@ export class MemoryInbox implements InboxQueue {
 
   #held(lease: InboxLease): Entry | undefined {
     const entry = this.#entries.get(lease.key)
-    return entry && entry.state === 'running' && entry.token === lease.token ? entry : undefined
+    // A lapsed lease holds nothing, whether or not a read or a take saw it lapse yet.
+    return entry && entry.state === 'running' && entry.token === lease.token && entry.until > this.#now() ? entry : undefined
   }
 }
 

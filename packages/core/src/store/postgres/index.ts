@@ -6,7 +6,8 @@
  * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
  * whatever the session says; expired rows are purged off the hot path (purge.ts). Ordering
  * capability: marks, order-key locks and facts live in the order tables (order.ts), read and
- * taken by the claim statement and advanced and freed by the complete statement.
+ * taken by the claim statement and advanced and freed by the complete statement. Inbox: entries
+ * in `<table>_inbox` (inbox.ts), forgotten by the same purge once done and past their retention.
  */
 // By package name, not '../errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
@@ -15,6 +16,7 @@ import { callDurationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
 import { classify, PACKAGE } from './errors.js'
+import { PostgresInbox } from './inbox.js'
 import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
 import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
 import { PurgeSchedule, purgeAll } from './purge.js'
@@ -57,6 +59,8 @@ export class PostgresDedupStore implements DedupStore {
   readonly #orderSql: PostgresOrderSql
   readonly #tables: OrderTables
   readonly #purges = new PurgeSchedule()
+  /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
+  readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
   #closed = false
 
@@ -71,6 +75,12 @@ export class PostgresDedupStore implements DedupStore {
     this.#sql = sql
     this.#orderSql = order
     this.#tables = new OrderTables(table, (text, values) => this.#query(text, values), PACKAGE)
+    this.inbox = new PostgresInbox({
+      table,
+      createTable,
+      query: (text, values) => this.#query(text, values),
+      prepare: () => this.#prepare(),
+    })
   }
 
   /**
@@ -157,12 +167,17 @@ export class PostgresDedupStore implements DedupStore {
 
   /**
    * Deletes expired rows (done records past their retention, leases released or lapsed an hour
-   * ago), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
+   * ago, done inbox entries past their retention), 1,000 at a time, until a batch comes back short (at most 100 batches a call);
    * returns how many went. The store runs it by itself in the background while claims arrive.
    */
   async purgeExpired(): Promise<number> {
     await this.#prepare()
-    const steps = [this.#sql.purge, this.#sql.purgeLapsed, ...(this.#tables.usable === true ? this.#orderSql.purge : [])]
+    const steps = [
+      this.#sql.purge,
+      this.#sql.purgeLapsed,
+      ...(this.#tables.usable === true ? this.#orderSql.purge : []),
+      ...this.inbox.purgeSteps(),
+    ]
     return purgeAll(
       steps,
       async (step) => (await this.#query(step)).rowCount ?? 0,

@@ -3,6 +3,7 @@
  * for hand-run migrations), the table-name check, and the statements the store runs on them.
  */
 import { PACKAGE } from './errors.js'
+import { postgresInboxTableSql } from './inbox-sql.js'
 import { type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './order.js'
 import { purgeBatch } from './purge.js'
 
@@ -12,8 +13,9 @@ const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
 
 /**
  * The SQL that creates the store's tables and indexes, for users who migrate by hand (then pass
- * `createTable: false`): the dedup table and its mark table `<table>_order` (ordering; without it
- * the store still deduplicates and ordering is `unknown`). Regular, logged tables: an `UNLOGGED`
+ * `createTable: false`): the dedup table, its order tables `<table>_order`, `_order_lock` and
+ * `_order_fact` (ordering; without them the store still deduplicates and ordering is `unknown`) and
+ * its inbox table `<table>_inbox` (inbox mode). Regular, logged tables: an `UNLOGGED`
  * one loses its rows in a crash.
  * @param table Table name; default `email_webhook_dedup`.
  * @example
@@ -29,7 +31,7 @@ export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): s
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
-${postgresOrderTableSql(table)}`
+${postgresOrderTableSql(table)}${postgresInboxTableSql(table)}`
 }
 
 /**

@@ -59,10 +59,14 @@ export async function checkServer(server: RedisServer): Promise<void> {
 }
 
 /**
- * WAIT or WAITAOF on the connection that wrote the completion.
+ * WAIT or WAITAOF on the connection that wrote the completion (or, as `what` says, another write).
  * @throws {DedupStoreError} `durability_timeout` when too few copies confirmed it in time; `misconfigured` when the server cannot WAITAOF.
  */
-export async function awaitCopies(server: RedisServer, { replicas, timeoutMs, aof }: RedisWaitFor): Promise<void> {
+export async function awaitCopies(
+  server: RedisServer,
+  { replicas, timeoutMs, aof }: RedisWaitFor,
+  what: string = 'a completion',
+): Promise<void> {
   const call = (server.client.call as NonNullable<RedisClient['call']>).bind(server.client)
   let local = 1
   let copies: number
@@ -94,6 +98,6 @@ export async function awaitCopies(server: RedisServer, { replicas, timeoutMs, ao
   const seen = aof ? `${local} of 1 local AOF fsync and ${copies} of ${replicas} replicas` : `${copies} of ${replicas} replicas`
   throw new DedupStoreError(
     'durability_timeout',
-    `${PACKAGE} a completion was written on ${server.target} but only ${seen} confirmed it within ${timeoutMs} ms, so it is not acknowledged (the sender retries). Check the replicas (INFO replication) or raise waitFor.timeoutMs.`,
+    `${PACKAGE} ${what} was written on ${server.target} but only ${seen} confirmed it within ${timeoutMs} ms, so it is not acknowledged (the sender retries). Check the replicas (INFO replication) or raise waitFor.timeoutMs.`,
   )
 }

@@ -7,7 +7,8 @@
  * `<prefix>order-fact:<key>`. Durability comes from
  * the server: `appendonly yes` with `appendfsync always`, and `maxmemory-policy noeviction`; the
  * store checks these once and refuses a server that would lose completions (or warns once when
- * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion.
+ * the server forbids the check). `waitFor` adds `WAIT`/`WAITAOF` after each completion. Inbox:
+ * entries under `<prefix>{inbox}:` (inbox.ts), each enqueue as durable as a completion.
  */
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
@@ -17,6 +18,7 @@ import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
+import { RedisInbox } from './inbox.js'
 import { checkDurations, connect, type RedisClient, type RedisDedupStoreOptions, type RedisWaitFor } from './options.js'
 import { SCRIPTS, type Script } from './scripts.js'
 
@@ -64,6 +66,8 @@ export class RedisDedupStore implements DedupStore {
   readonly #checkDurability: boolean
   readonly #waitFor: RedisWaitFor | undefined
   readonly #warn: (message: string) => void
+  /** The store's inbox (keys under `<prefix>{inbox}:`, one cluster slot), shared by every instance on the server. */
+  readonly inbox: RedisInbox
   #checked: Promise<void> | undefined
   #closed = false
 
@@ -78,6 +82,13 @@ export class RedisDedupStore implements DedupStore {
     this.#waitFor = connection.waitFor
     this.#warn = connection.warn
     if ((this.#client as { isCluster?: unknown }).isCluster !== true) this.ordering = true
+    this.inbox = new RedisInbox({
+      prefix: this.#prefix,
+      run: (script, names, ...args) => this.#run(script, names, ...args),
+      durable: async () => {
+        if (this.#waitFor) await awaitCopies(this.#server(), this.#waitFor, 'an inbox entry')
+      },
+    })
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {

@@ -6,11 +6,13 @@
  */
 import { createHash } from 'node:crypto'
 
+/** Lua: `now`, the server's clock in ms (TIME). */
+export const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
+
 // Values: "<done 0|1>:<expires at, server ms>:<attempt>:<token>". The key itself outlives a
 // lease by the retention, so a re-claim after a lapsed lease or a release knows the attempt
 // number; a done key expires with its retention and is then forgotten (attempt 1 again).
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 
 // Claim: KEYS[1] the dedup key; ARGV token, lease ms, retention ms. Answers {0, 0} duplicate,
 // {1, ms left} in flight, {2, attempt} acquired. The ordered claim adds KEYS[2] the mark (a hash:
@@ -112,7 +114,8 @@ export interface Script {
   sha: string
 }
 
-const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
+/** A script of `source`, with its SHA-1. */
+export const script = (source: string): Script => ({ source, sha: createHash('sha1').update(source).digest('hex') })
 /**
  * The store's scripts: each run on one key; the ordered ones (built from the same parts as the
  * plain ones, never by editing their text) also on the mark key and the lock key: `claimOrder`

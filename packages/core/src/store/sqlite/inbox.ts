@@ -4,8 +4,9 @@
  * one the store's completes wait for, so concurrent enqueues share it): durable before the 2xx.
  * Takes, finishes, failures and defers are short transactions without a sync of their own: a lost
  * one returns the entry to running-then-lapsed, and the worker's dedup claim then finds the event
- * done (its complete was synced). Indexes: due pending entries by time, entries of an order key by
- * position, done entries by when they are forgotten.
+ * done (its complete was synced). A lapsed lease holds nothing: reads show its entry pending, and
+ * its token no longer finishes, fails or defers it. Indexes: due pending entries by time, entries
+ * of an order key by position, done entries by when they are forgotten.
  */
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { commandError } from './errors.js'
@@ -41,6 +42,13 @@ type Row = {
 }
 
 const COLUMNS = 'key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, last_error, ended_at'
+/** A running entry whose lease lapsed (at :now) reads as pending, due since its lease ended; a take makes it so. */
+const LAPSED = `(state = 'running' AND until <= :now)`
+const SHOWN_STATE = `CASE WHEN ${LAPSED} THEN 'pending' ELSE state END`
+const VIEW = `key, type, payload, timestamp, order_key, created_at_ms, ${SHOWN_STATE} AS state, attempts, enqueued_at,
+  CASE WHEN ${LAPSED} THEN until ELSE next_at END AS next_at, last_error, ended_at`
+/** The lease's token holds the entry: running with it, the lease not lapsed. */
+const HELD = `key = :key AND token = :token AND state = 'running' AND until > :now`
 
 function itemOf(row: Row): InboxItem {
   const item: InboxItem = { key: row.key, type: row.type, payload: row.payload, timestamp: row.timestamp }
@@ -83,25 +91,21 @@ function prepare(db: Database, table: string) {
        ORDER BY next_at LIMIT 1`)
       .pluck(),
     take: db.prepare(`UPDATE ${t} SET state = 'running', attempts = attempts + 1, token = ?, until = ? WHERE key = ? RETURNING ${COLUMNS}`),
-    finish: db.prepare(
-      `UPDATE ${t} SET state = 'done', token = NULL, ended_at = ?, until = ? WHERE key = ? AND token = ? AND state = 'running'`,
-    ),
-    fail: db.prepare(
-      `UPDATE ${t} SET state = ?, token = NULL, last_error = ?, next_at = ?, ended_at = ? WHERE key = ? AND token = ? AND state = 'running'`,
-    ),
-    defer: db.prepare(
-      `UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = ? WHERE key = ? AND token = ? AND state = 'running'`,
-    ),
+    finish: db.prepare(`UPDATE ${t} SET state = 'done', token = NULL, ended_at = :now, until = :until WHERE ${HELD}`),
+    fail: db.prepare(`UPDATE ${t} SET state = :state, token = NULL, last_error = :error, next_at = :next, ended_at = :ended WHERE ${HELD}`),
+    defer: db.prepare(`UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = :next WHERE ${HELD}`),
     list: db.prepare(
-      `SELECT ${COLUMNS} FROM ${t} WHERE (? IS NULL OR state = ?) AND NOT (state = 'done' AND until <= ?) ORDER BY enqueued_at LIMIT ?`,
+      `SELECT ${VIEW} FROM ${t} WHERE (:state IS NULL OR ${SHOWN_STATE} = :state) AND NOT (state = 'done' AND until <= :now)
+       ORDER BY enqueued_at LIMIT :limit`,
     ),
-    get: db.prepare(`SELECT ${COLUMNS} FROM ${t} WHERE key = ? AND NOT (state = 'done' AND until <= ?)`),
+    get: db.prepare(`SELECT ${VIEW} FROM ${t} WHERE key = :key AND NOT (state = 'done' AND until <= :now)`),
     retryAll: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead'`),
     retryOne: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead' AND key = ?`),
     purge: db.prepare(`DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= ?`),
     forget: db.prepare(`DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE state = 'done' AND until <= ? LIMIT 1000)`),
     stats: db.prepare(
-      `SELECT state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t} WHERE state IN ('pending', 'running', 'dead') GROUP BY state`,
+      `SELECT ${SHOWN_STATE} AS state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t}
+       WHERE state IN ('pending', 'running', 'dead') GROUP BY 1`,
     ),
   }
 }
@@ -171,7 +175,7 @@ export class SqliteInbox implements InboxQueue {
   finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean> {
     return this.#run(() => {
       const now = this.#host.now()
-      return this.#sql.finish.run(now, now + opts.retentionMs, lease.key, lease.token).changes === 1
+      return this.#sql.finish.run({ now, until: now + opts.retentionMs, key: lease.key, token: lease.token }).changes === 1
     })
   }
 
@@ -179,32 +183,36 @@ export class SqliteInbox implements InboxQueue {
     return this.#run(() => {
       const now = this.#host.now()
       const dead = opts.retryInMs === null
-      const changes = this.#sql.fail.run(
-        dead ? 'dead' : 'pending',
-        opts.error,
-        now + (opts.retryInMs ?? 0),
-        dead ? now : null,
-        lease.key,
-        lease.token,
-      )
+      const changes = this.#sql.fail.run({
+        state: dead ? 'dead' : 'pending',
+        error: opts.error,
+        next: now + (opts.retryInMs ?? 0),
+        ended: dead ? now : null,
+        now,
+        key: lease.key,
+        token: lease.token,
+      })
       return changes.changes === 1
     })
   }
 
   defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
-    return this.#run(() => this.#sql.defer.run(this.#host.now() + opts.retryInMs, lease.key, lease.token).changes === 1)
+    return this.#run(() => {
+      const now = this.#host.now()
+      return this.#sql.defer.run({ next: now + opts.retryInMs, now, key: lease.key, token: lease.token }).changes === 1
+    })
   }
 
   list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
     return this.#run(() => {
       const state = opts.state ?? null
-      return (this.#sql.list.all(state, state, this.#host.now(), opts.limit ?? 100) as Row[]).map(entryOf)
+      return (this.#sql.list.all({ state, now: this.#host.now(), limit: opts.limit ?? 100 }) as Row[]).map(entryOf)
     })
   }
 
   get(key: string): Promise<InboxEntry | undefined> {
     return this.#run(() => {
-      const row = this.#sql.get.get(key, this.#host.now()) as Row | undefined
+      const row = this.#sql.get.get({ key, now: this.#host.now() }) as Row | undefined
       return row ? entryOf(row) : undefined
     })
   }
@@ -224,7 +232,11 @@ export class SqliteInbox implements InboxQueue {
   stats(): Promise<InboxStats> {
     return this.#run(() => {
       const stats: InboxStats = { pending: 0, running: 0, dead: 0, oldestPendingAt: null }
-      for (const row of this.#sql.stats.all() as { state: 'pending' | 'running' | 'dead'; n: number; oldest: number }[]) {
+      for (const row of this.#sql.stats.all({ now: this.#host.now() }) as {
+        state: 'pending' | 'running' | 'dead'
+        n: number
+        oldest: number
+      }[]) {
         stats[row.state] = row.n
         if (row.state === 'pending') stats.oldestPendingAt = row.oldest
       }

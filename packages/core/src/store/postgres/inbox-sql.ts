@@ -1,0 +1,139 @@
+/**
+ * The inbox table of `PostgresDedupStore` (`<table>_inbox`) and the statements of its inbox. Times
+ * are the database's: `now()`, the start of each statement's own transaction (every inbox statement
+ * runs alone), stable, so that the indexes serve the time bounds. A running entry's
+ * `next_attempt_at` is when its lease lapses: a take finds due pending entries and lapsed running
+ * ones in one range of one index, and every read shows a lapsed running entry as pending.
+ */
+import { purgeBatch } from './purge.js'
+
+/** The SQL that creates the inbox table of `table` and its indexes. */
+export function postgresInboxTableSql(table: string): string {
+  const t = `${table}_inbox`
+  return `CREATE TABLE IF NOT EXISTS ${t} (
+  key text COLLATE "C" PRIMARY KEY,
+  type text NOT NULL,
+  payload text NOT NULL,
+  timestamp bigint NOT NULL,
+  order_key text COLLATE "C",
+  created_at_ms bigint,
+  state text NOT NULL,
+  attempts integer NOT NULL,
+  enqueued_at timestamptz NOT NULL,
+  next_attempt_at timestamptz NOT NULL,
+  token text,
+  last_error text,
+  ended_at timestamptz,
+  expires_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS ${t}_due ON ${t} (next_attempt_at) WHERE state IN ('pending', 'running');
+CREATE INDEX IF NOT EXISTS ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE state IN ('pending', 'running');
+CREATE INDEX IF NOT EXISTS ${t}_done ON ${t} (expires_at) WHERE state = 'done';
+`
+}
+
+/** The statements of the inbox (parameters in each one's comment). */
+export interface PostgresInboxSql {
+  /** $1 key, $2 type, $3 payload, $4 timestamp, $5 order key, $6 created_at ms: one row when queued. */
+  enqueue: string
+  /** $1 token, $2 lease ms: the taken row, with its attempts. */
+  take: string
+  /** As `take`, keeping the entries of one order key in order. */
+  takeOrdered: string
+  /** $1 key, $2 token, $3 retention ms. */
+  finish: string
+  /** $1 key, $2 token, $3 error, $4 retry in ms. */
+  failRetry: string
+  /** $1 key, $2 token, $3 error. */
+  failDead: string
+  /** $1 key, $2 token, $3 retry in ms. */
+  defer: string
+  /** $1 state or null, $2 limit. */
+  list: string
+  /** $1 key. */
+  get: string
+  /** $1 keys (text[]), or every dead entry with `retryAll`. */
+  retry: string
+  retryAll: string
+  /** $1 ms: dead entries that ended before then. */
+  purge: string
+  stats: string
+  /** A batch delete of done entries past their retention (the store's purge runs it). */
+  forget: string
+}
+
+/** SQL of now() + `param` ms. */
+const after = (param: string) => `now() + ${param}::float8 * interval '1 millisecond'`
+/** A timestamptz as whole ms since the epoch (float8: pg returns bigint as text). */
+const ms = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::float8`
+/** A running entry whose lease lapsed is pending. */
+const LAPSED = `(state = 'running' AND next_attempt_at <= now())`
+const SHOWN_STATE = `CASE WHEN ${LAPSED} THEN 'pending' ELSE state END`
+const ITEM = 'key, type, payload, timestamp::float8 AS timestamp, order_key, created_at_ms::float8 AS created_at_ms'
+const ENTRY = `${ITEM}, ${SHOWN_STATE} AS state, attempts, ${ms('enqueued_at')} AS enqueued_at, ${ms('next_attempt_at')} AS next_attempt_at,
+  last_error, ${ms('ended_at')} AS ended_at`
+/** Done entries past their retention are forgotten, even before the purge deletes them. */
+const REMEMBERED = `NOT (state = 'done' AND expires_at <= now())`
+/** The lease of token $2 holds entry $1: running with that token, not lapsed. */
+const HELD = `key = $1 AND token = $2 AND state = 'running' AND next_attempt_at > now()`
+/**
+ * Commits without waiting for its WAL flush, whatever the session says (the next flushed commit,
+ * such as the worker's dedup claim, carries it to disk). A take, finish, failure or defer lost in a
+ * crash of the server leaves the entry pending or running-then-lapsed: it is taken again and the
+ * dedup claim finds its event done. Referenced in FROM, or PostgreSQL would not run it.
+ */
+const LAZY = `lazy AS (SELECT set_config('synchronous_commit', 'off', true))`
+/** A lazily committed update of the entry the lease holds. */
+const held = (t: string, set: string) => `WITH ${LAZY} UPDATE ${t} SET ${set} FROM lazy WHERE ${HELD}`
+
+/** The take: the due entry with the oldest `next_attempt_at` (`also`: the ordered rule), locked, skipping entries others lock. */
+function take(t: string, also: string): string {
+  return `WITH ${LAZY}, next AS (
+  SELECT e.key FROM ${t} e WHERE e.state IN ('pending', 'running') AND e.next_attempt_at <= now()${also}
+  ORDER BY e.next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE ${t} i SET state = 'running', attempts = i.attempts + 1, token = $1, next_attempt_at = ${after('$2')}
+FROM next, lazy WHERE i.key = next.key
+RETURNING i.key, i.type, i.payload, i.timestamp::float8 AS timestamp, i.order_key, i.created_at_ms::float8 AS created_at_ms, i.attempts`
+}
+
+/** Builds the inbox statements of `table`. */
+export function postgresInboxSql(table: string): PostgresInboxSql {
+  const t = `${table}_inbox`
+  // Another entry of its order key runs (a live lease), or an older one (by created_at, then key) waits or runs.
+  const ordered = `
+  AND (e.order_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM ${t} o WHERE o.order_key = e.order_key AND o.state IN ('pending', 'running') AND o.key <> e.key
+    AND ((o.state = 'running' AND o.next_attempt_at > now())
+      OR (coalesce(o.created_at_ms, 0), o.key) < (coalesce(e.created_at_ms, 0), e.key))))`
+  const pending = `state = 'pending', token = NULL`
+  return {
+    // synchronous_commit on for this transaction: queued means flushed to the WAL, whatever the
+    // role or session says. A done entry past its retention is forgotten: its key is queued again.
+    enqueue: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
+INSERT INTO ${t} AS i (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_attempt_at)
+SELECT $1, $2, $3, $4, $5, $6, 'pending', 0, now(), now() FROM durable
+ON CONFLICT (key) DO UPDATE SET type = excluded.type, payload = excluded.payload, timestamp = excluded.timestamp,
+  order_key = excluded.order_key, created_at_ms = excluded.created_at_ms, state = 'pending', attempts = 0,
+  enqueued_at = excluded.enqueued_at, next_attempt_at = excluded.next_attempt_at, token = NULL, last_error = NULL,
+  ended_at = NULL, expires_at = NULL
+WHERE i.state = 'done' AND i.expires_at <= now()`,
+    take: take(t, ''),
+    takeOrdered: take(t, ordered),
+    finish: held(t, `state = 'done', token = NULL, ended_at = now(), expires_at = ${after('$3')}`),
+    failRetry: held(t, `${pending}, last_error = $3, next_attempt_at = ${after('$4')}`),
+    failDead: held(t, `state = 'dead', token = NULL, last_error = $3, ended_at = now()`),
+    defer: held(t, `${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')}`),
+    list: `SELECT ${ENTRY} FROM ${t} WHERE ${REMEMBERED} AND ($1::text IS NULL OR ${SHOWN_STATE} = $1::text)
+ORDER BY enqueued_at, key LIMIT $2`,
+    get: `SELECT ${ENTRY} FROM ${t} WHERE key = $1 AND ${REMEMBERED}`,
+    retry: `UPDATE ${t} SET state = 'pending', attempts = 0, next_attempt_at = now(), ended_at = NULL WHERE state = 'dead' AND key = ANY($1::text[])`,
+    retryAll: `UPDATE ${t} SET state = 'pending', attempts = 0, next_attempt_at = now(), ended_at = NULL WHERE state = 'dead'`,
+    purge: `DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= now() - $1::float8 * interval '1 millisecond'`,
+    stats: `SELECT count(*) FILTER (WHERE state = 'pending' OR ${LAPSED})::int AS pending,
+  count(*) FILTER (WHERE state = 'running' AND NOT ${LAPSED})::int AS running,
+  count(*) FILTER (WHERE state = 'dead')::int AS dead,
+  ${ms(`min(enqueued_at) FILTER (WHERE state = 'pending' OR ${LAPSED})`)} AS oldest
+FROM ${t} WHERE state IN ('pending', 'running', 'dead')`,
+    forget: purgeBatch(t, 'now()', `state = 'done'`),
+  }
+}

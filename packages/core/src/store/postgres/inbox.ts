@@ -1,0 +1,214 @@
+/**
+ * The inbox of `PostgresDedupStore` (`store.inbox`): entries in `<table>_inbox` (inbox-sql.ts),
+ * shared by every instance on the database. An enqueue is one statement committed with
+ * `synchronous_commit = on`: flushed to the WAL before it resolves. A take is one statement that
+ * locks the due entry `FOR UPDATE SKIP LOCKED` (the ordered rule in the same statement), so
+ * concurrent workers in any number of processes never hold one entry; finish, fail and defer are
+ * updates fenced by the lease's random token while the lease is live. Those four commit without
+ * waiting for a WAL flush (as the SQLite inbox's need no sync): one lost in a server crash leaves
+ * the entry to be taken again, and the dedup claim finds its event done. Done entries are deleted
+ * by the store's purge once their retention ended. The table comes with the store's others
+ * (`postgresDedupTableSql()`); when the dedup table predates it, the inbox creates it on first use,
+ * unless `createTable: false` or the role may not: then inbox calls reject until it is there.
+ */
+// By package name, not '../errors.js': this subpath is bundled on its own (see index.ts).
+import { DedupStoreError } from '@email-webhooks/core'
+import { inboxDurationProblem } from '../durations.js'
+import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
+import { PACKAGE } from './errors.js'
+import { type PostgresInboxSql, postgresInboxSql, postgresInboxTableSql } from './inbox-sql.js'
+
+type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
+
+/** What the inbox needs of its store. */
+export interface PostgresInboxHost {
+  table: string
+  /** May the inbox create its table when it is missing (the store's `createTable`). */
+  createTable: boolean
+  /** Runs one statement; rejects with the store's `DedupStoreError`. */
+  query: Query
+  /** Resolves once the store's own tables are there; rejects when the store is closed. */
+  prepare: () => Promise<void>
+}
+
+type ItemRow = {
+  key: string
+  type: string
+  payload: string
+  timestamp: number
+  order_key: string | null
+  created_at_ms: number | null
+}
+type EntryRow = ItemRow & {
+  state: InboxState
+  attempts: number
+  enqueued_at: number
+  next_attempt_at: number
+  last_error: string | null
+  ended_at: number | null
+}
+
+function itemOf(row: ItemRow): InboxItem {
+  const item: InboxItem = { key: row.key, type: row.type, payload: row.payload, timestamp: row.timestamp }
+  if (row.order_key !== null) item.orderKey = row.order_key
+  if (row.created_at_ms !== null) item.createdAtMs = row.created_at_ms
+  return item
+}
+
+function entryOf(row: EntryRow): InboxEntry {
+  return {
+    ...itemOf(row),
+    state: row.state,
+    attempts: row.attempts,
+    enqueuedAt: row.enqueued_at,
+    nextAttemptAt: row.next_attempt_at,
+    lastError: row.last_error,
+    endedAt: row.ended_at,
+  }
+}
+
+/** How long a missing inbox table is taken as missing before the inbox looks again. */
+const RECHECK_MS = 1_000
+
+/** The inbox of a PostgreSQL store. */
+export class PostgresInbox implements InboxQueue {
+  readonly #host: PostgresInboxHost
+  readonly #sql: PostgresInboxSql
+  #ready: Promise<void> | undefined
+  /** The table was found (or made): the store's purge forgets done entries. */
+  #present = false
+  /** Why the table could not be found or made, and when that was seen. */
+  #missing: { error: DedupStoreError; at: number } | undefined
+
+  constructor(host: PostgresInboxHost) {
+    this.#host = host
+    this.#sql = postgresInboxSql(host.table)
+  }
+
+  async enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
+    this.#check(opts)
+    const params = [item.key, item.type, item.payload, item.timestamp, item.orderKey ?? null, item.createdAtMs ?? null]
+    return (await this.#query(this.#sql.enqueue, params)).rowCount === 1 ? 'queued' : 'duplicate'
+  }
+
+  async take(opts: { leaseMs: number; ordered: boolean }): Promise<InboxLease | undefined> {
+    this.#check({ leaseMs: opts.leaseMs })
+    const token = crypto.randomUUID()
+    const taken = await this.#query<ItemRow & { attempts: number }>(opts.ordered ? this.#sql.takeOrdered : this.#sql.take, [
+      token,
+      opts.leaseMs,
+    ])
+    const row = taken.rows[0]
+    return row ? { key: row.key, token, attempt: row.attempts, item: itemOf(row) } : undefined
+  }
+
+  async finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean> {
+    this.#check(opts)
+    return (await this.#query(this.#sql.finish, [lease.key, lease.token, opts.retentionMs])).rowCount === 1
+  }
+
+  async fail(lease: InboxLease, opts: { error: string; retryInMs: number | null }): Promise<boolean> {
+    this.#check({ retryInMs: opts.retryInMs })
+    const params = [lease.key, lease.token, String(opts.error)]
+    const failed =
+      opts.retryInMs === null
+        ? await this.#query(this.#sql.failDead, params)
+        : await this.#query(this.#sql.failRetry, [...params, opts.retryInMs])
+    return failed.rowCount === 1
+  }
+
+  async defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
+    this.#check(opts)
+    return (await this.#query(this.#sql.defer, [lease.key, lease.token, opts.retryInMs])).rowCount === 1
+  }
+
+  async list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
+    const limit = opts.limit ?? 100
+    if (!Number.isSafeInteger(limit) || limit < 1) throw this.#invalid(`limit must be a whole number ≥ 1, got ${String(limit)}.`)
+    return (await this.#query<EntryRow>(this.#sql.list, [opts.state ?? null, limit])).rows.map(entryOf)
+  }
+
+  async get(key: string): Promise<InboxEntry | undefined> {
+    const row = (await this.#query<EntryRow>(this.#sql.get, [key])).rows[0]
+    return row ? entryOf(row) : undefined
+  }
+
+  async retry(keys: string[] | 'dead'): Promise<number> {
+    const retried = keys === 'dead' ? await this.#query(this.#sql.retryAll) : await this.#query(this.#sql.retry, [keys])
+    return retried.rowCount ?? 0
+  }
+
+  async purge(opts: { olderThanMs: number }): Promise<number> {
+    this.#check(opts)
+    return (await this.#query(this.#sql.purge, [opts.olderThanMs])).rowCount ?? 0
+  }
+
+  async stats(): Promise<InboxStats> {
+    const row = (await this.#query<InboxStats & { oldest: number | null }>(this.#sql.stats)).rows[0]
+    return { pending: row?.pending ?? 0, running: row?.running ?? 0, dead: row?.dead ?? 0, oldestPendingAt: row?.oldest ?? null }
+  }
+
+  /** The store's purge statements for the inbox: done entries past their retention, once the table is known to be there. */
+  purgeSteps(): string[] {
+    return this.#present ? [this.#sql.forget] : []
+  }
+
+  #check(opts: Parameters<typeof inboxDurationProblem>[0]): void {
+    const problem = inboxDurationProblem(opts)
+    if (problem) throw this.#invalid(problem)
+  }
+
+  #invalid(problem: string): DedupStoreError {
+    return new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore inbox: ${problem}`)
+  }
+
+  async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+    await this.#host.prepare()
+    this.#ready ??= this.#ensure().catch((error: unknown) => {
+      this.#ready = undefined
+      throw error
+    })
+    await this.#ready
+    return this.#host.query<Row>(text, values)
+  }
+
+  /**
+   * Finds the inbox table, or creates it (and its indexes) when it is missing and that is allowed,
+   * under the store's advisory lock. Missing and not made: rejects with `misconfigured`, and gives
+   * the same answer for a second before it looks again (each call would otherwise try).
+   */
+  async #ensure(): Promise<void> {
+    const missing = this.#missing
+    if (missing && performance.now() - missing.at < RECHECK_MS) throw missing.error
+    const { table, createTable, query } = this.#host
+    const found = await query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${table}_inbox`])
+    if (found.rows[0]?.present !== true) {
+      const why = createTable ? await this.#create() : 'is missing and createTable is false'
+      if (why !== undefined) {
+        const error = new DedupStoreError(
+          'misconfigured',
+          `${PACKAGE} the inbox table ${table}_inbox ${why}: create it as the table's owner (its SQL is in postgresDedupTableSql()) or grant this role CREATE on the schema; the store finds it within a second, without a restart.`,
+        )
+        this.#missing = { error, at: performance.now() }
+        throw error
+      }
+    }
+    this.#missing = undefined
+    this.#present = true
+  }
+
+  /** Creates the table; why it could not, or undefined. */
+  async #create(): Promise<string | undefined> {
+    const { table, query } = this.#host
+    // No BEGIN: a multi-statement query is one implicit transaction (see OrderTables.ensure).
+    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${postgresInboxTableSql(table)}`
+    return query(ddl).then(
+      () => undefined,
+      (error: unknown) => {
+        // The server or the network failed, not the creation: that error says what to do.
+        if (error instanceof DedupStoreError && (error.code === 'connection_failed' || error.code === 'auth_failed')) throw error
+        return `is missing and could not be created (${error instanceof Error ? error.message : String(error)})`
+      },
+    )
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The Lua scripts of the Redis store's inbox: each one call, atomic, on the server's clock (TIME).
+ * KEYS are always [pending, running, dead, done, age]: sorted sets of entry keys by when they are
+ * due, when their lease ends, when they died, when they are forgotten, and (pending ones) when they
+ * were recorded. ARGV[1] is the base of the other keys: `<base>entry:<key>` (a hash per entry:
+ * type, payload, ts, ok (order key), cms (created_at ms), state, att, enq, next, tok, err, ended),
+ * `<base>order:<order key>` (its pending and running entries by created_at ms, then key: the
+ * first is the oldest) and `<base>order-run:<order key>` (its running entries). Every key shares
+ * the base, whose hash tag keeps them in one cluster slot. Bundled into the Redis subpath.
+ */
+import { NOW, type Script, script } from './scripts.js'
+
+// A running entry's `next` is when its lease ends (its score in running): the reads and the take
+// first make every lapsed one pending again, due from then, a thousand at a time.
+const COMMON = `${NOW}
+local P, R, D, F, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local base = ARGV[1]
+local function E(k) return base .. 'entry:' .. k end
+local function O(ok) return base .. 'order:' .. ok end
+local function ORUN(ok) return base .. 'order-run:' .. ok end
+local function unrun(k, ok)
+  redis.call('ZREM', R, k)
+  if ok then redis.call('SREM', ORUN(ok), k) end
+end
+local function repend(k, e, at)
+  redis.call('ZADD', P, at, k)
+  redis.call('ZADD', A, redis.call('HGET', e, 'enq'), k)
+end
+local function lapse()
+  local gone = redis.call('ZRANGEBYSCORE', R, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+  for i = 1, #gone, 2 do
+    local k = gone[i]
+    local e = E(k)
+    redis.call('HSET', e, 'state', 'pending', 'tok', '')
+    unrun(k, redis.call('HGET', e, 'ok'))
+    repend(k, e, gone[i + 1])
+  end
+end
+`
+
+// ARGV[2] key, ARGV[3] token: stops unless that token holds the entry with a live lease; then it
+// is no longer running (`e` its hash, `ok` its order key or false).
+const HELD = `local k = ARGV[2]
+local e = E(k)
+local f = redis.call('HMGET', e, 'state', 'tok', 'next', 'ok')
+if ARGV[3] == '' or f[1] ~= 'running' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return 0 end
+local ok = f[4]
+unrun(k, ok)
+`
+
+// ARGV key, type, payload, ts, order key ('' none), created_at ms ('' none): 1 queued, 0 duplicate
+// (the hash is there in any state; a done one expires with its retention).
+const ENQUEUE = `${COMMON}local k = ARGV[2]
+local e = E(k)
+if redis.call('EXISTS', e) == 1 then return 0 end
+redis.call('HSET', e, 'type', ARGV[3], 'payload', ARGV[4], 'ts', ARGV[5], 'state', 'pending', 'att', 0, 'enq', now, 'next', now, 'tok', '')
+if ARGV[6] ~= '' then
+  redis.call('HSET', e, 'ok', ARGV[6])
+  if ARGV[7] ~= '' then redis.call('HSET', e, 'cms', ARGV[7]) end
+  redis.call('ZADD', O(ARGV[6]), tonumber(ARGV[7]) or 0, k)
+end
+redis.call('ZREM', F, k)
+redis.call('ZADD', P, now, k)
+redis.call('ZADD', A, now, k)
+return 1`
+
+// ARGV token, lease ms, ordered ('1'): the due entry with the oldest time, skipping (when ordered)
+// one whose order key has a running entry or an older unfinished one. {key, attempt, type, payload,
+// ts, order key, created_at ms}, or nil. Pages go by rank (found in log time, where an offset
+// would be walked): the entries skipped so far stay ahead of the next page.
+const TAKE = `${COMMON}lapse()
+local lease_end = now + tonumber(ARGV[3])
+local skipped = 0
+while true do
+  local due = redis.call('ZRANGE', P, skipped, skipped + 99, 'WITHSCORES')
+  if #due == 0 then return false end
+  for i = 1, #due, 2 do
+    local k = due[i]
+    if tonumber(due[i + 1]) > now then return false end
+    local e = E(k)
+    local f = redis.call('HMGET', e, 'state', 'ok')
+    local ok = f[2]
+    if f[1] ~= 'pending' then
+      redis.call('ZREM', P, k)
+      redis.call('ZREM', A, k)
+    elseif ARGV[4] ~= '1' or not ok or (redis.call('ZRANGE', O(ok), 0, 0)[1] == k and redis.call('SCARD', ORUN(ok)) == 0) then
+      local att = redis.call('HINCRBY', e, 'att', 1)
+      redis.call('HSET', e, 'state', 'running', 'tok', ARGV[2], 'next', lease_end)
+      redis.call('ZREM', P, k)
+      redis.call('ZREM', A, k)
+      redis.call('ZADD', R, lease_end, k)
+      if ok then redis.call('SADD', ORUN(ok), k) end
+      local item = redis.call('HMGET', e, 'type', 'payload', 'ts', 'ok', 'cms')
+      return {k, att, item[1], item[2], item[3], item[4], item[5]}
+    else
+      skipped = skipped + 1
+    end
+  end
+end`
+
+// ARGV key, token, retention ms: done, the hash expiring with the retention.
+const FINISH = `${COMMON}${HELD}local retention = tonumber(ARGV[4])
+redis.call('HSET', e, 'state', 'done', 'tok', '', 'ended', now)
+if ok then redis.call('ZREM', O(ok), k) end
+redis.call('PEXPIRE', e, retention)
+redis.call('ZREMRANGEBYSCORE', F, '-inf', now)
+redis.call('ZADD', F, now + retention, k)
+return 1`
+
+// ARGV key, token, error, retry in ms ('' for dead).
+const FAIL = `${COMMON}${HELD}if ARGV[5] == '' then
+  redis.call('HSET', e, 'state', 'dead', 'tok', '', 'err', ARGV[4], 'ended', now)
+  if ok then redis.call('ZREM', O(ok), k) end
+  redis.call('ZADD', D, now, k)
+else
+  local at = now + tonumber(ARGV[5])
+  redis.call('HSET', e, 'state', 'pending', 'tok', '', 'err', ARGV[4], 'next', at)
+  repend(k, e, at)
+end
+return 1`
+
+// ARGV key, token, retry in ms: pending again, its attempt given back.
+const DEFER = `${COMMON}${HELD}local at = now + tonumber(ARGV[4])
+redis.call('HINCRBY', e, 'att', -1)
+redis.call('HSET', e, 'state', 'pending', 'tok', '', 'next', at)
+repend(k, e, at)
+return 1`
+
+// ARGV '1' (the first thousand dead entries) or '0' and the keys: how many dead ones are pending now.
+const RETRY = `${COMMON}local keys = {}
+if ARGV[2] == '1' then keys = redis.call('ZRANGE', D, 0, 999) else for i = 3, #ARGV do keys[#keys + 1] = ARGV[i] end end
+local n = 0
+for _, k in ipairs(keys) do
+  local e = E(k)
+  local f = redis.call('HMGET', e, 'state', 'ok', 'cms')
+  if f[1] == 'dead' then
+    redis.call('HSET', e, 'state', 'pending', 'att', 0, 'next', now)
+    redis.call('HDEL', e, 'ended')
+    redis.call('ZREM', D, k)
+    repend(k, e, now)
+    if f[2] then redis.call('ZADD', O(f[2]), tonumber(f[3] or 0) or 0, k) end
+    n = n + 1
+  end
+end
+return n`
+
+// ARGV ms: deletes up to a thousand dead entries that ended that long ago; how many.
+const PURGE = `${COMMON}local gone = redis.call('ZRANGEBYSCORE', D, '-inf', now - tonumber(ARGV[2]), 'LIMIT', 0, 1000)
+for _, k in ipairs(gone) do
+  redis.call('DEL', E(k))
+  redis.call('ZREM', D, k)
+end
+return #gone`
+
+// ARGV key: its hash's fields and values (none when it is not there).
+const GET = `${COMMON}lapse()
+return redis.call('HGETALL', E(ARGV[2]))`
+
+// ARGV state ('' for all), limit: key, fields, key, fields… pending by due time, then running by
+// lease end, dead by when they died, done by when they are forgotten.
+const LIST = `${COMMON}lapse()
+local s, limit = ARGV[2], tonumber(ARGV[3])
+local keys = {}
+local function add(found)
+  for _, k in ipairs(found) do if #keys < limit then keys[#keys + 1] = k end end
+end
+if s == '' or s == 'pending' then add(redis.call('ZRANGE', P, 0, limit - 1)) end
+if s == '' or s == 'running' then add(redis.call('ZRANGE', R, 0, limit - 1)) end
+if s == '' or s == 'dead' then add(redis.call('ZRANGE', D, 0, limit - 1)) end
+if s == '' or s == 'done' then add(redis.call('ZRANGEBYSCORE', F, '(' .. now, '+inf', 'LIMIT', 0, limit)) end
+local out = {}
+for _, k in ipairs(keys) do
+  local fields = redis.call('HGETALL', E(k))
+  if #fields > 0 then
+    out[#out + 1] = k
+    out[#out + 1] = fields
+  end
+end
+return out`
+
+// {pending, running, dead, the oldest pending entry's enqueue time or nil}.
+const STATS = `${COMMON}lapse()
+local oldest = redis.call('ZRANGE', A, 0, 0, 'WITHSCORES')
+return {redis.call('ZCARD', P), redis.call('ZCARD', R), redis.call('ZCARD', D), oldest[2] or false}`
+
+/** The inbox's scripts. */
+export const INBOX_SCRIPTS: Record<
+  'enqueue' | 'take' | 'finish' | 'fail' | 'defer' | 'retry' | 'purge' | 'get' | 'list' | 'stats',
+  Script
+> = {
+  enqueue: script(ENQUEUE),
+  take: script(TAKE),
+  finish: script(FINISH),
+  fail: script(FAIL),
+  defer: script(DEFER),
+  retry: script(RETRY),
+  purge: script(PURGE),
+  get: script(GET),
+  list: script(LIST),
+  stats: script(STATS),
+}
