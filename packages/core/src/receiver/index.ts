@@ -12,6 +12,7 @@ import { claimKey } from './claim.js'
 import { enqueueEvent } from './enqueue.js'
 import { handleClaimed } from './handle.js'
 import type { ResolvedInbox } from './inbox-options.js'
+import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
@@ -93,17 +94,7 @@ function createInbox<Extra>(
   settings: ResolvedInbox,
 ): ReceiverInbox {
   const { queue } = settings
-  const worker = queue
-    ? new InboxWorker(
-        createPipeline(
-          { ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs },
-          undefined,
-          p.reporter,
-        ) as Pipeline<HandlerContext>,
-        queue,
-        settings,
-      )
-    : undefined
+  const worker = queue ? new InboxWorker(workerPipeline(resolved, settings, undefined, p.reporter), queue, settings) : undefined
   if (worker) p.wake = () => worker.wake()
   if (worker && settings.worker) worker.start()
   const noWorker = () =>
@@ -118,14 +109,19 @@ function createInbox<Extra>(
     work: () => (worker ? worker.work() : Promise.reject(noWorker())),
     stats: async () => {
       if (!queue) throw noWorker()
-      const stats = await queue.stats()
-      return { ...stats, lagMs: stats.oldestPendingAt === null ? null : Math.max(0, Date.now() - stats.oldestPendingAt) }
+      return queueStats(queue)
     },
   }
 }
 
 export { bodyTooLargeError } from './answers.js'
 export { type EventSource, RECONCILE_FIELD } from './facts.js'
+export {
+  createInboxWorker,
+  type InboxWorkerHandle,
+  type InboxWorkerOptions,
+  type InboxWorkerSettings,
+} from './inbox-worker.js'
 export {
   DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,
