@@ -1,5 +1,5 @@
 /**
- * `inbox list | show <id> | retry <id…>|--dead | purge --dead --older-than <d> | stats`:
+ * `inbox list | show <id> | retry <id…>|--dead | purge --dead --older-than <d> | stats | work`:
  * the inbox of an inbox-mode receiver (`mode: 'inbox'`) from the terminal, through the store's
  * `InboxQueue` only, so any store with an inbox works alike. Payloads are never printed but by
  * `show --payload`.
@@ -12,6 +12,7 @@ import { type InboxOptions, inboxOptions, withInbox, withNamespace } from '../li
 import { entryJson, formatDuration, printEntries, printEntry, printStats, statsJson } from '../lib/inbox-output.js'
 import { parseWhole } from '../lib/input.js'
 import { parseDuration } from '../lib/reconcile-input.js'
+import { workCommand } from './inbox-work.js'
 
 const STATES = ['pending', 'running', 'dead', 'done'] as const
 const DEFAULT_LIMIT = 100
@@ -140,7 +141,9 @@ function statsCommand(state: RunState): Command {
  * program.addCommand(inboxCommand(state))
  */
 export const inboxCommand: CommandFactory = (state) => {
-  const command = new Command('inbox').description("the inbox of an inbox-mode receiver (mode: 'inbox'): list, show, retry, purge, stats")
+  const command = new Command('inbox').description(
+    "the inbox of an inbox-mode receiver (mode: 'inbox'): list, show, retry, purge, stats, and work it from a process of its own",
+  )
   command.addHelpText(
     'after',
     examples([
@@ -149,9 +152,17 @@ export const inboxCommand: CommandFactory = (state) => {
       'email-webhooks inbox show <id> --store ./.email-webhooks/dedup.db',
       'email-webhooks inbox retry --dead --store ./.email-webhooks/dedup.db',
       'email-webhooks inbox purge --dead --older-than 7d --store ./.email-webhooks/dedup.db',
+      'email-webhooks inbox work --handlers ./handlers.js --store ./.email-webhooks/dedup.db',
     ]),
   )
-  for (const sub of [listCommand(state), showCommand(state), retryCommand(state), purgeCommand(state), statsCommand(state)]) {
+  for (const sub of [
+    listCommand(state),
+    showCommand(state),
+    retryCommand(state),
+    purgeCommand(state),
+    statsCommand(state),
+    workCommand(state),
+  ]) {
     command.addCommand(sub)
   }
   return command
