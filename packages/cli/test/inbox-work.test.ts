@@ -117,7 +117,7 @@ describe('inbox work', () => {
       expect(result.stderr).toMatch(
         /^SIGTERM: stopping; waiting for [12] running entr(y|ies) to finish \(each within the handler deadline, 5m\)/m,
       )
-      expect(result.stderr).toContain('SIGTERM: every running entry finished; stopped.')
+      expect(result.stderr).toContain('SIGTERM: no entry is running any more; stopped.')
       expect(result.stdout).toMatch(/Stopped \(SIGTERM\): [1-5] handled, 0 duplicates, 0 failed attempts to retry, 0 dead/)
       expect(await store.inbox?.stats()).toMatchObject({ running: 0, dead: 0 })
       // Every started handler finished before the exit.

@@ -12,10 +12,11 @@ import type { RunState } from '../lib/common.js'
 import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
 import { type HandlersModule, loadHandlersModule } from '../lib/handlers-module.js'
 import { type InboxOptions, inboxOptions, withInbox } from '../lib/inbox-command.js'
-import { formatDuration, statsJson } from '../lib/inbox-output.js'
+import { statsJson } from '../lib/inbox-output.js'
 import type { InboxStore } from '../lib/inbox-store.js'
 import { parseWhole } from '../lib/input.js'
-import type { Output } from '../lib/output.js'
+import { createOutput, type Output } from '../lib/output.js'
+import { WorkSignals } from '../lib/work-signals.js'
 
 /** How long the process may linger once everything is closed before it is ended (the module kept a connection open). */
 const LINGER_MS = 5_000
@@ -75,14 +76,6 @@ function build(mod: HandlersModule, o: WorkOptions, opened: InboxStore, namespac
   }
 }
 
-/** What the first signal says: whether running entries are waited for, and what a second signal does. */
-function stoppingLine(signal: NodeJS.Signals, worker: InboxWorkerHandle): string {
-  const n = worker.running()
-  if (n === 0) return `${signal}: stopping; no entry is running.`
-  const { handlerTimeoutMs, leaseMs } = worker.settings
-  return `${signal}: stopping; waiting for ${plural(n, 'running entry', 'running entries')} to finish (each within the handler deadline, ${formatDuration(handlerTimeoutMs)}). Another SIGINT or SIGTERM exits at once and lets ${n === 1 ? 'its lease' : 'their leases'} lapse (${formatDuration(leaseMs)}); a worker then takes ${n === 1 ? 'it' : 'them'} again.`
-}
-
 async function summary(out: Output, worker: InboxWorkerHandle, stoppedBy: string): Promise<void> {
   const counts = worker.counts()
   const stats = await worker.queue.stats()
@@ -91,46 +84,6 @@ async function summary(out: Output, worker: InboxWorkerHandle, stoppedBy: string
   out.line(
     `${head}: ${counts.handled} handled, ${plural(counts.duplicate, 'duplicate', 'duplicates')}, ${plural(counts.retry, 'failed attempt', 'failed attempts')} to retry, ${counts.dead} dead, ${counts.deferred} deferred (held elsewhere). Inbox now: ${stats.pending} pending, ${stats.running} running, ${stats.dead} dead.`,
   )
-}
-
-/** Runs the worker until drained (`--once`) or signalled; the second signal exits at once. */
-async function runWorker(worker: InboxWorkerHandle, once: boolean, out: Output): Promise<string> {
-  // The worker's timers are unref'd: this keeps the process alive while it runs.
-  const keepAlive = setInterval(() => {}, 2 ** 30)
-  let stoppedBy = 'drained'
-  let stopping: Promise<void> | undefined
-  let signalled: () => void = () => {}
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (stopping) {
-      const n = worker.running()
-      out.error(
-        `${signal} again: exiting now with ${plural(n, 'entry', 'entries')} running; ${n === 1 ? 'its lease lapses' : 'their leases lapse'} within ${formatDuration(worker.settings.leaseMs)}, then a worker takes ${n === 1 ? 'it' : 'them'} again (a handler cut off runs again; one that finished is recorded and is not).`,
-      )
-      void summary(out, worker, `${signal}, forced`).finally(() => process.exit(EXIT.interrupted))
-      return
-    }
-    stoppedBy = signal
-    out.error(stoppingLine(signal, worker))
-    stopping = worker.stop()
-    signalled()
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
-  try {
-    if (once) await worker.drain()
-    else {
-      worker.start()
-      await new Promise<void>((resolve) => {
-        signalled = resolve
-      })
-    }
-    await stopping
-  } finally {
-    process.removeListener('SIGINT', onSignal)
-    process.removeListener('SIGTERM', onSignal)
-    clearInterval(keepAlive)
-  }
-  return stoppedBy
 }
 
 /** Once everything of ours is closed, a connection the module keeps open would keep the process alive: end it, saying why. */
@@ -147,6 +100,9 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
   if (o.concurrency !== undefined) parseWhole(o.concurrency, '--concurrency', 1, 256)
   const mod = await loadHandlersModule(o.handlers)
   let usageCode: number | undefined
+  const signals = new WorkSignals(createOutput(o.json === true), (worker, stoppedBy) =>
+    summary(createOutput(o.json === true), worker, stoppedBy),
+  )
   try {
     const namespace = namespaceOf(o.namespace, mod.options.namespace)
     await withInbox(state, o, async (opened, out) => {
@@ -159,8 +115,8 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
       out.line(
         `${what} the inbox of ${opened.description}: namespace "${namespace}", concurrency ${concurrency}, up to ${maxAttempts} attempts, handlers for ${types} from ${o.handlers}${o.once ? '; then exiting' : '; SIGINT (Ctrl-C) or SIGTERM stops it'}.`,
       )
-      const stoppedBy = await runWorker(worker, o.once === true, out)
-      if (stoppedBy !== 'drained' && worker.running() === 0) out.error(`${stoppedBy}: every running entry finished; stopped.`)
+      const stoppedBy = await signals.run(worker, o.once === true)
+      if (stoppedBy !== 'drained') out.error(`${stoppedBy}: no entry is running any more; stopped.`)
       await summary(out, worker, stoppedBy)
       if (o.once && worker.counts().dead > 0) state.exitCode = EXIT.unexpected
     })
@@ -169,6 +125,7 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
     throw error
   } finally {
     await mod.close?.()
+    signals.dispose()
     exitIfLingering(() => usageCode ?? state.exitCode)
   }
 }
