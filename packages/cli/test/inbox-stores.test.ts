@@ -54,35 +54,36 @@ describe('inbox commands on PostgreSQL and Redis', () => {
     },
   )
 
-  // The PostgreSQL inbox is being built on another branch (inbox-stores) against the same InboxQueue
-  // contract; this test runs as soon as PostgresDedupStore has one.
-  it(
-    'PostgreSQL: lists, works (a failing handler, then a fixed one) and counts the entries a receiver queued',
-    async (ctx) => {
-      const store = stores.postgres
+  // The PostgreSQL and Redis inboxes are being built on another branch (inbox-stores) against the
+  // same InboxQueue contract; these run as soon as the store has one.
+  it.for(['postgres', 'redis'] as const)(
+    '%s: lists, works (a failing handler, then a fixed one) and counts the entries a receiver queued',
+    { timeout: SLOW },
+    async (kind, ctx) => {
+      const store = stores[kind]
       ctx.skip(
         store?.inbox === undefined,
-        'PostgresDedupStore has no inbox on this branch (store.inbox is undefined): the PostgreSQL inbox is being built on the inbox-stores branch',
+        `${NAME[kind]}DedupStore has no inbox on this branch (store.inbox is undefined): the ${NAME[kind]} inbox is being built on the inbox-stores branch`,
       )
       if (!store) return
-      const url = postgres.url
-      const ids = (await queueEvents(store, 2)).map((q) => q.id)
-      const list = JSON.parse((await runCli(['inbox', 'list', '--json', '--store', url], { cwd: dir })).stdout)
+      const { url, password } = server(kind)
+      const ids = (await queueEvents(store, 2, { namespace: kind })).map((q) => q.id)
+      const cli = (args: string[]) => runCli(['inbox', ...args, '--store', url], { cwd: dir })
+      const list = JSON.parse((await cli(['list', '--json', '--namespace', kind])).stdout)
       expect(list.map((e: { id: string }) => e.id).sort()).toEqual([...ids].sort())
-      const failing = '{ logger: false, inbox: { maxAttempts: 1 } }'
-      await writeHandlers(join(dir, 'pg-failing.mjs'), join(dir, 'pg-failing.log'), { fail: 'boom', options: failing })
-      const failed = await runCli(['inbox', 'work', '--once', '--handlers', './pg-failing.mjs', '--store', url], { cwd: dir })
+      const failing = `{ namespace: '${kind}', logger: false, inbox: { maxAttempts: 1 } }`
+      await writeHandlers(join(dir, `${kind}-failing.mjs`), join(dir, `${kind}-failing.log`), { fail: 'boom', options: failing })
+      const failed = await cli(['work', '--once', '--handlers', `./${kind}-failing.mjs`])
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr.split('\n').filter((line) => line.startsWith('dead: '))).toHaveLength(2)
-      expect((await runCli(['inbox', 'retry', '--dead', '--store', url], { cwd: dir })).stdout).toContain('2 dead entries made pending')
-      await writeHandlers(join(dir, 'pg-fixed.mjs'), join(dir, 'pg-fixed.log'))
-      const fixed = await runCli(['inbox', 'work', '--once', '--handlers', './pg-fixed.mjs', '--store', url], { cwd: dir })
+      expect((await cli(['retry', '--dead'])).stdout).toContain('2 dead entries made pending')
+      await writeHandlers(join(dir, `${kind}-fixed.mjs`), join(dir, `${kind}-fixed.log`))
+      const fixed = await cli(['work', '--once', '--namespace', kind, '--handlers', `./${kind}-fixed.mjs`])
       expect(fixed.code, fixed.stderr).toBe(0)
-      expect(lines(join(dir, 'pg-fixed.log')).sort()).toEqual([...ids].sort())
-      const stats = JSON.parse((await runCli(['inbox', 'stats', '--json', '--store', url], { cwd: dir })).stdout)
+      expect(lines(join(dir, `${kind}-fixed.log`)).sort()).toEqual([...ids].sort())
+      const stats = JSON.parse((await cli(['stats', '--json'])).stdout)
       expect(stats).toMatchObject({ pending: 0, running: 0, dead: 0, lagMs: null })
-      expect(JSON.stringify(list) + failed.stderr + fixed.stdout).not.toContain(postgres.password)
+      expect(JSON.stringify(list) + failed.stderr + fixed.stdout).not.toContain(password)
     },
-    SLOW,
   )
 })
