@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander'
 import { version } from '../package.json'
 import { emailsCommand } from './commands/emails.js'
 import { endpointCommand } from './commands/endpoint.js'
+import { inboxCommand } from './commands/inbox.js'
 import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
 import { signCommand } from './commands/sign.js'
@@ -22,6 +23,7 @@ const COMMANDS: readonly CommandFactory[] = [
   verifyCommand,
   endpointCommand,
   emailsCommand,
+  inboxCommand,
 ]
 
 /**
@@ -33,7 +35,7 @@ const COMMANDS: readonly CommandFactory[] = [
 export function createProgram(state: RunState): Command {
   const program = new Command('email-webhooks')
     .description(
-      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists.",
+      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox.",
     )
     .version(version)
     .exitOverride()

@@ -20,7 +20,7 @@ export const EXIT = {
  * throw new UsageError('--count must be a whole number from 1 to 1000000.')
  */
 export class UsageError extends Error {
-  override readonly name = 'UsageError'
+  override readonly name: string = 'UsageError'
   readonly exitCode: number = EXIT.usage
 }
 

@@ -48,31 +48,54 @@ function where(url: URL): string {
   return `${url.host}${url.pathname === '/' ? '' : url.pathname}`
 }
 
-async function openShared(raw: string): Promise<RecoveryStore> {
+/** A shared store opened from its URL, and how to name it without credentials. */
+export interface SharedStore {
+  store: DedupStore
+  kind: 'postgres' | 'redis'
+  /** `host:port/path`, without credentials. */
+  location: string
+  /** `PostgreSQL at host:port/db` or `Redis at host:port/0`. */
+  description: string
+}
+
+/**
+ * Opens the PostgreSQL or Redis store of a connection URL: without creating tables (a missing
+ * table is an error) and without Redis's durability check (tooling beside a receiver that made them).
+ * @param raw The URL, with its credentials.
+ * @param option The option it came from, for messages.
+ * @throws {UsageError} when it is not a postgres://, postgresql://, redis:// or rediss:// URL, or the store refuses it.
+ * @example
+ * const { store, description } = await openSharedStore(process.env.DATABASE_URL, '--store')
+ */
+export async function openSharedStore(raw: string, option: string): Promise<SharedStore> {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    throw new UsageError('--store is not a URL: give postgres://user:password@host:5432/db or redis://:password@host:6379/0.')
+    throw new UsageError(`${option} is not a URL: give postgres://user:password@host:5432/db or redis://:password@host:6379/0.`)
   }
   const location = where(url)
   try {
     if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') {
       const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')
-      // createTable: false: recover only reads; a missing table is an error, not something to create.
       const store = new PostgresDedupStore({ connectionString: raw, createTable: false })
-      return { store, description: `PostgreSQL at ${location}`, consulted: { kind: 'postgres', location } }
+      return { store, kind: 'postgres', location, description: `PostgreSQL at ${location}` }
     }
     if (url.protocol === 'redis:' || url.protocol === 'rediss:') {
       const { RedisDedupStore } = await import('@email-webhooks/core/redis')
-      // No durability check: recover only looks keys up.
       const store = new RedisDedupStore({ url: raw, checkDurability: false })
-      return { store, description: `Redis at ${location}`, consulted: { kind: 'redis', location } }
+      return { store, kind: 'redis', location, description: `Redis at ${location}` }
     }
   } catch (error) {
-    throw new UsageError(`Cannot consult the dedup store at ${location} (--store): ${plainMessage(error)}`)
+    throw new UsageError(`Cannot open the dedup store at ${location} (${option}): ${plainMessage(error)}`)
   }
-  throw new UsageError(`--store takes a postgres://, postgresql://, redis:// or rediss:// URL (got ${url.protocol}//…).`)
+  throw new UsageError(`${option} takes a postgres://, postgresql://, redis:// or rediss:// URL (got ${url.protocol}//…).`)
+}
+
+async function openShared(raw: string): Promise<RecoveryStore> {
+  // recover only reads: no table is created, no durability checked.
+  const { store, kind, location, description } = await openSharedStore(raw, '--store')
+  return { store, description, consulted: { kind, location } }
 }
 
 /**

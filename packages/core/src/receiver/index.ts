@@ -6,7 +6,6 @@
  */
 import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
-import type { InboxQueue, InboxStats } from '../store/inbox.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
 import { createVerifier, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
@@ -14,6 +13,7 @@ import { claimKey } from './claim.js'
 import { enqueueEvent } from './enqueue.js'
 import { handleClaimed } from './handle.js'
 import type { ResolvedInbox } from './inbox-options.js'
+import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
@@ -112,17 +112,10 @@ function createInbox<Extra>(
 ): ReceiverInbox {
   const { queue } = settings
   const worker = queue
-    ? new InboxWorker(
-        createPipeline({ ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs }, undefined, {
-          reporter: p.reporter,
-          telemetry: p.telemetry,
-        }) as Pipeline<HandlerContext>,
-        queue,
-        settings,
-      )
+    ? new InboxWorker(workerPipeline(resolved, settings, undefined, { reporter: p.reporter, telemetry: p.telemetry }), queue, settings)
     : undefined
   if (worker) p.wake = () => worker.wake()
-  if (queue && p.telemetry) p.telemetry.observeInbox(() => inboxStats(queue))
+  if (queue && p.telemetry) p.telemetry.observeInbox(() => queueStats(queue))
   if (worker && settings.worker) worker.start()
   const noWorker = () =>
     new TypeError(`${PACKAGE} this receiver hands events to inbox.sink: your queue's workers run the handlers (createInboxProcessor).`)
@@ -136,19 +129,19 @@ function createInbox<Extra>(
     work: () => (worker ? worker.work() : Promise.reject(noWorker())),
     stats: async () => {
       if (!queue) throw noWorker()
-      return inboxStats(queue)
+      return queueStats(queue)
     },
   }
 }
 
-/** The inbox's counts, with its lag: the age of the oldest pending entry. */
-async function inboxStats(queue: InboxQueue): Promise<InboxStats & { lagMs: number | null }> {
-  const stats = await queue.stats()
-  return { ...stats, lagMs: stats.oldestPendingAt === null ? null : Math.max(0, Date.now() - stats.oldestPendingAt) }
-}
-
 export { bodyTooLargeError } from './answers.js'
 export { type EventSource, RECONCILE_FIELD } from './facts.js'
+export {
+  createInboxWorker,
+  type InboxWorkerHandle,
+  type InboxWorkerOptions,
+  type InboxWorkerSettings,
+} from './inbox-worker.js'
 export {
   DEFAULT_HANDLER_TIMEOUT_MS,
   DEFAULT_LEASE_MS,

@@ -150,11 +150,12 @@ export class Reporter {
 
   /**
    * The inbox worker gave an entry up: counted, and the first one of this receiver is said (later
-   * ones are counted only: stats().dead, `email-webhooks inbox list --state dead`).
+   * ones are counted only: stats().dead, `email-webhooks inbox list --state dead`). `saidElsewhere`:
+   * an `onDeadLetter` observer says every one, so no line is written.
    */
-  deadLetter(info: ErrorInfo, attempts: number, lastError: string): void {
+  deadLetter(info: ErrorInfo, attempts: number, lastError: string, saidElsewhere = false): void {
     this.dead++
-    if (this.dead > 1) return
+    if (this.dead > 1 || saidElsewhere) return
     this.#logger?.error(
       `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`email-webhooks inbox retry --dead\` (or inbox.queue.retry('dead')); later dead letters are only counted (stats().dead).`,
     )

@@ -206,6 +206,22 @@ export interface InboxOptions {
 /** What one step of the inbox worker did. */
 export type InboxWorkResult = 'idle' | 'handled' | 'duplicate' | 'retry' | 'dead' | 'deferred'
 
+/** How many steps of an inbox worker had each result (idle steps are not counted). */
+export type InboxWorkCounts = Record<Exclude<InboxWorkResult, 'idle'>, number>
+
+/** An entry the inbox worker gave up on (kept as dead, with its last error); never the payload. */
+export interface InboxDeadLetter {
+  /** The entry's key (`namespace:webhook-id`). */
+  key: string
+  /** The webhook-id (the key without its namespace). */
+  eventId: string
+  type: string
+  /** Attempts made, the last one included. */
+  attempts: number
+  /** The last attempt's error message. */
+  error: string
+}
+
 /** A receiver's inbox (inbox mode): its worker and counts. */
 export interface ReceiverInbox {
   /** The queue the receiver records into, when it is the store's (not a sink). */

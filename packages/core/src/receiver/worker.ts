@@ -5,8 +5,9 @@
  * done; a failed handler makes it pending again after a backoff (doubling, with jitter) and dead
  * after `maxAttempts`; an event held elsewhere (in flight, its email busy, the store down) is
  * deferred without counting an attempt. Timers are unref'd: an idle worker keeps no process alive.
+ * An entry recorded under another namespace is given up at once, with a message naming both.
  */
-import { WebhookVerificationError } from '../errors.js'
+import { PACKAGE, WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import type { InboxLease, InboxQueue } from '../store/inbox.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
@@ -15,7 +16,7 @@ import { handleClaimed } from './handle.js'
 import type { ResolvedInbox } from './inbox-options.js'
 import { orderingOf } from './order.js'
 import type { Pipeline } from './pipeline.js'
-import type { HandlerContext, InboxWorkResult, ReceiverResponse } from './types.js'
+import type { HandlerContext, InboxDeadLetter, InboxWorkCounts, InboxWorkResult, ReceiverResponse } from './types.js'
 
 /** How long an entry whose event is held elsewhere waits before it is taken again. */
 const DEFER_MS = 1_000
@@ -44,12 +45,20 @@ export class InboxWorker {
   #wakers = new Set<() => void>()
   /** The store failed at the last take: said once until a take succeeds again. */
   #paused = false
+  /** Entries this worker holds now (taken, not yet finished, failed or deferred). */
+  #held = 0
+  readonly #counts: InboxWorkCounts = { handled: 0, duplicate: 0, retry: 0, dead: 0, deferred: 0 }
+  readonly #onDeadLetter: ((letter: InboxDeadLetter) => void) | undefined
 
-  /** @param p The worker's pipeline: the receiver's, with the inbox's deadlines and its reporter. */
-  constructor(p: Pipeline<HandlerContext>, queue: InboxQueue, inbox: ResolvedInbox) {
+  /**
+   * @param p The worker's pipeline: the receiver's, with the inbox's deadlines and its reporter.
+   * @param onDeadLetter Observes every dead letter; when given, the reporter's line about the first one is not written.
+   */
+  constructor(p: Pipeline<HandlerContext>, queue: InboxQueue, inbox: ResolvedInbox, onDeadLetter?: (letter: InboxDeadLetter) => void) {
     this.#p = p
     this.#queue = queue
     this.#inbox = inbox
+    this.#onDeadLetter = onDeadLetter
   }
 
   start(): void {
@@ -63,6 +72,35 @@ export class InboxWorker {
     this.wake()
     await Promise.all(this.#loops)
     this.#loops = []
+  }
+
+  /**
+   * Handles what is due now, `concurrency` entries at a time, and resolves once nothing is due (an
+   * entry whose retry time has not come waits for a later run); `stop()` ends it early.
+   */
+  async drain(): Promise<void> {
+    if (this.#running) throw new TypeError(`${PACKAGE} drain() needs a stopped worker: this one is running (start()).`)
+    this.#running = true
+    const loop = async (): Promise<void> => {
+      while (this.#running && (await this.work().catch(() => 'idle' as const)) !== 'idle') {}
+    }
+    this.#loops = Array.from({ length: this.#inbox.concurrency }, loop)
+    try {
+      await Promise.all(this.#loops)
+    } finally {
+      this.#running = false
+      this.#loops = []
+    }
+  }
+
+  /** How many entries this worker holds now. */
+  running(): number {
+    return this.#held
+  }
+
+  /** What `work()` did since the worker was built, by result (idle steps not counted). */
+  counts(): InboxWorkCounts {
+    return { ...this.#counts }
   }
 
   /** Ends every idle wait now. */
@@ -83,7 +121,25 @@ export class InboxWorker {
     if (this.#paused) p.reporter.inboxResumed()
     this.#paused = false
     if (!lease) return 'idle'
-    const id = lease.key.slice(p.namespace.length + 1)
+    this.#held++
+    let result: Exclude<InboxWorkResult, 'idle'>
+    try {
+      result = await this.#handle(lease)
+    } finally {
+      this.#held--
+    }
+    this.#counts[result]++
+    return result
+  }
+
+  async #handle(lease: InboxLease): Promise<Exclude<InboxWorkResult, 'idle'>> {
+    const p = this.#p
+    const prefix = `${p.namespace}:`
+    if (!lease.key.startsWith(prefix)) {
+      const why = `recorded under another namespace than this worker's ("${p.namespace}"): run the worker with the receiver's namespace, then retry the dead entries`
+      return this.#fail(lease, `${why} (key ${lease.key})`, true)
+    }
+    const id = lease.key.slice(prefix.length)
     let event: WebhookEvent
     try {
       event = parseEnvelope(lease.item.payload, id)
@@ -103,7 +159,7 @@ export class InboxWorker {
     event: WebhookEvent,
     id: string,
     trace: DeliveryTrace | undefined,
-  ): Promise<{ result: InboxWorkResult; answer: ReceiverResponse }> {
+  ): Promise<{ result: Exclude<InboxWorkResult, 'idle'>; answer: ReceiverResponse }> {
     const p = this.#p
     const claimed = await claimKey(p, lease.key, event, orderingOf(p, event), trace)
     if (!('claim' in claimed)) {
@@ -111,7 +167,7 @@ export class InboxWorker {
       return { result, answer: claimed }
     }
     const answer = await handleClaimed(p, lease.key, claimed, event, { id, timestamp: lease.item.timestamp }, undefined)
-    let result: InboxWorkResult
+    let result: Exclude<InboxWorkResult, 'idle'>
     if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
     else if (answer.code === 'handler_failed' || answer.code === 'handler_timeout')
       result = await this.#fail(lease, messageOf(answer), false)
@@ -140,30 +196,39 @@ export class InboxWorker {
     })
   }
 
-  async #finish(lease: InboxLease, result: 'handled' | 'duplicate'): Promise<InboxWorkResult> {
+  async #finish(lease: InboxLease, result: 'handled' | 'duplicate'): Promise<'handled' | 'duplicate'> {
     await this.#queue.finish(lease, { retentionMs: this.#p.retentionMs }).catch(() => false)
     return result
   }
 
-  async #defer(lease: InboxLease): Promise<InboxWorkResult> {
+  async #defer(lease: InboxLease): Promise<'deferred'> {
     await this.#queue.defer(lease, { retryInMs: DEFER_MS }).catch(() => false)
     return 'deferred'
   }
 
   /** A failed attempt: pending again after the backoff, or dead after the last attempt (or when it can never run). */
-  async #fail(lease: InboxLease, error: string, never: boolean): Promise<InboxWorkResult> {
+  async #fail(lease: InboxLease, error: string, never: boolean): Promise<'retry' | 'dead'> {
     const { maxAttempts, retryBaseMs, retryMaxMs } = this.#inbox
     const dead = never || lease.attempt >= maxAttempts
     // Equal jitter: half the exponential wait, plus up to as much again at random.
     const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.min(lease.attempt - 1, 30))
     const retryInMs = dead ? null : Math.ceil(wait / 2 + Math.random() * (wait / 2))
     const failed = await this.#queue.fail(lease, { error, retryInMs }).catch(() => false)
-    if (dead && failed)
-      this.#p.reporter.deadLetter(
-        { status: 500, eventId: lease.key.slice(this.#p.namespace.length + 1), type: lease.item.type },
-        lease.attempt,
-        error,
-      )
+    if (dead && failed) this.#deadLetter(lease, error)
     return dead ? 'dead' : 'retry'
+  }
+
+  /** Counts a dead letter, and says it: to `onDeadLetter` when given, else the reporter's line about the first one. */
+  #deadLetter(lease: InboxLease, error: string): void {
+    const prefix = `${this.#p.namespace}:`
+    const eventId = lease.key.startsWith(prefix) ? lease.key.slice(prefix.length) : lease.key
+    const observer = this.#onDeadLetter
+    this.#p.reporter.deadLetter({ status: 500, eventId, type: lease.item.type }, lease.attempt, error, observer !== undefined)
+    if (!observer) return
+    try {
+      observer({ key: lease.key, eventId, type: lease.item.type, attempts: lease.attempt, error })
+    } catch {
+      // An observer only observes: what it throws must not stop the worker.
+    }
   }
 }

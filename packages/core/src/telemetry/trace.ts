@@ -73,7 +73,7 @@ export class DeliveryTrace {
     this.#tracer = tracer
     this.#instruments = instruments
     this.#root = root
-    this.#recording = root !== undefined && root.span.isRecording()
+    this.#recording = root?.span.isRecording() === true
     this.#store = store
   }
 

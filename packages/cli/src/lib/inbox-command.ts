@@ -1,0 +1,71 @@
+/**
+ * What every `inbox` subcommand shares: `--store`, `--json` (and `--namespace` where ids are
+ * shown or given), usage errors that reach `run()`, and a run with the store open: a store
+ * failure is one line on stderr (exit 3 when it cannot be reached, else 1), and the store is
+ * closed whatever happens.
+ */
+import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
+import type { Command } from 'commander'
+import type { RunState } from './common.js'
+import { withJson } from './common.js'
+import { EXIT, plainMessage } from './errors.js'
+import { type InboxStore, openInboxStore } from './inbox-store.js'
+import { createOutput, type Output } from './output.js'
+import { DB_ENV, DEFAULT_DB_PATH } from './recover-store.js'
+
+/** The options every inbox subcommand takes, as commander parses them. */
+export interface InboxOptions {
+  store?: string
+  json?: boolean
+}
+
+/**
+ * Adds `--store` and `--json`, and makes usage errors reach `run()` (subcommands do not inherit the program's settings).
+ * @example
+ * inboxOptions(new Command('stats'))
+ */
+export function inboxOptions(command: Command): Command {
+  command
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .option(
+      '--store <path|url>',
+      `the receiver's store: its SQLite file (must exist), or a postgres://… or redis://… URL (default ${DB_ENV}, else ${DEFAULT_DB_PATH} when it exists)`,
+    )
+  return withJson(command)
+}
+
+/**
+ * Adds `--namespace` (with the receiver's default), for subcommands that show or take webhook-ids.
+ * @example
+ * withNamespace(inboxOptions(new Command('list')))
+ */
+export function withNamespace(command: Command): Command {
+  return command.option('--namespace <ns>', "the receiver's namespace option: ids are shown and taken without it", DEFAULT_NAMESPACE)
+}
+
+/**
+ * Opens the store, runs `action`, and closes the store; a store failure becomes one line and an exit code.
+ * @param state Where the exit code goes.
+ * @param options `--store` and `--json`.
+ * @param action What the subcommand does with the store's inbox.
+ * @example
+ * await withInbox(state, o, async ({ inbox }, out) => out.line(String((await inbox.stats()).dead)))
+ */
+export async function withInbox(
+  state: RunState,
+  options: InboxOptions,
+  action: (opened: InboxStore, out: Output) => Promise<void>,
+): Promise<void> {
+  const out = createOutput(options.json === true)
+  const opened = await openInboxStore(options.store)
+  try {
+    await action(opened, out)
+  } catch (error) {
+    if (!(error instanceof DedupStoreError)) throw error
+    out.error(`email-webhooks: the store (${opened.description}) failed: ${plainMessage(error)}`)
+    state.exitCode = error.code === 'connection_failed' ? EXIT.unreachable : EXIT.unexpected
+  } finally {
+    await opened.store.close?.()
+  }
+}
