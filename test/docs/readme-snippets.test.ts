@@ -126,7 +126,7 @@ describe('documentation snippets', () => {
       'README.md',
       'docs/design.md',
       'docs/runtimes.md',
-      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda'].map((p) => `packages/${p}/README.md`),
+      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss'].map((p) => `packages/${p}/README.md`),
     ]) {
       expect(found).toContain(doc)
     }

@@ -28,5 +28,5 @@ export function startWorker(redisUrl: string, handlers: EmailEventHandlers) {
     connection: { url: redisUrl, maxRetriesPerRequest: null },
     concurrency: 4,
   })
-  return { worker, close: async () => Promise.all([await worker.close(), store.close()]) }
+  return { worker, close: () => Promise.all([worker.close(), store.close()]) }
 }

@@ -11,7 +11,15 @@ import type PgBoss from 'pg-boss'
 /** Send options the sink leaves to you (`id` is its own; retention is given in seconds only). */
 export type PgBossSinkSendOptions = Omit<
   PgBoss.SendOptions,
-  'id' | 'singletonKey' | 'singletonSeconds' | 'singletonMinutes' | 'singletonHours' | 'singletonNextSlot' | 'retentionMinutes' | 'retentionHours' | 'retentionDays'
+  | 'id'
+  | 'singletonKey'
+  | 'singletonSeconds'
+  | 'singletonMinutes'
+  | 'singletonHours'
+  | 'singletonNextSlot'
+  | 'retentionMinutes'
+  | 'retentionHours'
+  | 'retentionDays'
 >
 
 /** Options of {@link pgBossSink}. */
@@ -77,10 +85,7 @@ export function pgBossSink(boss: PgBossLike, queueName: string, options: PgBossS
   return {
     async enqueue(item: InboxItem, { retentionMs }) {
       const id = pgBossJobId(item.key)
-      const retentionSeconds = Math.max(
-        Math.ceil(retentionMs / 1000),
-        sendOptions.retentionSeconds ?? PG_BOSS_DEFAULT_RETENTION_SECONDS,
-      )
+      const retentionSeconds = Math.max(Math.ceil(retentionMs / 1000), sendOptions.retentionSeconds ?? PG_BOSS_DEFAULT_RETENTION_SECONDS)
       const sent = await boss.send(queueName, item, { ...PG_BOSS_JOB_DEFAULTS, ...sendOptions, id, retentionSeconds })
       if (sent !== null) return 'queued'
       // No row inserted: a job with this id is there (a duplicate), or the queue does not exist
