@@ -14,6 +14,8 @@ const EXPORTS: Record<string, string[]> = {
   '@email-webhooks/fastify': ['emailWebhook'],
   '@email-webhooks/koa': ['emailWebhook'],
   '@email-webhooks/lambda': ['emailWebhook'],
+  '@email-webhooks/bullmq': ['BULLMQ_JOB_DEFAULTS', 'bullmqJobId', 'bullmqProcessor', 'bullmqSink'],
+  '@email-webhooks/pg-boss': ['PG_BOSS_JOB_DEFAULTS', 'pgBossJobId', 'pgBossSink', 'pgBossWork'],
 }
 
 describe('adapter exports', () => {

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const MAX_PARTIAL = 2
 const MARKER = /^<!-- snippet: (.+?) -->$/
-/** The runtime and framework recipes that must stay quoted whole somewhere in the docs (each run by its example's test). */
+/** The runtime, framework and queue recipes that must stay quoted whole somewhere in the docs (each run by its example's test). */
 const RUNTIME_RECIPES = [
   'examples/bun/src/server.ts',
   'examples/deno/src/server.ts',
@@ -25,6 +25,10 @@ const RUNTIME_RECIPES = [
   'examples/nuxt/server/api/hooks.post.ts',
   'examples/astro/src/pages/api/hooks.ts',
   'examples/elysia/src/server.ts',
+  'examples/bullmq/src/app.ts',
+  'examples/pg-boss/src/app.ts',
+  'examples/sqs/src/functions.ts',
+  'examples/cloudflare-queues/src/worker.js',
 ]
 /** Where type-checked snippets live, virtually: beside test/node_modules, so the workspace packages resolve. */
 const SNIPPET_DIR = join(ROOT, 'test/docs/.snippets')
@@ -126,7 +130,8 @@ describe('documentation snippets', () => {
       'README.md',
       'docs/design.md',
       'docs/runtimes.md',
-      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda'].map((p) => `packages/${p}/README.md`),
+      'docs/queues.md',
+      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss'].map((p) => `packages/${p}/README.md`),
     ]) {
       expect(found).toContain(doc)
     }

@@ -3,7 +3,8 @@
  * every adapter), `npm install` of the tarballs into a fresh temporary app (with express, hono,
  * @hono/node-server, fastify, koa and @koa/router from the registry, through the npm cache), then a
  * signed delivery through each adapter over real HTTP on 127.0.0.1 (the Lambda handler invoked with a
- * function-URL event): 200, the duplicate 200, the tampered body 401.
+ * function-URL event): 200, the duplicate 200, the tampered body 401. The queue packages (BullMQ,
+ * pg-boss, with their peers from the registry) load from their tarballs, ESM and CJS.
  *
  * better-sqlite3 is installed with --ignore-scripts (compiling it takes minutes) at the version the
  * workspace built, and the workspace's compiled binding is copied in; the Express app uses the
@@ -19,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda'] as const
+const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss'] as const
 const INSTALL_TIMEOUT_MS = 240_000
 const STEP_TIMEOUT_MS = 60_000
 
@@ -75,6 +76,10 @@ describe('packed packages in a fresh app outside the workspace', () => {
             '@email-webhooks/fastify': file('fastify'),
             '@email-webhooks/koa': file('koa'),
             '@email-webhooks/lambda': file('lambda'),
+            '@email-webhooks/bullmq': file('bullmq'),
+            '@email-webhooks/pg-boss': file('pg-boss'),
+            bullmq: workspacePackage('bullmq', 'test').version,
+            'pg-boss': workspacePackage('pg-boss', 'test').version,
             express: workspacePackage('express', 'test').version,
             fastify: workspacePackage('fastify', 'test').version,
             koa: workspacePackage('koa', 'test').version,
@@ -130,6 +135,21 @@ describe('packed packages in a fresh app outside the workspace', () => {
       expect(result.handled).toHaveLength(1)
     })
   }
+
+  it('loads the queue packages from their tarballs, ESM and CJS, with their peers', async () => {
+    const script = [
+      "const esm = await import('@email-webhooks/bullmq')",
+      "const pg = await import('@email-webhooks/pg-boss')",
+      "const { createRequire } = await import('node:module')",
+      'const require = createRequire(import.meta.url)',
+      "const cjs = require('@email-webhooks/bullmq')",
+      "console.log(JSON.stringify([esm.bullmqJobId('default:a'), typeof cjs.bullmqSink, pg.pgBossJobId('default:a'), typeof require('@email-webhooks/pg-boss').pgBossSink]))",
+    ].join(';')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: app, timeout: STEP_TIMEOUT_MS })
+    const [jobId, sink, uuid, pgSink] = JSON.parse(stdout.trim())
+    expect([jobId, sink, pgSink]).toEqual(['ewh-default%3Aa', 'function', 'function'])
+    expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  })
 
   it("keeps the Express package's default SQLite store across processes", async () => {
     const first = await runApp('express', 'durable-delivery.json', 'durable.db')

@@ -53,6 +53,7 @@ const NOT_NODE_SPECIFIC = [
   'examples/elysia/**',
   'examples/deno/**',
   'examples/cloudflare-worker/**',
+  'examples/cloudflare-queues/**',
   'test/pack/**',
 ]
 const BUILD_TIMEOUT_MS = 20 * 60_000

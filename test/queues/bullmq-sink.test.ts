@@ -1,0 +1,97 @@
+// bullmqSink against a real Redis (test/queues/bullmq-harness.ts): the answer waits for the job, one
+// job per event however often or however concurrently it is delivered, completed jobs kept retentionMs.
+import { BULLMQ_JOB_DEFAULTS, bullmqJobId, bullmqSink } from '@email-webhooks/bullmq'
+import type { InboxItem } from '@email-webhooks/core'
+import { createSignedDelivery } from '@email-webhooks/core/testing'
+import type { Queue } from 'bullmq'
+import { describe, expect, it } from 'vitest'
+import { bullmqHarness } from './bullmq-harness.js'
+import { gate, post, waitFor } from './support.js'
+
+const { setup, startWorker } = bullmqHarness()
+
+describe('bullmqSink', () => {
+  it('answers 200 queued only once the job is in Redis; a redelivery makes no second job and answers duplicate', async () => {
+    const held = gate()
+    let added = false
+    const { queue, url } = await setup({}, (queue) => ({
+      name: queue.name,
+      defaultJobOptions: queue.defaultJobOptions,
+      getJob: (id: string) => queue.getJob(id),
+      add: (async (...args: Parameters<Queue['add']>) => {
+        await held.promise
+        const job = await queue.add(...args)
+        added = true
+        return job
+      }) as Queue['add'],
+    }))
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    let answered = false
+    const answer = post(url, delivery).finally(() => {
+      answered = true
+    })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(answered).toBe(false)
+    held.open()
+    const first = await answer
+    expect(added).toBe(true)
+    expect(first).toMatchObject({ status: 200, json: { ok: true, queued: true } })
+    const jobId = bullmqJobId(`default:${delivery.event.id}`)
+    const job = await queue.getJob(jobId)
+    expect(job?.name).toBe('email.bounced')
+    expect((job?.data as InboxItem | undefined)?.payload).toBe(delivery.body)
+    expect(job?.opts).toMatchObject({ attempts: BULLMQ_JOB_DEFAULTS.attempts, removeOnComplete: { age: 7 * 24 * 3600 } })
+
+    const again = await createSignedDelivery({ event: delivery.event, timestamp: Math.floor(Date.now() / 1000) + 1 })
+    expect(await post(url, again)).toMatchObject({ status: 200, json: { ok: true, duplicate: true } })
+    expect(await queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed')).toMatchObject({
+      waiting: 1,
+      active: 0,
+      completed: 0,
+      failed: 0,
+      delayed: 0,
+    })
+  })
+
+  it('tells a duplicate from a new job when two deliveries of one event race (exactly one queued)', async () => {
+    const { queue, url } = await setup()
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post(url, delivery)))
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
+    expect(answers.filter((a) => (a.json as { queued?: boolean }).queued === true)).toHaveLength(1)
+    expect(answers.filter((a) => (a.json as { duplicate?: boolean }).duplicate === true)).toHaveLength(5)
+    expect(await queue.count()).toBe(1)
+  })
+
+  it('keeps a completed job retentionMs, so a redelivery after the handler ran is still a duplicate', async () => {
+    const { name, queue, store, url } = await setup()
+    const ran: string[] = []
+    startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    const jobId = bullmqJobId(`default:${delivery.event.id}`)
+    await waitFor('the job to complete', async () => ((await queue.getJob(jobId))?.finishedOn ? true : undefined))
+    expect(await post(url, delivery)).toMatchObject({ status: 200, json: { ok: true, duplicate: true } })
+    expect(ran).toEqual([delivery.event.id])
+    expect(await (await queue.getJob(jobId))?.getState()).toBe('completed')
+  })
+
+  it('encodes keys into legal, distinct BullMQ job ids (a namespace or an event id with ":" or "%")', async () => {
+    const { queue } = await setup()
+    const sink = bullmqSink(queue)
+    const item = (key: string): InboxItem => ({ key, type: 'email.bounced', payload: '{}', timestamp: 1 })
+    const keys = ['acme:prod:evt_1', 'acme%3Aprod:evt_1', 'acme:prod%3Aevt_1', 'default:12345', 'default:a:b:c']
+    for (const key of keys) expect(await sink.enqueue(item(key), { retentionMs: 60_000 })).toBe('queued')
+    const ids = keys.map(bullmqJobId)
+    expect(new Set(ids).size).toBe(keys.length)
+    expect(ids.filter((id) => id.includes(':'))).toEqual([])
+    expect(ids[0]).toBe('ewh-acme%3Aprod%3Aevt_1')
+    for (const [i, id] of ids.entries()) expect(((await queue.getJob(id))?.data as InboxItem | undefined)?.key).toBe(keys[i])
+    for (const key of keys) expect(await sink.enqueue(item(key), { retentionMs: 60_000 })).toBe('duplicate')
+    expect(await queue.count()).toBe(keys.length)
+  })
+
+  it('refuses what is not a BullMQ queue', () => {
+    expect(() => bullmqSink({} as Queue)).toThrow(/needs a BullMQ Queue/)
+  })
+})

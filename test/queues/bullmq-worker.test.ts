@@ -1,0 +1,96 @@
+// BullMQ Workers running bullmqProcessor(createInboxProcessor(…)) against a real Redis
+// (test/queues/bullmq-harness.ts): one handler run per event when its job runs twice, a failing
+// handler retried by BullMQ, and a queue that is down answered 503 with nothing lost once it is back.
+import { bullmqJobId } from '@email-webhooks/bullmq'
+import { createSignedDelivery } from '@email-webhooks/core/testing'
+import { describe, expect, it } from 'vitest'
+import { bullmqHarness } from './bullmq-harness.js'
+import { post, waitFor } from './support.js'
+
+const { setup, startWorker, proxy } = bullmqHarness()
+const FAST_RETRIES = { jobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 50, jitter: 0.5 } } }
+
+describe('bullmqProcessor in a BullMQ Worker', () => {
+  it('runs the handler once when the same event is queued again under another job id (run at once: in_flight, retried)', async () => {
+    const { name, queue, store, url } = await setup()
+    const ran: string[] = []
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    const job = await queue.getJob(bullmqJobId(`default:${delivery.event.id}`))
+    // Both jobs start together (concurrency 2): the one that finds the event held elsewhere throws
+    // in_flight and BullMQ retries it, when the store answers duplicate.
+    await queue.add('copy', job?.data, { jobId: 'a-copy-of-the-job', attempts: 5, backoff: { type: 'fixed', delay: 100 } })
+    startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const results = await waitFor('both jobs to complete', async () => {
+      const done = await queue.getCompleted()
+      return done.length === 2 ? done.map((j) => j.returnvalue).sort() : undefined
+    })
+    expect(results).toEqual(['duplicate', 'handled'])
+    expect(ran).toEqual([delivery.event.id])
+  })
+
+  it('runs the handler once when the first attempt fails after the handler succeeded (the retry is a duplicate)', async () => {
+    const { name, queue, store, url } = await setup(FAST_RETRIES)
+    const ran: string[] = []
+    const delivery = await createSignedDelivery({ type: 'email.complained' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    startWorker(name, store, { 'email.complained': async (event) => void ran.push(event.id) }, async (run, attempt) => {
+      const outcome = await run()
+      if (attempt === 1) throw new Error('the worker died after the handler ran')
+      return outcome
+    })
+    const job = await waitFor('the job to complete', async () => {
+      const found = await queue.getJob(bullmqJobId(`default:${delivery.event.id}`))
+      return found?.finishedOn ? found : undefined
+    })
+    expect({ returned: job.returnvalue, attempts: job.attemptsMade }).toEqual({ returned: 'duplicate', attempts: 2 })
+    expect(ran).toEqual([delivery.event.id])
+  })
+
+  it('lets BullMQ retry a handler that throws, with backoff, until it succeeds', async () => {
+    const { name, queue, store, url } = await setup(FAST_RETRIES)
+    const tries: number[] = []
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    startWorker(name, store, {
+      'email.bounced': async () => {
+        tries.push(Date.now())
+        if (tries.length < 3) throw new Error('the mail database is down')
+      },
+    })
+    const job = await waitFor('the job to complete', async () => {
+      const found = await queue.getJob(bullmqJobId(`default:${delivery.event.id}`))
+      return found?.finishedOn ? found : undefined
+    })
+    expect({ returned: job.returnvalue, attempts: job.attemptsMade, failed: job.failedReason }).toMatchObject({
+      returned: 'handled',
+      attempts: 3,
+    })
+    expect(tries).toHaveLength(3)
+    // Exponential from 50 ms with 50 % jitter: the second wait is at least 50 ms (100 ms less half).
+    expect((tries[2] ?? 0) - (tries[1] ?? 0)).toBeGreaterThanOrEqual(45)
+  })
+
+  it('answers 503 store_unavailable with Retry-After while Redis is unreachable, and loses nothing once it is back', async () => {
+    const { name, queue, store, url } = await setup()
+    const ran: string[] = []
+    startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    proxy().down()
+    const refused = await post(url, delivery)
+    expect(refused.status).toBe(503)
+    expect((refused.json as { error: { code: string } }).error.code).toBe('store_unavailable')
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    proxy().up()
+    // The sender retries: the event is queued now (or was, by the add that outlived the 503).
+    const retried = await waitFor('the queue to answer again', async () => {
+      const again = await post(url, await createSignedDelivery({ event: delivery.event }))
+      return again.status === 200 ? again : undefined
+    })
+    expect(retried.json).toMatchObject({ ok: true })
+    await waitFor('the handler', () => (ran.length > 0 ? true : undefined))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(ran).toEqual([delivery.event.id])
+    expect(await queue.getJobCounts('completed', 'failed', 'waiting', 'active')).toMatchObject({ completed: 1, failed: 0 })
+  })
+})
