@@ -8,6 +8,8 @@
  *   store     + a MemoryDedupStore claim and complete
  *   memory    the Hono adapter with a MemoryDedupStore (what the bench's hono-memory runs)
  *   sqlite    the Hono adapter with the default durable SQLite store (EMAIL_WEBHOOKS_DB or a temporary file)
+ *   hand      the bench's hand-written receiver with a Map (../src/hand: what hono-memory is measured against)
+ *   hand-sqlite  the hand-written receiver with SQLite group commit (what hono-sqlite is measured against)
  *
  * Prints its port on stdout; on SIGINT prints CPU µs per request (user and kernel) since SIGUSR2
  * (or since start) on stderr and exits.
@@ -19,6 +21,8 @@ import { MemoryDedupStore, parseEnvelope, verifyWebhook } from '@email-webhooks/
 import { emailWebhook } from '@email-webhooks/hono'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
+import { memoryDedup, sqliteDedup } from '../src/hand/dedup.js'
+import { honoHandRoute } from '../src/hand/routes.js'
 import { BENCH_SECRET } from '../src/payloads.js'
 
 const OK = '{"ok":true}'
@@ -57,7 +61,13 @@ const variants = {
   memory: () => emailWebhook(BENCH_SECRET, handlers, { store: new MemoryDedupStore() }),
   sqlite: () => {
     process.env.EMAIL_WEBHOOKS_DB ??= join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'dedup.db')
-    return emailWebhook(BENCH_SECRET, handlers)
+    // stdout carries only the port: the store's start-up line (logger.info) goes to stderr.
+    return emailWebhook(BENCH_SECRET, handlers, { logger: { info: console.error, warn: console.warn, error: console.error } })
+  },
+  hand: () => honoHandRoute({ secret: BENCH_SECRET, handlers, dedup: memoryDedup() }),
+  'hand-sqlite': async () => {
+    const path = process.env.EMAIL_WEBHOOKS_DB ?? join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'hand.db')
+    return honoHandRoute({ secret: BENCH_SECRET, handlers, dedup: await sqliteDedup({ path }) })
   },
 }
 const variant = process.argv[2]
@@ -67,7 +77,7 @@ if (!(variant in variants)) {
 }
 const app = new Hono()
 const handler = variants[variant]
-app.post('/hooks', handler.length === 0 ? handler() : handler)
+app.post('/hooks', handler.length === 0 ? await handler() : handler)
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => console.log(info.port))
 let requests = 0
 server.on('request', () => requests++)

@@ -1,10 +1,13 @@
 /**
- * HTTP: each variant (our adapter with a store) is paired with its bare framework baseline and
- * measured in interleaved rounds (bare, variant, bare, variant, …) after a warm-up. Servers run
- * in their own processes pinned to one core, the load generator in another pinned to the other
- * (pinning.js); every round sends pre-signed events from a pool built before it. Server CPU per
- * request comes from the server's own `process.cpuUsage()` across the round (over IPC, untimed).
- * After the rounds, one autocannon pair (fixed count, timed end to end) cross-checks the ratio.
+ * HTTP: each variant (our adapter with a store) is measured in interleaved rounds with its
+ * baselines (variants.js): its `main` one (the hand-written receiver with the same kind of dedup)
+ * and, for information, its `info` one (the bare framework): info, main, ours, info, main, ours, …
+ * after a warm-up. Servers run in their own processes pinned to one core, the load generator in
+ * another pinned to the other (pinning.js); every round sends pre-signed events from a pool built
+ * before it. Server CPU per request comes from the server's own `process.cpuUsage()` across the
+ * round (over IPC, untimed); a database server's CPU (PostgreSQL, Redis: outside the receiver's
+ * process) from /proc across the same round. After the rounds, one autocannon pair (main, ours;
+ * fixed count, timed end to end) cross-checks the ratio.
  */
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
@@ -12,72 +15,21 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from './harness.js'
-import { cpuTicks, othersShare, spawnNode } from './pinning.js'
+import { cpuTicks, othersShare, pinProcess, spawnNode } from './pinning.js'
+import { BASELINE_LABELS, HTTP_VARIANTS, serviceOf } from './variants.js'
+
+export { BASELINE_LABELS, HTTP_VARIANTS }
 
 const here = fileURLToPath(new URL('.', import.meta.url))
-
-export const BARE_LABELS = {
-  express: 'Express 5 bare (express.raw → 200)',
-  'express lean': 'Express 5 lean bare (body read by hand → res.end)',
-  hono: 'Hono on @hono/node-server bare (arrayBuffer → 200)',
-  'hono memory': 'Hono + memory store, ordering off',
-  'hono sqlite': 'Hono + SQLite, ordering off',
-  'express sqlite': 'Express 5 + SQLite, ordering off',
-}
 /** A load generator busier than this may be what limits a round (reported, not flagged). */
 const LOAD_BOUND = 0.8
-
-export const HTTP_VARIANTS = [
-  { id: 'express-memory', framework: 'express', mode: 'memory', kind: 'distinct', label: 'Express 5 + memory store' },
-  // Information, not an issue target: the same, against the leanest Express route (body read by
-  // hand, res.end) instead of express.raw + res.json, which cost more than our adapter's reading.
-  {
-    id: 'express-memory-lean',
-    framework: 'express',
-    mode: 'memory',
-    bare: 'lean',
-    kind: 'distinct',
-    label: 'Express 5 + memory store, vs a lean bare route (body read by hand, res.end)',
-  },
-  { id: 'express-sqlite', framework: 'express', mode: 'sqlite', kind: 'distinct', label: 'Express 5 + default SQLite store' },
-  { id: 'express-sqlite-dup', framework: 'express', mode: 'sqlite', kind: 'duplicates', label: 'Express 5 + SQLite, 50 % duplicates' },
-  { id: 'hono-memory', framework: 'hono', mode: 'memory', kind: 'distinct', label: 'Hono (node-server) + memory store' },
-  { id: 'hono-sqlite', framework: 'hono', mode: 'sqlite', kind: 'distinct', label: 'Hono (node-server) + default SQLite store' },
-  { id: 'hono-sqlite-dup', framework: 'hono', mode: 'sqlite', kind: 'duplicates', label: 'Hono (node-server) + SQLite, 50 % duplicates' },
-  // The cost of ordering: the same adapter and store with `ordering: true`, paired with ordering off
-  // (the "bare" side of these pairs). Every event is of a new email: each writes a mark and a lock.
-  {
-    id: 'hono-memory-ordering',
-    framework: 'hono',
-    mode: 'memory-ordered',
-    bare: 'memory',
-    kind: 'distinct',
-    label: 'Hono + memory store, ordering: true vs off',
-  },
-  {
-    id: 'hono-sqlite-ordering',
-    framework: 'hono',
-    mode: 'sqlite-ordered',
-    bare: 'sqlite',
-    kind: 'distinct',
-    label: 'Hono + SQLite, ordering: true vs off',
-  },
-  {
-    id: 'express-sqlite-ordering',
-    framework: 'express',
-    mode: 'sqlite-ordered',
-    bare: 'sqlite',
-    kind: 'distinct',
-    label: 'Express 5 + SQLite, ordering: true vs off',
-  },
-]
 
 /** Two ratios from the two load generators agree when they differ by at most this much. */
 export const AGREEMENT = 0.1
 const FIRST_RATE_GUESS = 20_000
 
 /** A child process spoken to over IPC: `request(message)` resolves with the next reply. */
-function ipcChild(child, name) {
+export function ipcChild(child, name) {
   let stderr = ''
   child.stderr?.on('data', (chunk) => {
     stderr = (stderr + chunk).slice(-4000)
@@ -105,21 +57,36 @@ function ipcChild(child, name) {
   }
 }
 
-async function startServer(pinning, framework, mode) {
-  const dir = mode.startsWith('sqlite') ? mkdtempSync(join(tmpdir(), 'email-webhooks-http-')) : undefined
+/**
+ * Starts `node server.js <framework> <mode>` pinned to the server core; SQLite modes get a file of
+ * their own, PostgreSQL and Redis modes the URL of the run's server (`services`, started on first use).
+ */
+export async function startServer(pinning, framework, mode, { services, env: extraEnv = {} } = {}) {
+  const dir = mode.includes('sqlite') ? mkdtempSync(join(tmpdir(), 'email-webhooks-http-')) : undefined
   const dbPath = dir && join(dir, 'dedup.db')
-  const env = { ...process.env, ...(dbPath ? { EMAIL_WEBHOOKS_DB: dbPath } : {}) }
-  const child = spawnNode(pinning, pinning.serverCore, [join(here, 'server.js'), framework, mode], {
+  const serviceName = serviceOf(mode)
+  const service = serviceName ? await services.get(serviceName) : undefined
+  const env = {
+    ...process.env,
+    ...(dbPath ? { EMAIL_WEBHOOKS_DB: dbPath } : {}),
+    ...(serviceName === 'postgres' ? { BENCH_POSTGRES_URL: service.url } : {}),
+    ...(serviceName === 'redis' ? { BENCH_REDIS_URL: service.url } : {}),
+    ...extraEnv,
+  }
+  const child = spawnNode(pinning, undefined, [join(here, 'server.js'), framework, mode], {
     env,
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   })
   const ipc = ipcChild(child, `server ${framework} ${mode}`)
   const { port } = await ipc.next()
+  pinProcess(pinning, pinning.serverCore, child.pid)
   return {
     port,
     dbPath,
+    service,
     rate: FIRST_RATE_GUESS,
     mark: () => ipc.request({ type: 'mark' }),
+    journal: async () => (await ipc.request({ type: 'journal' })).ids,
     async stop() {
       await ipc.stop()
       if (dir) rmSync(dir, { recursive: true, force: true })
@@ -134,9 +101,11 @@ async function round(load, server, { pinning, tool, kind, seconds, connections, 
   const { buildMs } = await load.request({ type: 'prepare', tool, port: server.port, kind, size, connections, seconds })
   const core = pinning.enabled ? pinning.serverCore : undefined
   const before = await server.mark()
+  const dbBefore = server.service?.cpuMicros()
   const ticks = cpuTicks(core)
   const result = await load.request({ type: 'go' })
   const ticksAfter = cpuTicks(core)
+  const dbAfter = server.service?.cpuMicros()
   const after = await server.mark()
   const cpuUs = after.cpu.user - before.cpu.user + (after.cpu.system - before.cpu.system)
   const served = after.requests - before.requests
@@ -154,6 +123,7 @@ async function round(load, server, { pinning, tool, kind, seconds, connections, 
   return {
     ...result,
     tool,
+    connections,
     // Other processes' use of the server's core (of the machine, unpinned): a busy machine shows here.
     others: othersShare(
       ticks,
@@ -164,7 +134,11 @@ async function round(load, server, { pinning, tool, kind, seconds, connections, 
     buildMs,
     served,
     handled: after.handled - before.handled,
+    // Inbox mode: entries not yet handled when the round ended (the worker's backlog).
+    backlog: after.pending,
     cpuPerRequestUs: served > 0 ? cpuUs / served : 0,
+    // The database server's CPU (all its processes, /proc ticks of 10 ms) per request of the round.
+    dbCpuPerRequestUs: dbBefore === undefined ? undefined : served > 0 ? (dbAfter - dbBefore) / served : 0,
     serverBusy,
     // The raw client counts its answers; the server counts what it received: they must agree.
     flagged: result.non2xx > 0 || result.errors > 0 || (tool === 'raw' && served !== result.requests),
@@ -172,86 +146,130 @@ async function round(load, server, { pinning, tool, kind, seconds, connections, 
   }
 }
 
-/** Medians and ratios of one variant's paired rounds. */
-export function summarize(variant, pairs, cross) {
-  const bare = pairs.map((pair) => pair.bare)
+/** Medians of one side's rounds. */
+function figures(rows) {
+  const m = (key) => median(rows.map((row) => row[key]))
+  const db = rows.every((row) => row.dbCpuPerRequestUs !== undefined) ? m('dbCpuPerRequestUs') : undefined
+  return { perSecond: m('perSecond'), p50Us: m('p50Us'), p99Us: m('p99Us'), cpuUs: m('cpuPerRequestUs'), dbCpuUs: db }
+}
+
+/** One baseline's figures and ours against them: ratios are medians of the rounds' own ratios. */
+function against(side, mode, framework, pairs) {
+  const base = pairs.map((pair) => pair[side])
   const ours = pairs.map((pair) => pair.variant)
-  const m = (rows, key) => median(rows.map((row) => row[key]))
-  const ratio = median(pairs.map((pair) => pair.variant.perSecond / pair.bare.perSecond))
-  const crossRatio = cross ? cross.variant.perSecond / cross.bare.perSecond : undefined
+  const f = figures(base)
+  const o = figures(ours)
+  const total = (row) => row.cpuPerRequestUs + (row.dbCpuPerRequestUs ?? 0)
+  return {
+    mode,
+    label: BASELINE_LABELS[`${framework} ${mode}`] ?? mode,
+    ...f,
+    ratio: median(pairs.map((pair) => pair.variant.perSecond / pair[side].perSecond)),
+    cpuRatio: o.cpuUs / Math.max(f.cpuUs, 1e-9),
+    // Receiver and database server together, where the database's CPU was measured.
+    totalCpuRatio: median(pairs.map((pair) => total(pair.variant) / Math.max(total(pair[side]), 1e-9))),
+    cpuOverUs: o.cpuUs - f.cpuUs,
+    p99Ratio: o.p99Us / Math.max(f.p99Us, 1),
+  }
+}
+
+/** Medians and ratios of one variant's rounds. */
+export function summarize(variant, pairs, cross) {
+  const sides = pairs.flatMap((pair) => [pair.variant, pair.main, ...(pair.info ? [pair.info] : [])])
+  const crossRatio = cross ? cross.variant.perSecond / cross.main.perSecond : undefined
+  const backlogs = pairs.map((pair) => pair.variant.backlog).filter((n) => n !== undefined)
   return {
     ...variant,
+    connections: variant.connections ?? 10,
     rounds: pairs.length,
-    ratio,
-    bare: { perSecond: m(bare, 'perSecond'), p50Us: m(bare, 'p50Us'), p99Us: m(bare, 'p99Us'), cpuUs: m(bare, 'cpuPerRequestUs') },
-    ours: { perSecond: m(ours, 'perSecond'), p50Us: m(ours, 'p50Us'), p99Us: m(ours, 'p99Us'), cpuUs: m(ours, 'cpuPerRequestUs') },
-    p99Ratio: m(ours, 'p99Us') / Math.max(m(bare, 'p99Us'), 1),
-    cpuOverBareUs: m(ours, 'cpuPerRequestUs') - m(bare, 'cpuPerRequestUs'),
-    non2xx: [...bare, ...ours].reduce((sum, row) => sum + row.non2xx, 0),
-    errors: [...bare, ...ours].reduce((sum, row) => sum + row.errors, 0),
-    flaggedRounds: [...bare, ...ours].filter((row) => row.flagged).length,
-    othersMax: Math.max(0, ...[...bare, ...ours].map((row) => row.others ?? 0)),
+    ours: figures(pairs.map((pair) => pair.variant)),
+    main: against('main', variant.main, variant.framework, pairs),
+    info: variant.info ? against('info', variant.info, variant.framework, pairs) : undefined,
+    backlogMax: backlogs.length ? Math.max(...backlogs) : undefined,
+    non2xx: sides.reduce((sum, row) => sum + row.non2xx, 0),
+    errors: sides.reduce((sum, row) => sum + row.errors, 0),
+    flaggedRounds: sides.filter((row) => row.flagged).length,
+    othersMax: Math.max(0, ...sides.map((row) => row.others ?? 0)),
     cross: cross && {
       ratio: crossRatio,
-      cpuOverBareUs: cross.variant.cpuPerRequestUs - cross.bare.cpuPerRequestUs,
-      agree: Math.abs(crossRatio - ratio) <= AGREEMENT,
-      loadBound: cross.bare.loadBound || cross.variant.loadBound,
-      non2xx: cross.bare.non2xx + cross.variant.non2xx,
-      errors: cross.bare.errors + cross.variant.errors,
+      cpuOverUs: cross.variant.cpuPerRequestUs - cross.main.cpuPerRequestUs,
+      agree: Math.abs(crossRatio - median(pairs.map((pair) => pair.variant.perSecond / pair.main.perSecond))) <= AGREEMENT,
+      loadBound: cross.main.loadBound || cross.variant.loadBound,
+      non2xx: cross.main.non2xx + cross.variant.non2xx,
+      errors: cross.main.errors + cross.variant.errors,
     },
     pairs,
     crossPairs: cross,
   }
 }
 
+/** The servers the variants need, one per framework and mode, all started at once (idle ones cost nothing). */
+async function startServers(pinning, variants, services) {
+  const keys = [...new Set(variants.flatMap((v) => [v.info, v.main, v.mode].filter(Boolean).map((mode) => `${v.framework} ${mode}`)))]
+  const started = await Promise.allSettled(keys.map((key) => startServer(pinning, ...key.split(' '), { services })))
+  const servers = started.filter((result) => result.status === 'fulfilled').map((result) => result.value)
+  const failed = started.find((result) => result.status === 'rejected')
+  if (failed) {
+    await Promise.all(servers.map((server) => server.stop()))
+    throw failed.reason
+  }
+  return { servers, serverOf: (framework, mode) => servers[keys.indexOf(`${framework} ${mode}`)] }
+}
+
 /**
- * Runs the selected variants in order, each paired with its framework's bare server.
- * @returns {Promise<object[]>} one summary per variant, in HTTP_VARIANTS order
+ * Runs the selected variants in order, each in rounds with its baselines.
+ * @returns {Promise<object[]>} one summary per variant, in the order given
  */
 export async function runHttpBench({
   pinning,
+  services,
   variants = HTTP_VARIANTS,
   rounds,
   seconds,
   warmupSeconds,
   crossSeconds,
-  connections = 10,
+  crossOnce = false,
   maxPool,
   onRound,
 }) {
   const loadChild = spawnNode(pinning, pinning.loadCore, [join(here, 'loadgen.js')], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   const load = ipcChild(loadChild, 'load generator')
-  // One server per framework and mode, all started at once (idle ones cost nothing): the bare
-  // server serves all its framework's pairs; the 50 % duplicates variant reuses the SQLite server.
-  const keys = [...new Set(variants.flatMap((v) => [`${v.framework} ${v.bare ?? 'bare'}`, `${v.framework} ${v.mode}`]))]
-  const started = await Promise.allSettled(keys.map((key) => startServer(pinning, ...key.split(' '))))
-  const servers = started.filter((result) => result.status === 'fulfilled').map((result) => result.value)
   const summaries = []
+  const crossed = new Set()
+  let servers = []
   try {
-    const failed = started.find((result) => result.status === 'rejected')
-    if (failed) throw failed.reason
-    const serverOf = (framework, mode) => servers[keys.indexOf(`${framework} ${mode}`)]
-    const options = { pinning, connections, maxPool }
+    const started = await startServers(pinning, variants, services)
+    servers = started.servers
+    const { serverOf } = started
     if (warmupSeconds > 0) {
-      for (const server of servers) await round(load, server, { ...options, tool: 'raw', kind: 'distinct', seconds: warmupSeconds })
+      for (const server of servers)
+        await round(load, server, { pinning, maxPool, connections: 10, tool: 'raw', kind: 'distinct', seconds: warmupSeconds })
     }
     for (const variant of variants) {
-      const bare = serverOf(variant.framework, variant.bare ?? 'bare')
-      const server = serverOf(variant.framework, variant.mode)
+      const options = { pinning, maxPool, connections: variant.connections ?? 10 }
+      const sides = [
+        ...(variant.info ? [['info', serverOf(variant.framework, variant.info), 'distinct']] : []),
+        ['main', serverOf(variant.framework, variant.main), variant.kind],
+        ['variant', serverOf(variant.framework, variant.mode), variant.kind],
+      ]
       const pairs = []
       for (let r = 0; r < rounds; r++) {
-        const pair = { bare: await round(load, bare, { ...options, tool: 'raw', kind: 'distinct', seconds }) }
-        pair.variant = await round(load, server, { ...options, tool: 'raw', kind: variant.kind, seconds })
+        const pair = {}
+        for (const [side, server, kind] of sides) pair[side] = await round(load, server, { ...options, tool: 'raw', kind, seconds })
         pairs.push(pair)
         onRound?.(variant, r, pair)
       }
       let cross
-      if (crossSeconds > 0) {
-        cross = { bare: await round(load, bare, { ...options, tool: 'autocannon', kind: 'distinct', seconds: crossSeconds }) }
-        cross.variant = await round(load, server, { ...options, tool: 'autocannon', kind: variant.kind, seconds: crossSeconds })
+      // crossOnce (the smoke run): only the first variant of each framework gets the cross-check.
+      if (crossSeconds > 0 && !(crossOnce && crossed.has(variant.framework))) {
+        crossed.add(variant.framework)
+        cross = {}
+        for (const [side, server, kind] of sides.slice(-2))
+          cross[side] = await round(load, server, { ...options, tool: 'autocannon', kind, seconds: crossSeconds })
       }
       const summary = summarize(variant, pairs, cross)
-      if (server.dbPath && !existsSync(server.dbPath)) {
+      const ours = serverOf(variant.framework, variant.mode)
+      if (variant.mode.startsWith('sqlite') && ours.dbPath && !existsSync(ours.dbPath)) {
         summary.storeProblem = 'the default store wrote no file at EMAIL_WEBHOOKS_DB: it is not the durable SQLite store'
       }
       summaries.push(summary)

@@ -6,11 +6,13 @@
  *
  * Tools: `raw` is the closed loop of rawclient.js for `seconds` (or until the pool is used up);
  * `autocannon` is the cross-check: autocannon sends exactly the pool (fixed count), timed end to end.
+ * `copies` (many instances): `ports` several servers, every event sent to two of them
+ * (payloads.js buildCopiesPools); the result adds, per event, how its copies were answered.
  */
 import { performance } from 'node:perf_hooks'
 import autocannon from 'autocannon'
-import { buildPool, rawRequest } from './payloads.js'
-import { runClosedLoop } from './rawclient.js'
+import { buildCopiesPools, buildPool, rawRequest } from './payloads.js'
+import { runClosedLoop, runTargets } from './rawclient.js'
 
 let prepared
 
@@ -47,10 +49,45 @@ async function runAutocannon({ port, pool, connections }) {
   }
 }
 
+/** The copies round: every answer noted per event; the ids of events with at least one 2xx come back. */
+async function runCopies({ ports, connections, seconds, built }) {
+  const { pools, eventOf, ids } = built
+  const answers = new Uint8Array(ids.length) // answered copies
+  const ok = new Uint8Array(ids.length) // 2xx copies
+  let inFlight = 0
+  const result = await runTargets({
+    targets: ports.map((port, j) => ({ port, pool: pools[j], connections })),
+    seconds,
+    onAnswer(t, index, status) {
+      const k = eventOf[t][index]
+      answers[k]++
+      if (status >= 200 && status < 300) ok[k]++
+      else if (status === 409) inFlight++
+    },
+  })
+  const acked = []
+  let bothAnswered = 0
+  let unacked = 0
+  for (let k = 0; k < ids.length; k++) {
+    if (ok[k] > 0) acked.push(ids[k])
+    else if (answers[k] > 0) unacked++
+    if (answers[k] === 2) bothAnswered++
+  }
+  return { ...result, acked, bothAnswered, unacked, inFlight }
+}
+
 process.on('message', async (message) => {
   try {
     if (message.type === 'prepare') {
       const start = performance.now()
+      if (message.tool === 'copies') {
+        prepared = {
+          ...message,
+          built: buildCopiesPools({ instances: message.ports.length, events: message.size, lag: message.lag, ports: message.ports }),
+        }
+        process.send({ type: 'prepared', buildMs: performance.now() - start, size: message.size })
+        return
+      }
       const shape = message.tool === 'raw' ? (delivery) => rawRequest(delivery, message.port) : (delivery) => delivery
       prepared = { ...message, pool: buildPool({ kind: message.kind, size: message.size }, shape) }
       process.send({ type: 'prepared', buildMs: performance.now() - start, size: prepared.pool.length })
@@ -58,7 +95,11 @@ process.on('message', async (message) => {
       const { tool, port, pool, connections, seconds } = prepared
       const cpu = process.cpuUsage()
       const result =
-        tool === 'raw' ? await runClosedLoop({ port, pool, connections, seconds }) : await runAutocannon({ port, pool, connections })
+        tool === 'copies'
+          ? await runCopies(prepared)
+          : tool === 'raw'
+            ? await runClosedLoop({ port, pool, connections, seconds })
+            : await runAutocannon({ port, pool, connections })
       const used = process.cpuUsage(cpu)
       prepared = undefined
       process.send({ type: 'result', ...result, loadBusy: (used.user + used.system) / 1000 / result.elapsedMs })

@@ -87,3 +87,40 @@ export function buildPool({ kind, size, bodyBytes = 1024 }, shape) {
   }
   return pool
 }
+
+/**
+ * Pools for several instances where every event goes to two of them (copies, as a load balancer
+ * spreads a re-delivery): event k to instance k mod n and its copy to (k + 1) mod n. In each
+ * instance's pool originals and copies alternate, the copies `lag` entries later (0: both copies of
+ * an event are sent at about the same moment, the hard case for dedup across instances).
+ * @returns {{ pools: Buffer[][], eventOf: number[][], ids: string[] }} per instance its requests and
+ *   which event each one is; `ids[k]` is event k's id
+ */
+export function buildCopiesPools({ instances, events, lag = 0, bodyBytes = 1024, ports }) {
+  const originals = Array.from({ length: instances }, () => [])
+  const copies = Array.from({ length: instances }, () => [])
+  const ids = []
+  for (let k = 0; k < events; k++) {
+    const delivery = signedDelivery(bodyBytes)
+    ids.push(delivery.headers['webhook-id'])
+    const first = k % instances
+    const second = (k + 1) % instances
+    originals[first].push([rawRequest(delivery, ports[first]), k])
+    copies[second].push([rawRequest(delivery, ports[second]), k])
+  }
+  const pools = []
+  const eventOf = []
+  for (let j = 0; j < instances; j++) {
+    const merged = []
+    const o = originals[j]
+    const c = copies[j]
+    for (let i = 0; i < o.length; i++) {
+      merged.push(o[i])
+      if (i >= lag && i - lag < c.length) merged.push(c[i - lag])
+    }
+    for (let i = Math.max(0, o.length - lag); i < c.length; i++) merged.push(c[i])
+    pools.push(merged.map(([request]) => request))
+    eventOf.push(merged.map(([, k]) => k))
+  }
+  return { pools, eventOf, ids }
+}

@@ -53,6 +53,17 @@ export function spawnNode(pinning, core, args, options) {
 }
 
 /**
+ * Pins a running process (all its threads; threads it starts later inherit it) to `core`, when
+ * pinning is enabled. Servers start unpinned, on every core, and are pinned once they listen:
+ * many servers starting at once would otherwise queue on the one core.
+ */
+export function pinProcess(pinning, core, pid) {
+  if (!pinning.enabled || core === undefined) return
+  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' })
+  if (result.status !== 0) throw new Error(`taskset could not pin process ${pid} to core ${core}`)
+}
+
+/**
  * CPU ticks of one core (or of the whole machine when `core` is undefined) from /proc/stat:
  * `{ busy, total }`, or undefined where /proc/stat is not there. Busy counts every non-idle state.
  */

@@ -53,19 +53,31 @@ function openConnections(port, count) {
 }
 
 /**
- * Runs the closed loop.
+ * Runs the closed loop against one server: `connections` keep-alive connections share `pool`.
  * @param {{ port: number, pool: Buffer[], connections: number, seconds: number }} options
  */
-export async function runClosedLoop({ port, pool, connections, seconds }) {
-  const latencies = new Float64Array(pool.length)
+export function runClosedLoop({ port, pool, connections, seconds }) {
+  return runTargets({ targets: [{ port, pool, connections }], seconds })
+}
+
+/**
+ * Runs the closed loop against several servers at once: each target's connections share its own
+ * pool, in order; `onAnswer(target, index, status)` (optional) hears every answer. The round ends
+ * when the time is up or a pool is used up.
+ * @param {{ targets: { port: number, pool: Buffer[], connections: number }[], seconds: number, onAnswer?: Function }} options
+ */
+export async function runTargets({ targets, seconds, onAnswer }) {
+  const total = targets.reduce((sum, target) => sum + target.pool.length, 0)
+  const latencies = new Float64Array(total)
   const statuses = {}
-  let next = 0
   let done = 0
   let errors = 0
   let start = 0
   let last = 0
   let deadline = 0
-  const sockets = await openConnections(port, connections)
+  let exhausted = false
+  const opened = await Promise.all(targets.map((target) => openConnections(target.port, target.connections)))
+  const sockets = opened.flat()
   await new Promise((resolve) => {
     let open = sockets.length
     const finish = (socket) => {
@@ -74,36 +86,43 @@ export async function runClosedLoop({ port, pool, connections, seconds }) {
       socket.destroy()
       if (--open === 0) resolve()
     }
-    for (const socket of sockets) {
-      let pending = null
-      let sentAt = 0
-      const out = { status: 0 }
-      const send = () => {
-        if (next >= pool.length || performance.now() >= deadline) return finish(socket)
-        sentAt = performance.now()
-        socket.write(pool[next++])
+    targets.forEach((target, t) => {
+      target.next = 0
+      for (const socket of opened[t]) {
+        let pending = null
+        let sentAt = 0
+        let index = -1
+        const out = { status: 0 }
+        const send = () => {
+          if (target.next >= target.pool.length) exhausted = true
+          if (exhausted || performance.now() >= deadline) return finish(socket)
+          sentAt = performance.now()
+          index = target.next++
+          socket.write(target.pool[index])
+        }
+        socket.removeAllListeners('error')
+        socket.on('error', () => {
+          errors++
+          finish(socket)
+        })
+        socket.on('close', () => {
+          if (!socket.finished) errors++ // the server closed a connection mid-round
+          finish(socket)
+        })
+        socket.on('data', (chunk) => {
+          pending = pending === null ? chunk : Buffer.concat([pending, chunk])
+          const length = responseLength(pending, out)
+          if (length < 0) return
+          pending = length < pending.length ? pending.subarray(length) : null
+          last = performance.now()
+          latencies[done++] = (last - sentAt) * 1000
+          statuses[out.status] = (statuses[out.status] ?? 0) + 1
+          onAnswer?.(t, index, out.status)
+          send()
+        })
+        socket.kick = send
       }
-      socket.removeAllListeners('error')
-      socket.on('error', () => {
-        errors++
-        finish(socket)
-      })
-      socket.on('close', () => {
-        if (!socket.finished) errors++ // the server closed a connection mid-round
-        finish(socket)
-      })
-      socket.on('data', (chunk) => {
-        pending = pending === null ? chunk : Buffer.concat([pending, chunk])
-        const length = responseLength(pending, out)
-        if (length < 0) return
-        pending = length < pending.length ? pending.subarray(length) : null
-        last = performance.now()
-        latencies[done++] = (last - sentAt) * 1000
-        statuses[out.status] = (statuses[out.status] ?? 0) + 1
-        send()
-      })
-      socket.kick = send
-    }
+    })
     start = performance.now()
     deadline = start + seconds * 1000
     for (const socket of sockets) socket.kick()
@@ -121,6 +140,6 @@ export async function runClosedLoop({ port, pool, connections, seconds }) {
     statuses,
     non2xx,
     errors,
-    poolExhausted: next >= pool.length,
+    poolExhausted: exhausted,
   }
 }

@@ -37,7 +37,7 @@ function stop(child: ChildProcess): Promise<string> {
 }
 
 describe('bench/profile', () => {
-  for (const variant of ['bare', 'verify', 'parse', 'store', 'memory', 'sqlite']) {
+  for (const variant of ['bare', 'verify', 'parse', 'store', 'memory', 'sqlite', 'hand', 'hand-sqlite']) {
     it(`${variant}: 200 to every distinct signed delivery, CPU per request on SIGINT`, async () => {
       const { child, port } = await start(variant)
       const load = spawnSync(process.execPath, [join(PROFILE, 'load.mjs'), String(port), '300'], { encoding: 'utf8', timeout: 30_000 })
@@ -50,6 +50,6 @@ describe('bench/profile', () => {
   it('refuses an unknown variant with its usage', () => {
     const run = spawnSync(process.execPath, [join(PROFILE, 'server.mjs'), 'nope'], { encoding: 'utf8', timeout: 20_000 })
     expect(run.status).toBe(2)
-    expect(run.stderr).toContain('usage: node server.mjs <bare|verify|parse|store|memory|sqlite>')
+    expect(run.stderr).toContain('usage: node server.mjs <bare|verify|parse|store|memory|sqlite|hand|hand-sqlite>')
   })
 })

@@ -1,0 +1,101 @@
+/**
+ * Inbox worker throughput (issue 35), through the public API only: a receiver in `mode: 'inbox'`
+ * with `inbox: { worker: false }` on a durable SQLite store records `events` signed deliveries
+ * (`receiver.receive`, 10 in flight: the enqueue rate), then its worker drains them: with
+ * `receiver.inbox.start()` at concurrency 1 and 4 (until the handler ran for every event and
+ * `inbox.stats()` shows nothing pending or running), and one `await receiver.inbox.work()` at a
+ * time. Events per second and CPU µs per event (this process, `process.cpuUsage()`).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { createReceiver } from '@email-webhooks/core'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import { BENCH_SECRET, signedDelivery } from './payloads.js'
+
+export const WORKER_MODES = [
+  { name: 'start(), concurrency 1', concurrency: 1, loop: 'start' },
+  { name: 'start(), concurrency 4', concurrency: 4, loop: 'start' },
+  { name: 'work() one at a time', concurrency: 1, loop: 'work' },
+]
+const IN_FLIGHT = 10
+
+const cpuMicros = (since) => {
+  const used = process.cpuUsage(since)
+  return used.user + used.system
+}
+
+/** Records `deliveries` through `receiver.receive`, `IN_FLIGHT` at a time; every answer must be 200 queued. */
+async function enqueueAll(receiver, deliveries) {
+  let next = 0
+  const lane = async () => {
+    while (next < deliveries.length) {
+      const { headers, body } = deliveries[next++]
+      const answer = await receiver.receive({ headers, body })
+      if (answer.status !== 200 || answer.outcome !== 'queued') throw new Error(`enqueue answered ${answer.status} ${answer.outcome}`)
+    }
+  }
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane))
+}
+
+/** Drains the inbox with the mode's loop; resolves once every event ran and stats() shows it empty. */
+async function drain(receiver, mode, events, ran) {
+  if (mode.loop === 'work') {
+    for (let i = 0; i < events * 2 && ran.count < events; i++) await receiver.inbox.work()
+  } else {
+    const done = new Promise((resolve) => {
+      ran.onAll = resolve
+    })
+    receiver.inbox.start()
+    await done
+    await receiver.inbox.stop()
+  }
+  const stats = await receiver.inbox.stats()
+  if (ran.count !== events || stats.pending + stats.running + stats.dead !== 0) {
+    throw new Error(`the worker ran ${ran.count} of ${events} events; the inbox still holds ${JSON.stringify(stats)}`)
+  }
+}
+
+async function oneMode(dir, mode, events) {
+  const store = new SqliteDedupStore({ path: join(dir, `inbox-${mode.loop}-${mode.concurrency}.db`) })
+  const ran = { count: 0, onAll: undefined }
+  const receiver = createReceiver({
+    secret: BENCH_SECRET,
+    store,
+    mode: 'inbox',
+    inbox: { worker: false, concurrency: mode.concurrency, pollMs: 10 },
+    handlers: {
+      'email.queued': async () => {
+        if (++ran.count === events) ran.onAll?.()
+      },
+    },
+    logger: { error() {}, warn() {} },
+  })
+  try {
+    const deliveries = Array.from({ length: events }, () => signedDelivery())
+    let cpu = process.cpuUsage()
+    let start = performance.now()
+    await enqueueAll(receiver, deliveries)
+    const enqueue = { perSecond: (events / (performance.now() - start)) * 1000, cpuPerEventUs: cpuMicros(cpu) / events }
+    cpu = process.cpuUsage()
+    start = performance.now()
+    await drain(receiver, mode, events, ran)
+    const worker = { perSecond: (events / (performance.now() - start)) * 1000, cpuPerEventUs: cpuMicros(cpu) / events }
+    return { mode: mode.name, events, enqueue, worker }
+  } finally {
+    await store.close()
+  }
+}
+
+/** Every worker mode on a fresh SQLite file of `events` queued entries. */
+export async function runInboxWorkerBench({ events, modes = WORKER_MODES }) {
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-bench-inbox-'))
+  const rows = []
+  try {
+    for (const mode of modes) rows.push(await oneMode(dir, mode, events))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return rows
+}
