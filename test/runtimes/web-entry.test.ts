@@ -29,6 +29,7 @@ for (const condition of ['bun', 'deno', 'workerd', 'browser']) {
         'packages/core/dist/crypto-web.js',
         'packages/core/dist/default-store-web.js',
         'packages/core/dist/index.js',
+        'packages/core/dist/telemetry-api-web.js',
         'packages/hono/dist/index.js',
       ])
     })
@@ -48,10 +49,16 @@ for (const condition of ['bun', 'deno', 'workerd', 'browser']) {
 }
 
 describe('under the "node" condition (control)', () => {
-  it('reaches the node:crypto backend and the SQLite default store, which the checks above would refuse', async () => {
+  it('reaches the node:crypto backend, the SQLite default store and the Node telemetry loader, which the checks above would refuse', async () => {
     const meta = await graph(['node'])
     const files = ourFiles(meta).map(short)
-    expect(files).toEqual(expect.arrayContaining(['packages/core/dist/crypto-node.js', 'packages/core/dist/default-store-node.js']))
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'packages/core/dist/crypto-node.js',
+        'packages/core/dist/default-store-node.js',
+        'packages/core/dist/telemetry-api-node.js',
+      ]),
+    )
     const imports = Object.values(meta.inputs).flatMap((input) => input.imports.map((i) => i.path))
     expect(imports).toEqual(expect.arrayContaining(['node:crypto', 'node:module']))
   })
