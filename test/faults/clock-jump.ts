@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { LONG, measure, report } from './figures.js'
 import { startReceiver } from './processes.js'
 import type { Answer } from './run.js'
-import { startRun } from './run.js'
+import { RECONCILABLE, startRun } from './run.js'
 import { expectExactlyOnce, scratch, sleep } from './scenario.js'
 
 const JUMP_MS = 10 * 60 * 1000
@@ -19,7 +19,7 @@ const OFF_MS = LONG ? 10_000 : 1_500
 
 describe('the receiver’s clock jumps', () => {
   const file = scratch('clock-jump')
-  it(`+10 min, then −10 min, ${OFF_MS / 1000} s each: refused with 401 timestamp_too_old / timestamp_too_new while off, every event delivered handled once after the fix`, async () => {
+  it(`+10 min, then −10 min, ${OFF_MS / 1000} s each: refused with 401 timestamp_too_old / timestamp_too_new while off, every event emitted handled once after the fix (recover, then reconcile)`, async () => {
     const db = file('clock.db')
     const journal = file('clock.journal')
     const receiver = await startReceiver({
@@ -28,6 +28,7 @@ describe('the receiver’s clock jumps', () => {
       journal,
       log: file('clock.log'),
       tag: 'r0',
+      options: RECONCILABLE,
     })
     const run = startRun(receiver.url)
     const store = new SqliteDedupStore({ path: db })

@@ -3,21 +3,22 @@
  * down) for a while, every delivery is answered 500 handler_failed, and after 10 failures in a
  * row the sender disables the endpoint. Then the handler is fixed and the endpoint recovered the
  * documented way (recoverEndpoint: re-enable, retry what was not delivered, skip what the store
- * holds as done). Every event delivered is handled exactly once; events emitted while the
- * endpoint was disabled have no delivery record and wait for reconcile (run.ts, RECONCILE).
+ * holds as done), then every email reconciled from its own event list. Every event emitted is
+ * handled exactly once: those emitted while the endpoint was disabled (no delivery record) by
+ * reconcile, the others by the sender's deliveries.
  */
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { describe, expect, it } from 'vitest'
 import { LONG, measure, report } from './figures.js'
 import { startReceiver } from './processes.js'
-import { startRun } from './run.js'
+import { RECONCILABLE, startRun } from './run.js'
 import { expectExactlyOnce, scratch, sleep } from './scenario.js'
 
 const BROKEN_MS = LONG ? 10_000 : 2_000
 
 describe('an endpoint disabled by repeated 5xx', () => {
   const file = scratch('disabled')
-  it(`handler failing for ${BROKEN_MS / 1000} s disables the endpoint; after the fix recoverEndpoint brings every event delivered back, each handled once`, async () => {
+  it(`handler failing for ${BROKEN_MS / 1000} s disables the endpoint; after the fix recoverEndpoint brings every event delivered back and reconcile those emitted while disabled, each handled once`, async () => {
     const db = file('disabled.db')
     const journal = file('disabled.journal')
     const receiver = await startReceiver({
@@ -26,6 +27,7 @@ describe('an endpoint disabled by repeated 5xx', () => {
       journal,
       log: file('disabled.log'),
       tag: 'r0',
+      options: RECONCILABLE,
     })
     const run = startRun(receiver.url)
     const store = new SqliteDedupStore({ path: db })
@@ -46,7 +48,7 @@ describe('an endpoint disabled by repeated 5xx', () => {
       const figures = await measure(
         run,
         `Endpoint disabled by 500s for ${BROKEN_MS / 1000} s, then recovered (Express)`,
-        'handler throws (IPC switch); recoverEndpoint once fixed',
+        'handler throws (IPC switch); recoverEndpoint once fixed, then reconcile',
         journal,
         (id) => store.lookup(`default:${id}`),
         receiver.logs,

@@ -5,6 +5,7 @@
  */
 import { appendFileSync, readFileSync } from 'node:fs'
 import type { DedupKeyState } from '@email-webhooks/core'
+import type { ReconcileReport } from '@email-webhooks/core/api'
 import type { Answer, Run } from './run.js'
 
 /** `FAULTS_LONG=1` (npm run chaos): longer faults, more traffic. */
@@ -13,13 +14,23 @@ export const LONG = process.env.FAULTS_LONG === '1'
 /** Receiver log lines that say a handler may run a second time, or that the receiver gave up recording an event. */
 export const SECOND_RUN_LOG = /could not record|gave up recording/
 
-/** Handler runs of one event: the tags of the processes where a run began, and where one ended (its work done), with when (ms since the epoch). */
+/**
+ * Handler runs of one event id: the tags of the processes where a run began, and where one ended
+ * (its work done), with when (ms since the epoch); the email it is of (`data.id`) and where it
+ * came from (`ctx.source`: the sender's delivery, or reconcile with its own deterministic id).
+ */
 export interface Runs {
   begun: string[]
   ended: string[]
   endedAt: number[]
+  emailId: string | undefined
+  source: string | undefined
 }
 
+/**
+ * Reads a journal: `B <tag> <event id> <attempt> <email id> <source>` when a run starts and
+ * `E <tag> <event id> <ms since the epoch> <email id> <source>` when its work is done.
+ */
 export function readJournal(path: string): Map<string, Runs> {
   const runs = new Map<string, Runs>()
   let text = ''
@@ -27,9 +38,11 @@ export function readJournal(path: string): Map<string, Runs> {
     text = readFileSync(path, 'utf8')
   } catch {}
   for (const line of text.split('\n')) {
-    const [kind, tag, id, at] = line.split(' ')
+    const [kind, tag, id, at, emailId, source] = line.split(' ')
     if (!kind || !tag || !id) continue
-    const entry = runs.get(id) ?? { begun: [], ended: [], endedAt: [] }
+    const entry = runs.get(id) ?? { begun: [], ended: [], endedAt: [], emailId: undefined, source: undefined }
+    if (emailId && emailId !== '-') entry.emailId = emailId
+    if (source) entry.source = source
     if (kind === 'B') entry.begun.push(tag)
     else {
       entry.ended.push(tag)
@@ -40,23 +53,54 @@ export function readJournal(path: string): Map<string, Runs> {
   return runs
 }
 
+/** One completed handler run of an email, whichever event id brought it. */
+export interface EmailRun {
+  eventId: string
+  tag: string
+  endedAt: number
+  source: string | undefined
+}
+
+/** The completed runs of each email (`data.id`), oldest first, across the sender's event ids and reconcile's. */
+export function runsByEmail(runs: Map<string, Runs>): Map<string, EmailRun[]> {
+  const byEmail = new Map<string, EmailRun[]>()
+  for (const [eventId, entry] of runs) {
+    if (entry.emailId === undefined) continue
+    const list = byEmail.get(entry.emailId) ?? []
+    entry.ended.forEach((tag, i) => {
+      list.push({ eventId, tag, endedAt: entry.endedAt[i] as number, source: entry.source })
+    })
+    byEmail.set(entry.emailId, list)
+  }
+  for (const list of byEmail.values()) list.sort((a, b) => a.endedAt - b.endedAt)
+  return byEmail
+}
+
 export interface Figures {
   scenario: string
   /** How the fault was made (and anything else a reader needs to know about this run). */
   method: string
+  /** Events emitted, each of its own email (so an email and its one event are counted alike). */
   emitted: number
   /** Emitted while the endpoint was disabled: the sender made no delivery (only reconcile can bring them). */
   notSent: number
   /**
-   * Delivered, never handled, and out of recoverEndpoint's reach: the delivery failed (the endpoint
-   * was disabled with it pending) and is older than the 100 records the sender's API lists.
+   * Delivered, never handled through the sender's deliveries, and out of recoverEndpoint's reach:
+   * the delivery failed (the endpoint was disabled with it pending) and is older than the 100
+   * records the sender's API lists (only reconcile can bring them).
    */
   pastList: number
+  /** Handled once, and by reconcile (its own event id): brought back from the email's own event list. */
+  reconciled: number
+  /** Emails (events) whose handler ran exactly once, through the sender's delivery or reconcile. */
   once: number
+  /** Emails whose handler ran more than once, by one event id or across the sender's and reconcile's. */
   twice: number
-  /** Delivered (a delivery record exists) but never handled. */
+  /** Delivered and listed (recoverEndpoint can retry it), but never handled through the sender's deliveries. */
   lost: number
-  /** The sender saw a 2xx for an event whose done record is not in the store afterwards. */
+  /** Never handled at all, by either path. */
+  unhandled: number
+  /** The sender (or reconcile) saw a 2xx for an event whose done record is not in the store afterwards. */
   okWithoutRecord: number
   /** Handled, but the store does not hold it as done afterwards. */
   handledNotRecorded: number
@@ -71,9 +115,14 @@ export interface Figures {
   duringFault: string
   /** Every answer, by status and code. */
   answers: string
-  /** Ids of events handled more than once, with the tags of their completed runs and when they ended. */
-  doubled: Array<{ id: string; ended: string[]; endedAt: number[] }>
+  /** What reconcile did with every email's list: its events by outcome ('not run' when it was not). */
+  reconcile: string
+  /** Emails reconcile did not finish ('reconciled'), with their status and the outcome of each event that was not handled or a duplicate. */
+  reconcileProblems: string[]
+  /** Emails handled more than once: the emitted event's id, and the event ids, tags and end times of their completed runs, oldest first. */
+  doubled: Array<{ id: string; eventIds: string[]; ended: string[]; endedAt: number[] }>
   lostIds: string[]
+  unhandledIds: string[]
   okWithoutRecordIds: string[]
 }
 
@@ -95,9 +144,45 @@ function tally(answers: Answer[]): string {
     .join(', ')
 }
 
+/** What reconcile did, in a few words: its events by outcome. */
+function reconcileSummary(report: ReconcileReport | undefined): string {
+  if (!report) return 'not run'
+  const parts = Object.entries(report.totals.events)
+    .filter(([, n]) => n > 0)
+    .map(([outcome, n]) => `${outcome} ×${n}`)
+  return parts.join(', ') || 'nothing to send'
+}
+
+/** The emails reconcile did not finish, and why. */
+function reconcileProblems(report: ReconcileReport | undefined): string[] {
+  if (!report) return []
+  const problems = report.emails
+    .filter((e) => e.status !== 'reconciled')
+    .map((e) => {
+      const events = e.events.filter((x) => x.outcome !== 'handled' && x.outcome !== 'duplicate')
+      const why = events.map((x) => `${x.type} ${x.outcome}${x.code ? ` ${x.code}` : ''}`).join(', ')
+      return `${e.emailId}: ${e.status}${e.error ? ` (${e.error.code})` : ''}${why ? `: ${why}` : ''}`
+    })
+  if (report.stopped) problems.unshift(`stopped by the ${report.stopped.by}: ${report.stopped.status} ${report.stopped.code}`)
+  return problems
+}
+
+/** `lookup` of every id, a few at a time. */
+async function lookupAll(ids: Iterable<string>, lookup: (eventId: string) => Promise<DedupKeyState>): Promise<Map<string, DedupKeyState>> {
+  const queue = [...ids]
+  const states = new Map<string, DedupKeyState>()
+  const worker = async () => {
+    for (let id = queue.pop(); id !== undefined; id = queue.pop()) states.set(id, await lookup(id))
+  }
+  await Promise.all(Array.from({ length: 8 }, worker))
+  return states
+}
+
 /**
  * Measures a settled run. `lookup` asks the store (a fresh connection) what it holds for an event id.
- * The fault window is between the marks `fault` and `fixed` when both exist.
+ * The fault window is between the marks `down` and `up` when both exist. Each emitted event has its
+ * own email: its handler runs are counted by email (`data.id` in the journal), whether they came
+ * from the sender's delivery (the emitted id) or from reconcile (its own id).
  */
 export async function measure(
   run: Run,
@@ -108,6 +193,7 @@ export async function measure(
   logs: readonly string[] = [],
 ): Promise<Figures> {
   const runs = readJournal(journal)
+  const byEmail = runsByEmail(runs)
   // The records GET /webhooks/{id}/deliveries shows (newest first, at most 100).
   const listed = new Set(
     run.sender
@@ -121,9 +207,11 @@ export async function measure(
     emitted: run.emitted.length,
     notSent: 0,
     pastList: 0,
+    reconciled: 0,
     once: 0,
     twice: 0,
     lost: 0,
+    unhandled: 0,
     okWithoutRecord: 0,
     handledNotRecorded: 0,
     cutOff: 0,
@@ -138,29 +226,43 @@ export async function measure(
     secondRunLogs: logs.filter((l) => SECOND_RUN_LOG.test(l)).length,
     duringFault: '',
     answers: tally(run.answers),
+    reconcile: reconcileSummary(run.reconciliation),
+    reconcileProblems: reconcileProblems(run.reconciliation),
     doubled: [],
     lostIds: [],
+    unhandledIds: [],
     okWithoutRecordIds: [],
   }
-  for (const { id, sent } of run.emitted) {
-    const entry = runs.get(id)
-    const ended = entry?.ended.length ?? 0
-    if (entry && entry.begun.length > entry.ended.length) figures.cutOff += entry.begun.length - entry.ended.length
-    if (ended === 0 && !sent) figures.notSent++
-    else if (ended === 0 && !listed.has(id)) figures.pastList++
-    else if (ended === 0) {
+  for (const entry of runs.values()) if (entry.begun.length > entry.ended.length) figures.cutOff += entry.begun.length - entry.ended.length
+  for (const { id, emailId, sent } of run.emitted) {
+    const ran = byEmail.get(emailId) ?? []
+    const bySender = ran.filter((r) => r.eventId === id).length
+    if (!sent) figures.notSent++
+    else if (bySender === 0 && !listed.has(id)) figures.pastList++
+    else if (bySender === 0) {
       figures.lost++
       figures.lostIds.push(id)
-    } else if (ended === 1) figures.once++
-    else {
+    }
+    if (ran.length === 0) {
+      figures.unhandled++
+      figures.unhandledIds.push(id)
+    } else if (ran.length === 1) {
+      figures.once++
+      if (bySender === 0) figures.reconciled++
+    } else {
       figures.twice++
-      figures.doubled.push({ id, ended: entry?.ended ?? [], endedAt: entry?.endedAt ?? [] })
+      figures.doubled.push({
+        id,
+        eventIds: ran.map((r) => r.eventId),
+        ended: ran.map((r) => r.tag),
+        endedAt: ran.map((r) => r.endedAt),
+      })
     }
   }
-  const acknowledged = new Set(run.answers.filter((a) => a.status >= 200 && a.status < 300).map((a) => a.eventId))
+  const ok = (a: Answer) => a.status >= 200 && a.status < 300
+  const acknowledged = new Set([...run.answers, ...run.reconcileAnswers].filter(ok).map((a) => a.eventId))
   const handled = [...runs].filter(([, entry]) => entry.ended.length > 0).map(([id]) => id)
-  const states = new Map<string, DedupKeyState>()
-  for (const id of new Set([...acknowledged, ...handled])) states.set(id, await lookup(id))
+  const states = await lookupAll(new Set([...acknowledged, ...handled]), lookup)
   for (const id of acknowledged) {
     if (states.get(id) === 'done') continue
     figures.okWithoutRecord++
@@ -187,9 +289,15 @@ export function line(f: Figures): string {
     `${f.okWithoutRecord} 2xx without a record, p99 ${f.p99Ms} ms (max ${f.maxMs} ms, ${f.attempts} attempts)` +
     (f.notSent > 0 ? `, ${f.notSent} not sent (emitted while the endpoint was disabled)` : '') +
     (f.pastList > 0 ? `, ${f.pastList} failed past the 100 listed records (out of recover's reach)` : '') +
+    `, ${f.reconciled} brought back by reconcile` +
+    (f.unhandled > 0 ? `, ${f.unhandled} never handled` : '') +
     (f.cutOff > 0 ? `, ${f.cutOff} runs cut off by kill -9` : '') +
     (f.secondRunLogs > 0 ? `, ${f.secondRunLogs} log lines of a possible second run` : '') +
     (f.duringFault ? `; during the fault: ${f.duringFault}` : '') +
+    `; reconcile: ${f.reconcile}` +
+    (f.reconcileProblems.length > 0
+      ? ` (${f.reconcileProblems.length} emails not reconciled: ${f.reconcileProblems.slice(0, 3).join('; ')})`
+      : '') +
     ` [${f.method}]`
   )
 }
@@ -202,13 +310,18 @@ export function report(f: Figures): void {
   console.log(line(f))
   const file = process.env.FAULTS_FIGURES
   if (file) {
-    const { doubled, lostIds, okWithoutRecordIds, ...summary } = f
-    appendFileSync(file, `${JSON.stringify({ ...summary, doubled: doubled.length, lost: lostIds.length })}\n`)
+    const { doubled, lostIds, unhandledIds, okWithoutRecordIds, reconcileProblems, ...summary } = f
+    appendFileSync(
+      file,
+      `${JSON.stringify({ ...summary, doubled: doubled.length, lost: lostIds.length, reconcileProblems: reconcileProblems.length })}\n`,
+    )
   }
 }
 
 /** The Markdown table of figures (as docs/reliability.md shows it). */
-export function table(figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'okWithoutRecordIds'>>): string {
+export function table(
+  figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'unhandledIds' | 'okWithoutRecordIds' | 'reconcileProblems'>>,
+): string {
   const head = [
     'scenario',
     'emitted',
@@ -216,7 +329,7 @@ export function table(figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'okWi
     'handled twice',
     'lost',
     '2xx without a record',
-    'not delivered: emitted while disabled / failed past the 100 listed',
+    'brought back by reconcile (emitted while disabled / failed past the 100 listed)',
     'p99 answer',
     'answers while the fault lasted',
   ]
@@ -227,7 +340,7 @@ export function table(figures: Array<Omit<Figures, 'doubled' | 'lostIds' | 'okWi
     f.twice,
     f.lost,
     f.okWithoutRecord,
-    `${f.notSent} / ${f.pastList}`,
+    `${f.reconciled} (${f.notSent} / ${f.pastList})`,
     `${f.p99Ms} ms`,
     f.duringFault || '–',
   ])

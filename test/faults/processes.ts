@@ -25,7 +25,10 @@ export type StoreConfig =
 export interface ReceiverConfig {
   adapter: 'express' | 'hono'
   store: StoreConfig
-  /** Handler runs, appended and fsync'd: `B <tag> <id> <attempt>` and `E <tag> <id> <ms since the epoch>`. */
+  /**
+   * Handler runs, appended and fsync'd: `B <tag> <id> <attempt> <email id> <source>` and
+   * `E <tag> <id> <ms since the epoch> <email id> <source>` (`data.id`, and `ctx.source`: sender or reconcile).
+   */
   journal: string
   /** The receiver's log lines. */
   log: string
@@ -33,7 +36,8 @@ export interface ReceiverConfig {
   tag: string
   port?: number
   lifetimeMs?: number
-  options?: { leaseMs?: number; handlerTimeoutMs?: number; storeTimeoutMs?: number; retentionMs?: number }
+  /** Receiver options; `ordering: true` where the scenario reconciles (RECONCILABLE in run.ts). */
+  options?: { leaseMs?: number; handlerTimeoutMs?: number; storeTimeoutMs?: number; retentionMs?: number; ordering?: boolean }
 }
 
 export interface ReceiverProcess {

@@ -59,10 +59,14 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function handle(event, ctx) {
   if (broken) throw new Error('the application database is unavailable (simulated)')
-  record(`B ${config.tag} ${event.id} ${ctx.attempt}`)
+  // The email (data.id) and where the event came from (the sender, or reconcile with its own id):
+  // figures.ts counts runs per email across both.
+  const email = typeof event.data?.id === 'string' ? event.data.id : '-'
+  const source = ctx.source ?? 'sender'
+  record(`B ${config.tag} ${event.id} ${ctx.attempt} ${email} ${source}`)
   const slowMs = event.data?.slowMs
   await sleep(typeof slowMs === 'number' ? slowMs : 5 + Math.floor(Math.random() * 10))
-  record(`E ${config.tag} ${event.id} ${Date.now()}`)
+  record(`E ${config.tag} ${event.id} ${Date.now()} ${email} ${source}`)
 }
 
 const handlers = Object.fromEntries(EMAIL_EVENT_TYPES.map((type) => [type, handle]))

@@ -2,12 +2,15 @@
  * One scenario's traffic: the testing kit's faithful sender (the contract's 10 attempts, backoff,
  * disable after 10 failures in a row; its backoff compressed by `timeScale`) delivering events
  * emitted at a steady rate to a receiver URL, every answer timed from outside, and the
- * documented recovery (recoverEndpoint: re-enable, retry what was not delivered) once the fault
- * is over and the sender has nothing left to try.
+ * documented recovery once the fault is over and the sender has nothing left to try:
+ * recoverEndpoint (re-enable, retry what was not delivered), then reconcileEmails over every
+ * emitted event's email (what no delivery record shows: events emitted while the endpoint was
+ * disabled, failed deliveries past the 100 the sender lists). Reconcile needs receivers with
+ * `ordering: true` (RECONCILABLE).
  */
 
 import type { DedupStore } from '@email-webhooks/core'
-import { createWebhooksClient, type RecoveryReport, recoverEndpoint } from '@email-webhooks/core/api'
+import { createWebhooksClient, type ReconcileReport, type RecoveryReport, reconcileEmails, recoverEndpoint } from '@email-webhooks/core/api'
 import { createFaithfulSender, type FaithfulSender, listenSender, TEST_API_KEY, TEST_SECRET } from '@email-webhooks/core/testing'
 
 const TYPES = ['email.queued', 'email.submitted', 'email.bounced', 'email.recipient_accepted', 'email.complained'] as const
@@ -26,6 +29,8 @@ export interface Answer {
 
 export interface Emitted {
   id: string
+  /** Its email (`data.id`): every event emitted here is of an email of its own. */
+  emailId: string
   at: number
   /** Whether the sender created a delivery for it (false: the endpoint was disabled when it was emitted). */
   sent: boolean
@@ -40,10 +45,21 @@ export interface RunOptions {
   receiverTimeoutMs?: number
 }
 
+/** Receiver options reconcile needs: facts per email, kept with ordering on (packages/core/src/receiver/facts.ts). */
+export const RECONCILABLE = { ordering: true } as const
+
+/** Emails reconcile reads (and whose missing events it POSTs, one email's at a time) at once: bounded, so the receiver is not flooded. */
+export const RECONCILE_CONCURRENCY = 8
+
 export interface Run {
   sender: FaithfulSender
   endpointId: string
+  /** The sender's attempts. */
   answers: Answer[]
+  /** Reconcile's POSTs (kept apart: not the sender's answers, nor in the p99). */
+  reconcileAnswers: Answer[]
+  /** What reconcile did in `settle`; undefined before, or when it was not run. */
+  reconciliation: ReconcileReport | undefined
   emitted: Emitted[]
   /** Named instants on the run's clock (ms since it started). */
   marks: Map<string, number>
@@ -58,9 +74,10 @@ export interface Run {
    * Waits until the sender has nothing left to try; then, while deliveries remain undelivered,
    * recovers the endpoint (at most `rounds` times, waiting 0.5 s, 1 s, 2 s … before each, as an
    * operator would try again later: a recovery that meets handlers still running gets 409s, and
-   * ten of them in a row disable the endpoint again).
+   * ten of them in a row disable the endpoint again); then reconciles every emitted event's email
+   * (unless `reconcile` is false), keeping the report in `reconciliation`.
    */
-  settle(options?: { store?: DedupStore; rounds?: number; idleMs?: number }): Promise<RecoveryReport[]>
+  settle(options?: { store?: DedupStore; rounds?: number; idleMs?: number; reconcile?: boolean }): Promise<RecoveryReport[]>
   close(): Promise<void>
 }
 
@@ -77,45 +94,52 @@ export function startRun(url: string, options: RunOptions = {}): Run {
   const answers: Answer[] = []
   const emitted: Emitted[] = []
   const marks = new Map<string, number>()
-  const timed: typeof fetch = async (input, init) => {
-    const at = now()
-    const eventId = new Headers(init?.headers).get('webhook-id') ?? ''
-    try {
-      const response = await fetch(input, init)
-      let code: string | undefined
-      if (response.status >= 300) {
-        try {
-          code = (JSON.parse(await response.clone().text()) as { error?: { code?: string } }).error?.code
-        } catch {}
+  /** A fetch that times every POST and keeps its answer in `into`. */
+  const timed =
+    (into: Answer[]): typeof fetch =>
+    async (input, init) => {
+      const at = now()
+      const eventId = new Headers(init?.headers).get('webhook-id') ?? ''
+      try {
+        const response = await fetch(input, init)
+        let code: string | undefined
+        if (response.status >= 300) {
+          try {
+            code = (JSON.parse(await response.clone().text()) as { error?: { code?: string } }).error?.code
+          } catch {}
+        }
+        into.push({ eventId, at, ms: now() - at, status: response.status, code, failure: undefined })
+        return response
+      } catch (error) {
+        const failure = init?.signal?.aborted ? 'timeout' : 'network'
+        into.push({ eventId, at, ms: now() - at, status: 0, code: undefined, failure })
+        throw error
       }
-      answers.push({ eventId, at, ms: now() - at, status: response.status, code, failure: undefined })
-      return response
-    } catch (error) {
-      const failure = init?.signal?.aborted ? 'timeout' : 'network'
-      answers.push({ eventId, at, ms: now() - at, status: 0, code: undefined, failure })
-      throw error
     }
-  }
+  const reconcileAnswers: Answer[] = []
   const sender = createFaithfulSender({
     timeScale: options.timeScale ?? 0.02,
     receiverTimeoutMs: options.receiverTimeoutMs,
     disableAfter: options.disableAfter,
-    fetch: timed,
+    fetch: timed(answers),
   })
   const { id: endpointId } = sender.createEndpoint(url, { secret: TEST_SECRET })
 
   const undelivered = () => sender.deliveries(endpointId).filter((d) => d.state !== 'succeeded')
   let api: Awaited<ReturnType<typeof listenSender>> | undefined
-  const recover = async (store: DedupStore | undefined): Promise<RecoveryReport> => {
+  const client = async () => {
     api ??= await listenSender(sender)
-    const client = createWebhooksClient({ apiKey: TEST_API_KEY, baseUrl: api.baseUrl })
-    return recoverEndpoint({ client, endpointId, store, spacingMs: 5, concurrency: 8 })
+    return createWebhooksClient({ apiKey: TEST_API_KEY, baseUrl: api.baseUrl })
   }
+  const recover = async (store: DedupStore | undefined): Promise<RecoveryReport> =>
+    recoverEndpoint({ client: await client(), endpointId, store, spacingMs: 5, concurrency: 8 })
 
-  return {
+  const run: Run = {
     sender,
     endpointId,
     answers,
+    reconcileAnswers,
+    reconciliation: undefined,
     emitted,
     marks,
     now,
@@ -126,12 +150,13 @@ export function startRun(url: string, options: RunOptions = {}): Run {
         const wait = begun + (i * 1000) / perSecond - performance.now()
         if (wait > 0) await sleep(wait)
         const type = TYPES[i % TYPES.length] as string
-        const { event, deliveries } = sender.emit({ type, data: { id: crypto.randomUUID(), ...data?.(i) } })
-        emitted.push({ id: event.id, at: now(), sent: deliveries.length > 0 })
+        const emailId = crypto.randomUUID()
+        const { event, deliveries } = sender.emit({ type, data: { id: emailId, ...data?.(i) } })
+        emitted.push({ id: event.id, emailId, at: now(), sent: deliveries.length > 0 })
       }
     },
     recoverIfDisabled: async (store) => (sender.endpoint(endpointId)?.enabled ? undefined : recover(store)),
-    async settle({ store, rounds = 6, idleMs = 90_000 } = {}) {
+    async settle({ store, rounds = 6, idleMs = 90_000, reconcile = true } = {}) {
       const reports: RecoveryReport[] = []
       await sender.idle(idleMs)
       for (let round = 0; round < rounds; round++) {
@@ -143,11 +168,24 @@ export function startRun(url: string, options: RunOptions = {}): Run {
         // Nothing was left to retry: what is undelivered, the store holds as handled.
         if (report.retried.length === 0 && sender.endpoint(endpointId)?.enabled) break
       }
-      // RECONCILE: events emitted while the endpoint was disabled have no delivery record, so no
-      // recover can bring them back (emitted[].sent === false). Once reconcile exists (DESIGN.md,
-      // "Reconcile from the source of truth"), call it here with the emails' ids, then assert in
-      // scenario.ts (expectExactlyOnce) that those events too are handled exactly once: today
-      // they are counted apart, as 'not sent'.
+      // RECONCILE: events emitted while the endpoint was disabled have no delivery record, and a
+      // failed delivery older than the 100 the sender lists is out of recover's reach: no recover
+      // brings them back. Each email's own event list (GET /emails/{id}) has them. Every emitted
+      // event's email is reconciled (not only those known to be missing, as an operator who knows
+      // the email ids of the incident would): an event the sender's deliveries brought is a
+      // duplicate to the receiver (its facts, ordering on), the others are handled, once.
+      if (reconcile) {
+        run.mark('reconcile')
+        run.reconciliation = await reconcileEmails({
+          client: await client(),
+          emailIds: emitted.map((e) => e.emailId),
+          receiverUrl: url,
+          secret: TEST_SECRET,
+          concurrency: RECONCILE_CONCURRENCY,
+          fetch: timed(reconcileAnswers),
+        })
+        run.mark('reconciled')
+      }
       return reports
     },
     async close() {
@@ -155,4 +193,5 @@ export function startRun(url: string, options: RunOptions = {}): Run {
       await api?.close()
     },
   }
+  return run
 }

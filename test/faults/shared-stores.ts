@@ -3,7 +3,7 @@
  * start), Redis restarts (SIGTERM, then start), and Redis is killed with SIGKILL (AOF with
  * appendfsync always) and started again. The faithful sender keeps delivering meanwhile; once
  * the server is back and the sender has nothing left to try, the endpoint is recovered the
- * documented way. Every event delivered must be handled exactly once, the answers while the
+ * documented way. Every event emitted must be handled exactly once (recover, then reconcile), the answers while the
  * store is down must be 503 store_unavailable (or 409 in_flight for a retry of an event whose
  * record is still being tried), and no 2xx may leave without the event's record.
  */
@@ -35,7 +35,7 @@ describe('shared stores fail under traffic', () => {
     ['the contract: disabled after 10 failures in a row', 10],
     ['a threshold the outage does not reach (1,000,000), so its retries carry it', 1_000_000],
   ])(
-    `PostgreSQL stopped for ${LONG ? 20 : 5} s mid-traffic, sender with %s: 503 store_unavailable meanwhile, then every event delivered handled exactly once`,
+    `PostgreSQL stopped for ${LONG ? 20 : 5} s mid-traffic, sender with %s: 503 store_unavailable meanwhile, then every event emitted handled exactly once (recover, then reconcile)`,
     async (_name, disableAfter) => {
       const result = await runOutage({
         scenario: `PostgreSQL stopped ${LONG ? 20 : 5} s, ${thresholdName(disableAfter)} (Express)`,

@@ -3,7 +3,7 @@
  * for 2.5 s, then the space comes back (a tmpfs filled with a file where this machine may mount
  * one, else ENOSPC injected by strace; disk.ts). Slow: every WAL sync takes longer (strace
  * delays fdatasync). The receiver is never restarted: the store must recover by itself, answer
- * 503 store_unavailable while it cannot record, say in the log why, and every event delivered
+ * 503 store_unavailable while it cannot record, say in the log why, and every event emitted
  * must be handled exactly once.
  */
 import { join } from 'node:path'
@@ -13,7 +13,7 @@ import { straceAvailable } from '../store/strace.js'
 import { diskFullMethod, fillUp, mountTmpfs, straceDiskFull, straceSlowSync } from './disk.js'
 import { LONG, measure, report } from './figures.js'
 import { startReceiver } from './processes.js'
-import { startRun } from './run.js'
+import { RECONCILABLE, startRun } from './run.js'
 import { expectExactlyOnce, runOutage, scratch, sleep, unexpectedFaultAnswers } from './scenario.js'
 
 const METHOD = diskFullMethod()
@@ -32,7 +32,7 @@ async function logged(logs: string[], pattern: RegExp, timeoutMs = 30_000): Prom
 describe('the SQLite store’s disk fails under traffic', () => {
   const file = scratch('sqlite-disk')
   it.skipIf(METHOD === 'strace' && !straceAvailable)(
-    `disk full for ${FULL_MS / 1000} s (${METHOD}): 503 store_unavailable while full, the log says why, the store recovers without a restart, every event delivered handled exactly once`,
+    `disk full for ${FULL_MS / 1000} s (${METHOD}): 503 store_unavailable while full, the log says why, the store recovers without a restart, every event emitted handled exactly once (recover, then reconcile)`,
     async () => {
       const tmpfs = METHOD === 'tmpfs' ? mountTmpfs(32) : undefined
       try {
@@ -88,7 +88,14 @@ describe('the SQLite store’s disk fails under traffic', () => {
       const db = file(`slow-${delayMs}.db`)
       const journal = file(`slow-${delayMs}.journal`)
       const receiver = await startReceiver(
-        { adapter: 'hono', store: { kind: 'sqlite', path: db }, journal, log: file(`slow-${delayMs}.log`), tag: 'r0' },
+        {
+          adapter: 'hono',
+          store: { kind: 'sqlite', path: db },
+          journal,
+          log: file(`slow-${delayMs}.log`),
+          tag: 'r0',
+          options: RECONCILABLE,
+        },
         { strace: straceSlowSync(delayMs) },
       )
       const run = startRun(receiver.url)
