@@ -13,7 +13,7 @@ import { DB_ENV, DEFAULT_DB_PATH, openSharedStore } from './recover-store.js'
 
 /** The stores whose inbox the commands can use in this version (a store without one is refused, naming them). */
 export const STORES_WITH_INBOX =
-  "SQLite (give the receiver's file path to --store); the memory store has one too, but only inside the receiver's process"
+  "SQLite (give the receiver's file path to --store), PostgreSQL and Redis (their URL) with this version of @email-webhooks/core; the memory store has one too, but only inside the receiver's process"
 
 /** A URL rather than a file path: a scheme followed by `//`. */
 const URL_PATTERN = /^[a-z][a-z0-9+.-]*:\/\//i
