@@ -1,6 +1,6 @@
 /**
  * Inbox worker throughput (issue 35), through the public API only: a receiver in `mode: 'inbox'`
- * with `inbox: { worker: false }` on a durable SQLite store records `events` signed deliveries
+ * with `inbox: { worker: false }` on a durable SQLite store (and a PostgreSQL one) records `events` signed deliveries
  * (`receiver.receive`, 10 in flight: the enqueue rate), then its worker drains them: with
  * `receiver.inbox.start()` at concurrency 1 and 4 (until the handler ran for every event and
  * `inbox.stats()` shows nothing pending or running), and one `await receiver.inbox.work()` at a
@@ -57,8 +57,16 @@ async function drain(receiver, mode, events, ran) {
   }
 }
 
-async function oneMode(dir, mode, events) {
-  const store = new SqliteDedupStore({ path: join(dir, `inbox-${mode.loop}-${mode.concurrency}.db`) })
+/** A fresh store of `kind` for one mode: a new SQLite file, or a table of its own on the PostgreSQL server. */
+async function openStore(kind, dir, mode, postgresUrl) {
+  const name = `inbox_${mode.loop}_${mode.concurrency}`
+  if (kind === 'SQLite') return new SqliteDedupStore({ path: join(dir, `${name}.db`) })
+  const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')
+  return new PostgresDedupStore({ connectionString: postgresUrl, table: `bench_${name}_${Date.now()}` })
+}
+
+async function oneMode(kind, dir, mode, events, postgresUrl) {
+  const store = await openStore(kind, dir, mode, postgresUrl)
   const ran = { count: 0, onAll: undefined }
   const receiver = createReceiver({
     secret: BENCH_SECRET,
@@ -82,18 +90,22 @@ async function oneMode(dir, mode, events) {
     start = performance.now()
     await drain(receiver, mode, events, ran)
     const worker = { perSecond: (events / (performance.now() - start)) * 1000, cpuPerEventUs: cpuMicros(cpu) / events }
-    return { mode: mode.name, events, enqueue, worker }
+    return { store: kind, mode: mode.name, events, enqueue, worker }
   } finally {
     await store.close()
   }
 }
 
-/** Every worker mode on a fresh SQLite file of `events` queued entries. */
-export async function runInboxWorkerBench({ events, modes = WORKER_MODES }) {
+/**
+ * Every worker mode on a fresh SQLite file of `events` queued entries, then (given `postgresUrl`) on a
+ * fresh PostgreSQL table.
+ */
+export async function runInboxWorkerBench({ events, modes = WORKER_MODES, postgresUrl }) {
   const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-bench-inbox-'))
   const rows = []
   try {
-    for (const mode of modes) rows.push(await oneMode(dir, mode, events))
+    for (const kind of postgresUrl ? ['SQLite', 'PostgreSQL'] : ['SQLite'])
+      for (const mode of modes) rows.push(await oneMode(kind, dir, mode, events, postgresUrl))
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

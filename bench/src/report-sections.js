@@ -72,11 +72,12 @@ function inboxSection(summaries, worker) {
   }
   if (worker) {
     parts.push(
-      `Worker throughput: ${rate(worker[0].events)} signed events recorded through \`receiver.receive\` (10 in flight, \`inbox: { worker: false }\`) in a fresh SQLite file, then drained by the worker (\`inbox.start()\` until every handler ran and \`inbox.stats()\` is empty, or \`inbox.work()\` one at a time). One process, unpinned; CPU is the process's per event.`,
+      `Worker throughput: ${rate(worker[0].events)} signed events recorded through \`receiver.receive\` (10 in flight, \`inbox: { worker: false }\`) in a fresh SQLite file (durability \`full\`) or a fresh table of the run's PostgreSQL, then drained by the worker (\`inbox.start()\` until every handler ran and \`inbox.stats()\` is empty, or \`inbox.work()\` one at a time). One process, unpinned; CPU is the process's per event (not PostgreSQL's own).`,
       '',
       table(
-        ['Worker', 'enqueue events/s', 'enqueue CPU/event', 'drain events/s', 'drain CPU/event'],
+        ['Store', 'Worker', 'enqueue events/s', 'enqueue CPU/event', 'drain events/s', 'drain CPU/event'],
         worker.map((r) => [
+          r.store,
           r.mode,
           rate(r.enqueue.perSecond),
           us(r.enqueue.cpuPerEventUs),

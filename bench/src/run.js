@@ -164,11 +164,11 @@ try {
     })
   }
   if (runs('inbox')) {
-    log('\n## Inbox worker (SQLite)')
-    worker = await runInboxWorkerBench(config.inbox)
+    log('\n## Inbox worker (SQLite, PostgreSQL)')
+    worker = await runInboxWorkerBench({ ...config.inbox, postgresUrl: (await services.get('postgres')).url })
     for (const row of worker)
       log(
-        `${row.mode.padEnd(24)} enqueue ${Math.round(row.enqueue.perSecond)}/s ${row.enqueue.cpuPerEventUs.toFixed(1)} µs/event | drain ${Math.round(row.worker.perSecond)}/s ${row.worker.cpuPerEventUs.toFixed(1)} µs/event`,
+        `${row.store.padEnd(10)} ${row.mode.padEnd(24)} enqueue ${Math.round(row.enqueue.perSecond)}/s ${row.enqueue.cpuPerEventUs.toFixed(1)} µs/event | drain ${Math.round(row.worker.perSecond)}/s ${row.worker.cpuPerEventUs.toFixed(1)} µs/event`,
       )
   }
 } finally {

@@ -12,8 +12,12 @@
  * `memory`, `sqlite`, `postgres` and `redis` are our adapter with `new MemoryDedupStore()`, the
  * default store (Node: a SQLite file at EMAIL_WEBHOOKS_DB), `PostgresDedupStore` (BENCH_POSTGRES_URL)
  * and `RedisDedupStore` (BENCH_REDIS_URL); `memory-ordered` and `sqlite-ordered` the same with
- * `ordering: true`; `sqlite-inbox` the default store in `mode: 'inbox'` with its worker in this
- * process, `sqlite-inbox-web` the same with `inbox: { worker: false }` (the web tier alone);
+ * `ordering: true`; `memory-otel-off` the memory mode with `telemetry: false` (the other modes find
+ * @opentelemetry/api, installed with core, with no SDK registered), `memory-otel-sdk` the memory mode
+ * with the OpenTelemetry SDK registered first (otel-sdk.js: spans batched to an exporter that drops
+ * them, metrics read every 60 s); `sqlite-inbox` the default store in `mode: 'inbox'` with its worker in this
+ * process, `sqlite-inbox-web` the same with `inbox: { worker: false }` (the web tier alone),
+ * `postgres-inbox` the PostgreSQL store in `mode: 'inbox'` with its worker in this process;
  * `hand-memory`, `hand-sqlite`, `hand-postgres` and `hand-redis` the hand-written receiver
  * (hand/receiver.js) with that dedup. Only the packages' public API is used.
  */
@@ -27,9 +31,12 @@ const SERVER_MODES = [
   'postgres',
   'redis',
   'memory-ordered',
+  'memory-otel-off',
+  'memory-otel-sdk',
   'sqlite-ordered',
   'sqlite-inbox',
   'sqlite-inbox-web',
+  'postgres-inbox',
   'hand-memory',
   'hand-sqlite',
   'hand-postgres',
@@ -50,11 +57,14 @@ const handlers = {
 async function oursOptions(mode) {
   if (mode.startsWith('memory')) {
     const { MemoryDedupStore } = await import('@email-webhooks/core')
-    return { store: new MemoryDedupStore(), ...(mode === 'memory-ordered' ? { ordering: true } : {}) }
+    if (mode === 'memory-otel-sdk') await (await import('./otel-sdk.js')).registerOtelSdk()
+    const more = { 'memory-ordered': { ordering: true }, 'memory-otel-off': { telemetry: false } }[mode]
+    return { store: new MemoryDedupStore(), ...more }
   }
-  if (mode === 'postgres') {
+  if (mode.startsWith('postgres')) {
     const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')
-    return { store: new PostgresDedupStore({ connectionString: process.env.BENCH_POSTGRES_URL }) }
+    const store = new PostgresDedupStore({ connectionString: process.env.BENCH_POSTGRES_URL })
+    return { store, ...(mode === 'postgres-inbox' ? { mode: 'inbox' } : {}) }
   }
   if (mode === 'redis') {
     const { RedisDedupStore } = await import('@email-webhooks/core/redis')

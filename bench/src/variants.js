@@ -21,6 +21,7 @@ export const BASELINE_LABELS = {
   'hono hand-postgres': 'hand-written, PostgreSQL SELECT + INSERT',
   'hono hand-redis': 'hand-written, Redis GET + SET NX',
   'hono memory': 'ours, memory store, ordering off',
+  'hono memory-otel-off': 'ours, memory store, telemetry: false',
   'hono sqlite': 'ours, SQLite, request mode, ordering off',
   'express sqlite': 'ours, SQLite, ordering off',
 }
@@ -67,10 +68,24 @@ export const HTTP_VARIANTS = [
     main: 'sqlite',
     info: undefined,
   }),
+  // The cost of telemetry (issue 36): @opentelemetry/api is installed with core, so every variant
+  // above runs with the API and no SDK; against `telemetry: false`, then with an SDK registered.
+  variant('hono-memory-otel', 'hono', 'memory', 'Hono + memory store, @opentelemetry/api without an SDK vs telemetry: false', {
+    main: 'memory-otel-off',
+    info: undefined,
+  }),
+  variant('hono-memory-otel-sdk', 'hono', 'memory-otel-sdk', 'Hono + memory store, OpenTelemetry SDK registered vs no SDK', {
+    main: 'memory',
+    info: undefined,
+  }),
   // Inbox mode (issue 35): 2xx once the event is in the SQLite inbox, handlers after the answer;
   // against request mode on the same store. `-web` runs no worker: the web tier alone.
   variant('hono-sqlite-inbox', 'hono', 'sqlite-inbox', "Hono + SQLite, mode: 'inbox' (worker in process) vs request mode", {
     main: 'sqlite',
+    info: undefined,
+  }),
+  variant('hono-postgres-inbox', 'hono', 'postgres-inbox', "Hono + PostgreSQL, mode: 'inbox' (worker in process) vs request mode", {
+    main: 'postgres',
     info: undefined,
   }),
   variant('hono-sqlite-inbox-web', 'hono', 'sqlite-inbox-web', "Hono + SQLite, mode: 'inbox', worker: false (web tier) vs request mode", {
@@ -81,8 +96,8 @@ export const HTTP_VARIANTS = [
 
 /** The database server a mode talks to, if any (its CPU is measured from outside). */
 export function serviceOf(mode) {
-  if (mode.endsWith('postgres')) return 'postgres'
-  if (mode.endsWith('redis')) return 'redis'
+  if (mode.includes('postgres')) return 'postgres'
+  if (mode.includes('redis')) return 'redis'
   return undefined
 }
 

@@ -30,7 +30,10 @@ const VARIANTS = [
   'hono-memory-ordering',
   'hono-sqlite-ordering',
   'express-sqlite-ordering',
+  'hono-memory-otel',
+  'hono-memory-otel-sdk',
   'hono-sqlite-inbox',
+  'hono-postgres-inbox',
   'hono-sqlite-inbox-web',
 ]
 
@@ -77,7 +80,7 @@ interface Multi {
 function expectHandled(mode: string, kind: string, round: Round, what: string) {
   if (mode === 'sqlite-inbox-web') expect(round.handled, `${what}: no worker, no handler runs`).toBe(0)
   // The in-process worker runs handlers after the answers, into the next round.
-  else if (mode === 'sqlite-inbox') expect(round.handled, what).toBeGreaterThanOrEqual(0)
+  else if (mode === 'sqlite-inbox' || mode === 'postgres-inbox') expect(round.handled, what).toBeGreaterThanOrEqual(0)
   // In the duplicates pool the second copies do not run (bare and lean servers count every request).
   else if (kind === 'duplicates' && !['bare', 'lean'].includes(mode)) expect(round.handled, what).toBeLessThan(round.served)
   else expect(round.handled, what).toBe(round.served)
@@ -151,7 +154,7 @@ describe('bench smoke run', () => {
           JSON.stringify(round.statuses),
         ).toBe(true)
     }
-    expect(results.worker.map((row: { mode: string }) => row.mode)).toHaveLength(3)
+    expect(results.worker.map((row: { store: string }) => row.store)).toEqual([...Array(3).fill('SQLite'), ...Array(3).fill('PostgreSQL')])
     for (const row of results.worker) expect(row.worker.perSecond, row.mode).toBeGreaterThan(0)
 
     const markdown = readFileSync(out, 'utf8')
