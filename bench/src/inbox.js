@@ -26,17 +26,29 @@ const cpuMicros = (since) => {
   return used.user + used.system
 }
 
-/** Records `deliveries` through `receiver.receive`, `IN_FLIGHT` at a time; every answer must be 200 queued. */
+/**
+ * Records `deliveries` through `receiver.receive`, `IN_FLIGHT` at a time; every answer must end 200
+ * queued. A 503 (the store slower than `storeTimeoutMs`, on a loaded machine) is sent again after
+ * 50 ms, as the sender would retry it, at most 5 times; resolves with how many were sent again.
+ */
 async function enqueueAll(receiver, deliveries) {
   let next = 0
+  let retried = 0
   const lane = async () => {
     while (next < deliveries.length) {
       const { headers, body } = deliveries[next++]
-      const answer = await receiver.receive({ headers, body })
-      if (answer.status !== 200 || answer.outcome !== 'queued') throw new Error(`enqueue answered ${answer.status} ${answer.outcome}`)
+      for (let attempt = 1; ; attempt++) {
+        const answer = await receiver.receive({ headers, body })
+        if (answer.status === 200 && answer.outcome === 'queued') break
+        if (answer.status !== 503 || attempt === 5)
+          throw new Error(`enqueue answered ${answer.status} ${answer.outcome} (attempt ${attempt})`)
+        retried++
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
     }
   }
   await Promise.all(Array.from({ length: IN_FLIGHT }, lane))
+  return retried
 }
 
 /** Drains the inbox with the mode's loop; resolves once every event ran and stats() shows it empty. */
@@ -84,8 +96,8 @@ async function oneMode(kind, dir, mode, events, postgresUrl) {
     const deliveries = Array.from({ length: events }, () => signedDelivery())
     let cpu = process.cpuUsage()
     let start = performance.now()
-    await enqueueAll(receiver, deliveries)
-    const enqueue = { perSecond: (events / (performance.now() - start)) * 1000, cpuPerEventUs: cpuMicros(cpu) / events }
+    const retried = await enqueueAll(receiver, deliveries)
+    const enqueue = { perSecond: (events / (performance.now() - start)) * 1000, cpuPerEventUs: cpuMicros(cpu) / events, retried }
     cpu = process.cpuUsage()
     start = performance.now()
     await drain(receiver, mode, events, ran)

@@ -168,7 +168,7 @@ try {
     worker = await runInboxWorkerBench({ ...config.inbox, postgresUrl: (await services.get('postgres')).url })
     for (const row of worker)
       log(
-        `${row.store.padEnd(10)} ${row.mode.padEnd(24)} enqueue ${Math.round(row.enqueue.perSecond)}/s ${row.enqueue.cpuPerEventUs.toFixed(1)} µs/event | drain ${Math.round(row.worker.perSecond)}/s ${row.worker.cpuPerEventUs.toFixed(1)} µs/event`,
+        `${row.store.padEnd(10)} ${row.mode.padEnd(24)} enqueue ${Math.round(row.enqueue.perSecond)}/s ${row.enqueue.cpuPerEventUs.toFixed(1)} µs/event${row.enqueue.retried ? ` (${row.enqueue.retried} answers 503 sent again)` : ''} | drain ${Math.round(row.worker.perSecond)}/s ${row.worker.cpuPerEventUs.toFixed(1)} µs/event`,
       )
   }
 } finally {
