@@ -1,7 +1,8 @@
 /**
  * `endpoint list | create <url> | enable <id> | disable <id> | deliveries <id> | recover <id>`:
  * the sender's webhook management API from the terminal, through core's typed client and
- * recoverEndpoint(). The API key is never printed; API errors are one line on stderr.
+ * recoverEndpoint(). The API key is never printed; API errors are one line on stderr (a JSON
+ * object with --json).
  */
 import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
 import {
@@ -17,8 +18,8 @@ import { type ApiOptions, clientFor, apiOptions as withApiOptions } from '../lib
 import { type CommandFactory, examples, type RunState } from '../lib/common.js'
 import { EXIT, plainMessage } from '../lib/errors.js'
 import { parseWhole } from '../lib/input.js'
-import { createOutput, type Output } from '../lib/output.js'
-import { printAborted, printRecovery, recoveryExitCode, table } from '../lib/recover-output.js'
+import { createOutput, type Output, table } from '../lib/output.js'
+import { printAborted, printRecovery, recoveryExitCode } from '../lib/recover-output.js'
 import { DB_ENV, DEFAULT_DB_PATH, openRecoveryStore } from '../lib/recover-store.js'
 
 interface RecoverOptions extends ApiOptions {
@@ -30,7 +31,11 @@ interface RecoverOptions extends ApiOptions {
   spacingMs: string
 }
 
-/** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
+/**
+ * Runs one API action; an EmailApiError becomes one line on stderr — text, or with --json the
+ * error's JSON (`{ "error": { name, status, code, message, requestId?, fields?, keySource? } }`) —
+ * and exit 1 (3 when the API was unreachable).
+ */
 async function guarded(
   state: RunState,
   options: ApiOptions,
@@ -42,8 +47,9 @@ async function guarded(
     await action(client, out)
   } catch (error) {
     if (!(error instanceof EmailApiError)) throw error
-    const keyHint = error.status === 401 || error.status === 403 ? ` (key from ${keySource})` : ''
-    out.error(`email-webhooks: ${plainMessage(error)}${keyHint}`)
+    const keyRefused = error.status === 401 || error.status === 403
+    if (out.json) out.error(JSON.stringify({ error: { ...error.toJSON(), ...(keyRefused ? { keySource } : {}) } }))
+    else out.error(`email-webhooks: ${plainMessage(error)}${keyRefused ? ` (key from ${keySource})` : ''}`)
     state.exitCode = error.status === 0 ? EXIT.unreachable : EXIT.unexpected
   }
 }
