@@ -2,7 +2,9 @@
 // and skipStale (a real HTTP listener on 127.0.0.1): a late event of an email is acknowledged
 // `skipped: stale`, and the CLI shows it as such; the events it generates carry what it documents
 // (data.id, data.recipient for recipient, bounce and complaint events, created_at).
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
+import { resolve } from 'node:path'
 import { EMAIL_EVENT_TYPES, type EmailEventHandlers, emailWebhook, MemoryDedupStore, type WebhookEvent } from '@email-webhooks/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RequestJson } from '../src/lib/report.js'
@@ -100,5 +102,36 @@ describe.concurrent('send --email and --created-at against a receiver with order
     expect(data['email.recipient_accepted']).toEqual({ id: email, recipient: 'recipient@example.com' })
     expect(data['email.complained']).toEqual({ id: email, recipient: 'recipient@example.com' })
     expect(data['email.queued']).toEqual({ id: email })
+  })
+})
+
+describe("the README's send section", () => {
+  const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf('### `send <url>`'), readme.indexOf('### `send <url> --count N`'))
+  const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx email-webhooks send /.test(line))
+
+  it('runs each of its commands as written (URL and email id filled in), each answered as the README says', async () => {
+    expect(commands.length).toBeGreaterThanOrEqual(6)
+    const email = crypto.randomUUID()
+    const event = JSON.stringify({
+      id: crypto.randomUUID(),
+      type: 'email.rejected',
+      created_at: new Date().toISOString(),
+      data: { id: email },
+    })
+    const outputs: string[] = []
+    for (const line of commands) {
+      const args = line
+        .replace(/^(cat event\.json \| )?npx email-webhooks /, '')
+        .replaceAll('http://localhost:3000/hooks', url)
+        .replaceAll('0c1f…', email)
+        .split(' ')
+      const result = await runCli(args, { env, ...(line.startsWith('cat ') ? { input: event } : {}) })
+      expect(result.code, line).toBe(0)
+      outputs.push(result.stdout)
+    }
+    // The late event of the pair above the modes table: skipped as stale.
+    const late = commands.findIndex((line) => line.includes('--created-at -5m'))
+    expect(outputs[late]).toMatch(/✓ send\s+200 {2}skipped: stale/)
   })
 })
