@@ -209,7 +209,8 @@ describe('email-webhooks endpoint', () => {
     }
     const off = await runCli(['endpoint', 'list'], { env: { ...env, FORCE_COLOR: '0' } })
     expect(off.stdout).not.toContain('\u001b[')
-  })
+    // Seven CLI runs one after the other: room for a loaded machine.
+  }, 60_000)
 
   it.runIf(HAS_SCRIPT)('prints a table on a terminal', async () => {
     const { code, output } = await runCliInTty(['endpoint', 'list'], { EMAIL_API_KEY: KEY, EMAIL_API_URL: api.baseUrl })

@@ -133,5 +133,6 @@ describe("the README's send section", () => {
     // The late event of the pair above the modes table: skipped as stale.
     const late = commands.findIndex((line) => line.includes('--created-at -5m'))
     expect(outputs[late]).toMatch(/✓ send\s+200 {2}skipped: stale/)
-  })
+    // Seven CLI runs one after the other: room for a loaded machine.
+  }, 90_000)
 })

@@ -224,42 +224,43 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
       expect(JSON.parse(result.stdout).requests[0]).toMatchObject({ status: null, failure: 'ECONNREFUSED', ok: false })
     })
 
-    it('exits 2 on usage errors and sends nothing, saying what was wrong and what to do', async () => {
-      for (const [args, says] of [
-        [['--old-timestamp', '--tampered'], "option '--old-timestamp' cannot be used with option '--tampered': choose one mode at a time."],
-        [['--stale', '--future'], "option '--stale' cannot be used with option '--future': choose one mode at a time."],
-        [
-          ['--expect', '2x'],
-          "option '--expect <class>' argument '2x' is invalid. Give a status class (2xx, 4xx, 5xx) or a status (401, 409).",
-        ],
-        [['--timeout', '0'], "option '--timeout <ms>' argument '0' is invalid. Give a whole number from 1 to 600000."],
-        [['--count', '2', '--duplicates', '101'], "argument '101' is invalid. Give a whole number from 0 to 100."],
-        [['--type', 'email.opened'], 'Allowed choices are email.queued'],
-        [['--concurrency', '4'], '--concurrency, --duplicates and --duration apply to a load: give --count too.'],
-        [
-          ['--unknown-type', '--type', 'email.queued'],
-          '--unknown-type and --out-of-order choose the event types themselves: leave out --type.',
-        ],
-        [
-          ['--file', '-', '--email-id', 'e-1'],
-          "option '-f, --file <path>' cannot be used with option '--email-id <id>': --file sends that body as it is",
-        ],
-        [['--file', '-', '--email', 'e-1'], "cannot be used with option '--email <id>': --file sends that body as it is"],
-        [['--file', '-', '--created-at', '-5m'], "cannot be used with option '--created-at <time>': --file sends that body as it is"],
-        [['--file', '-', '--count', '3'], '--file sends that body as it is'],
-        [
-          ['--count', '3', '--tampered'],
-          "option '-n, --count <n>' cannot be used with option '--tampered': --count sends distinct generated events",
-        ],
-        [['--email', 'a', '--email-id', 'b'], '--email-id is the older name of --email: give one of them.'],
-        [['--created-at', 'yesterday'], 'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now'],
-        [['--created-at', '5m'], "argument '5m' is invalid"],
-      ] as const) {
-        const result = await runCli(['send', server.url, ...args], { env })
-        expect(result.code, args.join(' ')).toBe(2)
-        expect(result.stdout).toBe('')
-        expect(result.stderr, args.join(' ')).toContain(says)
-      }
+    it.each([
+      [['--old-timestamp', '--tampered'], "option '--old-timestamp' cannot be used with option '--tampered': choose one mode at a time."],
+      [['--stale', '--future'], "option '--stale' cannot be used with option '--future': choose one mode at a time."],
+      [
+        ['--expect', '2x'],
+        "option '--expect <class>' argument '2x' is invalid. Give a status class (2xx, 4xx, 5xx) or a status (401, 409).",
+      ],
+      [['--timeout', '0'], "option '--timeout <ms>' argument '0' is invalid. Give a whole number from 1 to 600000."],
+      [['--count', '2', '--duplicates', '101'], "argument '101' is invalid. Give a whole number from 0 to 100."],
+      [['--type', 'email.opened'], 'Allowed choices are email.queued'],
+      [['--concurrency', '4'], '--concurrency, --duplicates and --duration apply to a load: give --count too.'],
+      [
+        ['--unknown-type', '--type', 'email.queued'],
+        '--unknown-type and --out-of-order choose the event types themselves: leave out --type.',
+      ],
+      [
+        ['--file', '-', '--email-id', 'e-1'],
+        "option '-f, --file <path>' cannot be used with option '--email-id <id>': --file sends that body as it is",
+      ],
+      [['--file', '-', '--email', 'e-1'], "cannot be used with option '--email <id>': --file sends that body as it is"],
+      [['--file', '-', '--created-at', '-5m'], "cannot be used with option '--created-at <time>': --file sends that body as it is"],
+      [['--file', '-', '--count', '3'], '--file sends that body as it is'],
+      [
+        ['--count', '3', '--tampered'],
+        "option '-n, --count <n>' cannot be used with option '--tampered': --count sends distinct generated events",
+      ],
+      [['--email', 'a', '--email-id', 'b'], '--email-id is the older name of --email: give one of them.'],
+      [['--created-at', 'yesterday'], 'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now'],
+      [['--created-at', '5m'], "argument '5m' is invalid"],
+    ] as const)('exits 2 on a usage error and sends nothing, saying what was wrong and what to do: %j', async (args, says) => {
+      const result = await runCli(['send', server.url, ...args], { env })
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe('')
+      expect(result.stderr).toContain(says)
+    })
+
+    it('exits 2 on a relative URL, saying what to give', async () => {
       const relative = await runCli(['send', '/hooks'], { env })
       expect([relative.code, relative.stderr]).toEqual([2, 'email-webhooks: The URL must be absolute, e.g. http://127.0.0.1:3000/hooks.\n'])
     })
