@@ -157,7 +157,12 @@ describe('endpoint recover: the dedup store it consults', () => {
         const json = JSON.parse((await recover(api, [endpointId, '--dry-run', '--json', '--store', server.url])).stdout)
         expect(json.store).toEqual({ kind, location: expect.stringMatching(new RegExp(`^127\\.0\\.0\\.1:${server.port}`)) })
         const both = await recover(api, [endpointId, '--db', join(dir, 'x.db'), '--store', server.url])
-        expect([both.code, both.stderr]).toEqual([2, expect.stringContaining('not both')])
+        expect([both.code, both.stderr]).toEqual([
+          2,
+          expect.stringContaining(
+            "option '--db <path>' cannot be used with option '--store <url>': give --db (a SQLite file) or --store (a PostgreSQL or Redis URL), not both.",
+          ),
+        ])
       },
       60_000,
     )

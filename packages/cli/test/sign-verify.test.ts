@@ -231,6 +231,17 @@ describe('sign and verify', () => {
       expect(result.stderr).toContain('looks like milliseconds: use 1767225600.')
     })
 
+    it('verify and sign refuse a bad number before reading anything, naming the option and what to give (exit 2)', async () => {
+      const tolerance = await runCli(['verify', bodyFile, '--tolerance', '5m', '-H', 'webhook-id: a'], { env })
+      expect([tolerance.code, tolerance.stdout]).toEqual([2, ''])
+      expect(tolerance.stderr).toContain("option '--tolerance <seconds>' argument '5m' is invalid. Give a whole number from 0 to 31536000.")
+      const now = await runCli(['verify', bodyFile, '--now', '-1', '-H', 'webhook-id: a'], { env })
+      expect(now.stderr).toContain("option '--now <seconds>' argument '-1' is invalid. Give a whole number from 0 to 999999999999.")
+      const timestamp = await runCli(['sign', bodyFile, '--timestamp', 'soon'], { env })
+      expect([timestamp.code, timestamp.stdout]).toEqual([2, ''])
+      expect(timestamp.stderr).toContain("option '--timestamp <seconds>' argument 'soon' is invalid. Give a whole number")
+    })
+
     it('verify without headers is a usage error (exit 2)', async () => {
       const result = await runCli(['verify', bodyFile], { env })
       expect(result.code).toBe(2)

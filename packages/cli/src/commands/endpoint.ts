@@ -13,11 +13,11 @@ import {
   WEBHOOKS_SCOPE,
   type WebhooksClient,
 } from '@email-webhooks/core/api'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import { type ApiOptions, clientFor, apiOptions as withApiOptions } from '../lib/api-client.js'
-import { type CommandFactory, examples, type RunState } from '../lib/common.js'
+import { type CommandFactory, ExplainedCommand, examples, type RunState } from '../lib/common.js'
 import { EXIT, plainMessage } from '../lib/errors.js'
-import { parseWhole } from '../lib/input.js'
+import { wholeNumber } from '../lib/input.js'
 import { createOutput, type Output, table } from '../lib/output.js'
 import { printAborted, printRecovery, recoveryExitCode } from '../lib/recover-output.js'
 import { DB_ENV, DEFAULT_DB_PATH, openRecoveryStore } from '../lib/recover-store.js'
@@ -27,8 +27,8 @@ interface RecoverOptions extends ApiOptions {
   db?: string
   store?: string
   namespace: string
-  concurrency: string
-  spacingMs: string
+  concurrency: number
+  spacingMs: number
 }
 
 /**
@@ -132,8 +132,7 @@ function deliveriesCommand(state: RunState): Command {
 
 /** Runs recoverEndpoint with Ctrl-C connected: the first one stops it (report printed, exit 130). */
 async function recover(state: RunState, client: WebhooksClient, out: Output, id: string, o: RecoverOptions): Promise<void> {
-  const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
-  const spacingMs = parseWhole(o.spacingMs, '--spacing-ms', 0, 60_000)
+  const { concurrency, spacingMs } = o
   const source = await openRecoveryStore({ db: o.db, store: o.store })
   const abort = new AbortController()
   const onSigint = (): void => abort.abort(new Error('interrupted (SIGINT)'))
@@ -158,7 +157,7 @@ async function recover(state: RunState, client: WebhooksClient, out: Output, id:
 }
 
 function recoverCommand(state: RunState): Command {
-  const command = new Command('recover')
+  const command = new ExplainedCommand('recover')
     .description(
       're-enable the endpoint if disabled and retry, oldest first, every listed delivery whose event is not yet handled nor still being delivered',
     )
@@ -170,8 +169,9 @@ function recoverCommand(state: RunState): Command {
     )
     .option('--store <url>', "the receiver's shared dedup store: postgres://… or redis://… (only looked up)")
     .option('--namespace <ns>', "the receiver's dedup namespace", DEFAULT_NAMESPACE)
-    .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
-    .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
+    .addOption(new Option('--concurrency <n>', 'retries in flight at once (1–32)').argParser(wholeNumber(1, 32)).default(4))
+    .addOption(new Option('--spacing-ms <ms>', 'gap between retry starts (0–60000)').argParser(wholeNumber(0, 60_000)).default(100))
+    .conflict('db', ['store'], 'give --db (a SQLite file) or --store (a PostgreSQL or Redis URL), not both.')
   return apiOptions(command).action((id: string, o: RecoverOptions) =>
     guarded(state, o, (client, out) => recover(state, client, out, id, o)),
   )

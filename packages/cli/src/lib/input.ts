@@ -30,22 +30,6 @@ export async function readInput(path: string, what: string): Promise<Uint8Array>
 }
 
 /**
- * Parses a whole-number option within bounds.
- * @param value The option's text.
- * @param option The option's name, for the message.
- * @throws {UsageError} when it is not a whole number in [min, max].
- * @example
- * parseWhole('20', '--concurrency', 1, 256) // 20
- */
-export function parseWhole(value: string, option: string, min: number, max: number): number {
-  const number = Number(value)
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < min || number > max) {
-    throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got "${value}".`)
-  }
-  return number
-}
-
-/**
  * A commander argParser for a whole-number option within bounds.
  * @param min The smallest value accepted.
  * @param max The largest value accepted.
