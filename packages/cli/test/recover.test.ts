@@ -125,7 +125,8 @@ describe('endpoint recover: the dedup store it consults', () => {
     )
     expect(none.stdout).toMatch(/2 would retry, 0 already handled/)
     expect(JSON.parse((await recover(api, [endpointId, '--dry-run', '--json'], { cwd: empty })).stdout).store).toBeNull()
-  })
+    // Four CLI runs one after the other: the 30 s default was passed at a load average of 21.
+  }, 60_000)
 
   describe('with --store', () => {
     let postgres: RunningServer

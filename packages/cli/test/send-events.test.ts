@@ -66,7 +66,7 @@ describe.concurrent('send --email and --created-at against a receiver with order
     )
     // Only the newer event ran a handler.
     expect(eventsOf(email).map((event) => event.type)).toEqual(['email.submitted'])
-  })
+  }, 60_000)
 
   it('--created-at sets the envelope created_at: a date-time as written, or relative to now', async () => {
     const email = crypto.randomUUID()
@@ -77,7 +77,7 @@ describe.concurrent('send --email and --created-at against a receiver with order
     expect(rejected?.created_at).toBe('2026-01-02T03:04:05.678+01:00')
     const twoHoursAgo = before - 2 * 3_600_000
     expect(Math.abs(Date.parse(complained?.created_at ?? '') - twoHoursAgo)).toBeLessThan(60_000)
-  })
+  }, 60_000)
 
   it('--out-of-order --created-at starts the lifecycle there, one second apart, all of one --email', async () => {
     const email = crypto.randomUUID()
@@ -88,21 +88,20 @@ describe.concurrent('send --email and --created-at against a receiver with order
     expect(byType.get('email.recipient_deferred')).toBe('2026-01-01T00:00:02.000Z')
     expect(byType.get('email.recipient_resubmitted')).toBe('2026-01-01T00:00:03.000Z')
     expect(byType.get('email.recipient_accepted')).toBe('2026-01-01T00:00:04.000Z')
-  })
+  }, 60_000)
 
   it('generated recipient, bounce and complaint events carry data.recipient; message events carry only data.id', async () => {
     const email = crypto.randomUUID()
-    for (const type of ['email.bounced', 'email.recipient_accepted', 'email.queued']) {
-      expect((await sendJson(['--type', type, '--email', email])).code).toBe(0)
-    }
-    const load = await runCli(['send', url, '--count', '2', '--type', 'email.complained', '--email', email], { env })
-    expect(load.code).toBe(0)
+    const sends = ['email.bounced', 'email.recipient_accepted', 'email.queued'].map((type) => sendJson(['--type', type, '--email', email]))
+    const load = runCli(['send', url, '--count', '2', '--type', 'email.complained', '--email', email], { env })
+    expect((await Promise.all(sends)).map((sent) => sent.code)).toEqual([0, 0, 0])
+    expect((await load).code).toBe(0)
     const data = Object.fromEntries(eventsOf(email).map((event) => [event.type, event.data]))
     expect(data['email.bounced']).toEqual({ id: email, recipient: 'recipient@example.com' })
     expect(data['email.recipient_accepted']).toEqual({ id: email, recipient: 'recipient@example.com' })
     expect(data['email.complained']).toEqual({ id: email, recipient: 'recipient@example.com' })
     expect(data['email.queued']).toEqual({ id: email })
-  })
+  }, 60_000)
 })
 
 describe("the README's send section", () => {
