@@ -13,6 +13,7 @@ import { signCommand } from './commands/sign.js'
 import { verifyCommand } from './commands/verify.js'
 import type { CommandFactory, RunState } from './lib/common.js'
 import { EXIT, UsageError } from './lib/errors.js'
+import { setColorFlag } from './lib/output.js'
 
 /** Every command, in the order `--help` lists them. */
 // biome-ignore format: one command per line, so that adding a command is a one-line change
@@ -38,8 +39,12 @@ export function createProgram(state: RunState): Command {
       "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox.",
     )
     .version(version)
+    .option('--no-color', 'never colour the output (also NO_COLOR=1; FORCE_COLOR=1 colours it when not a terminal)')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
+    .configureHelp({ showGlobalOptions: true })
+    // Every run sets it, so a program built again in the same process does not inherit the last run's.
+    .hook('preAction', () => setColorFlag(program.opts<{ color?: boolean }>().color))
   for (const make of COMMANDS) program.addCommand(make(state).copyInheritedSettings(program))
   return program
 }

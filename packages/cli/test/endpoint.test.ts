@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { stripVTControlCharacters } from 'node:util'
 import { emailWebhook } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createFaithfulSender, type FaithfulSender, listenSender, type SenderListener } from '@email-webhooks/core/testing'
@@ -154,6 +155,67 @@ describe('email-webhooks endpoint', () => {
       expect(flagged.stdout + flagged.stderr).not.toContain('ek_cli_flag_key_1234')
     }
   })
+
+  it('with --json, an API error is one JSON object on stderr (EmailApiError.toJSON(), and where the key came from when it was refused)', async () => {
+    const invalid = await cli(['list', '--json'], 'ek_cli_revoked_key_0000')
+    expect([invalid.code, invalid.stdout]).toEqual([1, ''])
+    expect(invalid.stderr.trim().split('\n')).toHaveLength(1)
+    expect(JSON.parse(invalid.stderr)).toEqual({
+      error: {
+        name: 'EmailApiError',
+        status: 401,
+        code: 'invalid_api_key',
+        message: expect.stringContaining('API key was refused'),
+        requestId: expect.any(String),
+        keySource: 'EMAIL_API_KEY',
+      },
+    })
+    const missing = crypto.randomUUID()
+    const unknown = await cli(['enable', missing, '--json'])
+    expect([unknown.code, unknown.stdout]).toEqual([1, ''])
+    const { error } = JSON.parse(unknown.stderr)
+    expect(error).toMatchObject({ status: 404, code: 'not_found', message: expect.stringContaining(missing) })
+    expect(error).not.toHaveProperty('keySource')
+  })
+
+  it('lines up a table with coloured cells (FORCE_COLOR when not a terminal), and --no-color turns colours off', async () => {
+    // One endpoint enabled ("yes", plain) and one disabled ("no", red).
+    const [enabled, toDisable] = await Promise.all([
+      cli(['create', 'https://example.com/aligned-enabled']),
+      cli(['create', 'https://example.com/aligned-disabled', '--json']),
+    ])
+    expect(enabled?.code).toBe(0)
+    expect((await cli(['disable', (JSON.parse(toDisable?.stdout ?? '') as { id: string }).id])).code).toBe(0)
+    const env = { EMAIL_API_KEY: KEY, EMAIL_API_URL: api.baseUrl }
+    const [coloured, noColorAfter, noColorBefore, forcedOff] = await Promise.all([
+      runCli(['endpoint', 'list'], { env: { ...env, FORCE_COLOR: '1' } }),
+      runCli(['endpoint', 'list', '--no-color'], { env: { ...env, FORCE_COLOR: '1' } }),
+      runCli(['--no-color', 'endpoint', 'list'], { env: { ...env, FORCE_COLOR: '1' } }),
+      runCli(['endpoint', 'list'], { env: { ...env, FORCE_COLOR: '0' } }),
+    ])
+    expect(coloured?.code).toBe(0)
+    // The disabled endpoint's "no" is red: its escape codes take no room on the screen.
+    expect(coloured?.stdout).toContain('\u001b[31mno\u001b[39m')
+    const lines = stripVTControlCharacters(coloured?.stdout ?? '')
+      .trimEnd()
+      .split('\n')
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    const header = lines[0] as string
+    for (const column of ['url', 'enabled', 'failures', 'created']) {
+      const at = header.indexOf(column)
+      for (const row of lines.slice(1)) {
+        // Each cell starts where its column's title does: after two spaces (or more), never inside a cell.
+        expect(row.slice(at - 2, at), `${column} in ${row}`).toBe('  ')
+        expect(row[at], `${column} in ${row}`).not.toBe(' ')
+      }
+    }
+    for (const plain of [noColorAfter, noColorBefore, forcedOff]) {
+      expect(plain?.code).toBe(0)
+      expect(plain?.stdout).toMatch(/^id\s+url/)
+      expect(plain?.stdout).not.toContain('\u001b[')
+    }
+    // Three rounds of CLI runs: room for a loaded machine.
+  }, 90_000)
 
   it.runIf(HAS_SCRIPT)('prints a table on a terminal', async () => {
     const { code, output } = await runCliInTty(['endpoint', 'list'], { EMAIL_API_KEY: KEY, EMAIL_API_URL: api.baseUrl })

@@ -1,10 +1,13 @@
 // The CLI's pure parts, in process: expectations, percentiles, header and replay-file parsing,
 // body facts, error messages and exit codes.
+import { InvalidArgumentError } from 'commander'
 import { describe, expect, it } from 'vitest'
-import { EXIT, plainMessage, UsageError } from '../src/lib/errors.js'
-import { meets, parseExpectation } from '../src/lib/expect.js'
+import { EXIT, plainMessage } from '../src/lib/errors.js'
+import { parseCreatedAtOption } from '../src/lib/event-data.js'
+import { expectationArg, meets } from '../src/lib/expect.js'
 import { parseHeaderLines, parseHeadersFile } from '../src/lib/headers.js'
-import { describeBody } from '../src/lib/input.js'
+import { describeBody, wholeNumber } from '../src/lib/input.js'
+import { colorsWanted, visibleWidth } from '../src/lib/output.js'
 import { parseReplayFile } from '../src/lib/replay-file.js'
 import { exitCodeOf, type RequestRecord } from '../src/lib/report.js'
 import { percentile } from '../src/lib/summary.js'
@@ -16,8 +19,52 @@ describe('expectations', () => {
     expect(meets(409, '401')).toBe(false)
     expect(meets(401, '401')).toBe(true)
     expect(meets(undefined, '5xx')).toBe(false)
-    expect(parseExpectation(' 4XX ')).toBe('4xx')
-    for (const bad of ['2x', '600', '4xxx', 'ok', '']) expect(() => parseExpectation(bad)).toThrow(UsageError)
+    expect(expectationArg(' 4XX ')).toBe('4xx')
+    for (const bad of ['2x', '600', '4xxx', 'ok', '']) expect(() => expectationArg(bad)).toThrow(InvalidArgumentError)
+  })
+})
+
+describe('option values', () => {
+  it('wholeNumber takes whole numbers within bounds and says the bounds otherwise', () => {
+    expect(wholeNumber(1, 10)('10')).toBe(10)
+    for (const bad of ['0', '11', '1.5', '-1', ' 2', '', '1e1']) {
+      expect(() => wholeNumber(1, 10)(bad)).toThrow(new InvalidArgumentError('Give a whole number from 1 to 10.'))
+    }
+  })
+
+  it('--created-at keeps a date-time with an offset as written and turns a signed duration into an ISO time from now', () => {
+    const now = Date.parse('2026-11-25T10:00:00Z')
+    expect(parseCreatedAtOption('2026-01-02T03:04:05.6+01:00', now)).toBe('2026-01-02T03:04:05.6+01:00')
+    expect(parseCreatedAtOption('-5m', now)).toBe('2026-11-25T09:55:00.000Z')
+    expect(parseCreatedAtOption('+30s', now)).toBe('2026-11-25T10:00:30.000Z')
+    expect(parseCreatedAtOption('-2d', now)).toBe('2026-11-23T10:00:00.000Z')
+    for (const bad of ['5m', '-5', '-5w', 'yesterday', '2026-11-20', '2026-11-20T08:00:00', '-99999999999999d']) {
+      expect(() => parseCreatedAtOption(bad, now), bad).toThrow(InvalidArgumentError)
+    }
+  })
+})
+
+describe('colours', () => {
+  const tty = { isTTY: true }
+  const pipe = { isTTY: false }
+  it('--no-color first, then FORCE_COLOR (0 or false turn it off), then NO_COLOR, then a terminal that is not dumb', () => {
+    expect(colorsWanted(tty, {}, undefined)).toBe(true)
+    expect(colorsWanted(pipe, {}, undefined)).toBe(false)
+    expect(colorsWanted(tty, { TERM: 'dumb' }, undefined)).toBe(false)
+    expect(colorsWanted(tty, { NO_COLOR: '1' }, undefined)).toBe(false)
+    expect(colorsWanted(tty, { NO_COLOR: '' }, undefined)).toBe(true)
+    expect(colorsWanted(pipe, { FORCE_COLOR: '1' }, undefined)).toBe(true)
+    expect(colorsWanted(pipe, { FORCE_COLOR: '' }, undefined)).toBe(true)
+    expect(colorsWanted(pipe, { FORCE_COLOR: '1', NO_COLOR: '1' }, undefined)).toBe(true)
+    expect(colorsWanted(tty, { FORCE_COLOR: '0' }, undefined)).toBe(false)
+    expect(colorsWanted(tty, { FORCE_COLOR: 'false' }, undefined)).toBe(false)
+    expect(colorsWanted(tty, { FORCE_COLOR: '1' }, false)).toBe(false)
+    expect(colorsWanted(tty, {}, true)).toBe(true)
+  })
+
+  it('measures a cell on the screen, without its colour codes', () => {
+    expect(visibleWidth('\u001b[31mno\u001b[39m')).toBe(2)
+    expect(visibleWidth('\u001b[1m\u001b[32mdone\u001b[39m\u001b[22m')).toBe(4)
   })
 })
 

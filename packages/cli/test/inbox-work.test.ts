@@ -200,7 +200,10 @@ describe('inbox work', () => {
         [['work', '--handlers', './typo.mjs', '--store', path], '"email.bounce" is not an email event type'],
         [['work', '--handlers', './throws.mjs', '--store', path], 'Cannot load the handlers module ./throws.mjs: Error: cannot connect.'],
         [['work', '--handlers', './options.mjs', '--store', path], 'inbox.maxAttempts must be a positive whole number, got 0'],
-        [['work', '--handlers', './ok.mjs', '--concurrency', '0', '--store', path], '--concurrency must be a whole number from 1 to 256'],
+        [
+          ['work', '--handlers', './ok.mjs', '--concurrency', '0', '--store', path],
+          "option '--concurrency <n>' argument '0' is invalid. Give a whole number from 1 to 256.",
+        ],
       ]
       for (const [args, message] of cases) {
         const result = await inbox(args)

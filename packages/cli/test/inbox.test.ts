@@ -163,11 +163,14 @@ describe('inbox retry and purge', () => {
         [['purge', '--store', path], 'add --dead and --older-than <duration> (e.g. --older-than 7d)'],
         [['purge', '--dead', '--store', path], 'add --older-than <duration> (e.g. --older-than 7d).'],
         [['purge', '--older-than', '7d', '--store', path], 'add --dead.'],
-        [['purge', '--dead', '--older-than', '7x', '--store', path], '--older-than must be a duration such as 7d'],
+        [
+          ['purge', '--dead', '--older-than', '7x', '--store', path],
+          "option '--older-than <duration>' argument '7x' is invalid. Give a duration such as 7d, 36h, 90m or 30s",
+        ],
         [['retry', '--store', path], 'Give the webhook-ids of dead entries (`inbox list --state dead`), or --dead for every one.'],
         [['retry', 'x', '--dead', '--store', path], 'Give webhook-ids or --dead (every dead entry), not both.'],
         [['list', '--state', 'gone', '--store', path], 'Allowed choices are pending, running, dead, done'],
-        [['list', '--limit', '0', '--store', path], '--limit must be a whole number from 1 to 10000, got "0"'],
+        [['list', '--limit', '0', '--store', path], "option '--limit <n>' argument '0' is invalid. Give a whole number from 1 to 10000."],
         [['stats', '--store', join(dir, 'dedpu.db')], `No SQLite file at ${join(dir, 'dedpu.db')} (from --store)`],
         [['stats', '--store', 'mysql://db.internal/app'], '--store takes a postgres://, postgresql://, redis:// or rediss:// URL'],
       ]

@@ -198,8 +198,11 @@ describe('emails reconcile', () => {
     const later = await reconcile(s, ['--ids', file, '--since', new Date(Date.now() + 60_000).toISOString()])
     expect([later.code, later.stdout]).toEqual([0, expect.stringMatching(new RegExp(`${a}\\s+before --since`))])
     for (const [args, message] of [
-      [['--ids', file, '--since', 'yesterday'], '--since must be a date-time'],
-      [['--ids', file, '--retention', '7'], '--retention must be a duration'],
+      [
+        ['--ids', file, '--since', 'yesterday'],
+        "option '--since <time>' argument 'yesterday' is invalid. Give a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, UTC) or an age (48h, 7d).",
+      ],
+      [['--ids', file, '--retention', '7'], "option '--retention <duration>' argument '7' is invalid. Give a duration such as 7d"],
       [[], "required option '--ids <file>' not specified"],
     ] as const) {
       const bad = await reconcile(s, [...args])

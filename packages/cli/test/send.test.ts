@@ -47,7 +47,7 @@ describe.each(['express', 'hono-node'] as const)('send against the %s example', 
     })
 
     it.each([
-      ['--stale', 'timestamp_too_old'],
+      ['--old-timestamp', 'timestamp_too_old'],
       ['--future', 'timestamp_too_new'],
       ['--tampered', 'signature_mismatch'],
       ['--wrong-secret', 'signature_mismatch'],
@@ -97,6 +97,7 @@ describe.each(['express', 'hono-node'] as const)('send against the %s example', 
             code: null,
             retryAfter: null,
             duplicate: false,
+            skipped: null,
             latencyMs: expect.any(Number),
             failure: null,
             expected: '2xx',
@@ -110,8 +111,26 @@ describe.each(['express', 'hono-node'] as const)('send against the %s example', 
       const result = await runCli(['send', server.url, '--tampered', '--expect', '2xx'], { env })
       expect(result.code).toBe(1)
       expect(result.stdout).toMatch(/✗ tampered\s+401 signature_mismatch .*WRONG, expected 2xx/)
-      const exact = await runCli(['send', server.url, '--stale', '--expect', '4xx'], { env })
+      const exact = await runCli(['send', server.url, '--old-timestamp', '--expect', '4xx'], { env })
       expect(exact.code).toBe(0)
+    })
+
+    it('--stale, the older name of --old-timestamp, still works, says so on stderr, and is not in --help', async () => {
+      const result = await runCli(['send', server.url, '--stale', '--json'], { env })
+      expect(result.code).toBe(0)
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        mode: 'oldTimestamp',
+        requests: [{ label: 'old-timestamp', status: 401, ok: true }],
+      })
+      expect(result.stderr.trim()).toBe(
+        'email-webhooks: --stale is now --old-timestamp (a timestamp outside the ±300 s window; "stale" is what ordering calls an older event of an email). --stale will be removed in the next release.',
+      )
+      const help = await runCli(['send', '--help'])
+      expect(help.stdout).toMatch(/--old-timestamp\s+sign with a timestamp 600 s old/)
+      expect(help.stdout).toMatch(/--email <id>\s+data\.id of generated events/)
+      expect(help.stdout).toMatch(/--created-at <time>/)
+      expect(help.stdout).toMatch(/--no-color/)
+      expect(help.stdout).not.toMatch(/--stale|--email-id/)
     })
   })
 })
@@ -205,20 +224,45 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
       expect(JSON.parse(result.stdout).requests[0]).toMatchObject({ status: null, failure: 'ECONNREFUSED', ok: false })
     })
 
-    it('exits 2 on usage errors and sends nothing: two modes, a bad --expect, an unknown type, a relative URL, options that do not combine', async () => {
-      for (const args of [
-        ['send', server.url, '--stale', '--tampered'],
-        ['send', server.url, '--expect', '2x'],
-        ['send', server.url, '--type', 'email.opened'],
-        ['send', '/hooks'],
-        ['send', server.url, '--concurrency', '4'],
-        ['send', server.url, '--unknown-type', '--type', 'email.queued'],
-        ['send', server.url, '--file', '-', '--email-id', 'e-1'],
-      ]) {
-        const result = await runCli(args, { env })
-        expect(result.code, args.join(' ')).toBe(2)
-        expect(result.stdout).toBe('')
-      }
+    it.each([
+      [['--old-timestamp', '--tampered'], "option '--old-timestamp' cannot be used with option '--tampered': choose one mode at a time."],
+      [['--stale', '--future'], "option '--stale' cannot be used with option '--future': choose one mode at a time."],
+      [
+        ['--expect', '2x'],
+        "option '--expect <class>' argument '2x' is invalid. Give a status class (2xx, 4xx, 5xx) or a status (401, 409).",
+      ],
+      [['--timeout', '0'], "option '--timeout <ms>' argument '0' is invalid. Give a whole number from 1 to 600000."],
+      [['--count', '2', '--duplicates', '101'], "argument '101' is invalid. Give a whole number from 0 to 100."],
+      [['--type', 'email.opened'], 'Allowed choices are email.queued'],
+      [['--concurrency', '4'], '--concurrency, --duplicates and --duration apply to a load: give --count too.'],
+      [
+        ['--unknown-type', '--type', 'email.queued'],
+        '--unknown-type and --out-of-order choose the event types themselves: leave out --type.',
+      ],
+      [
+        ['--file', '-', '--email-id', 'e-1'],
+        "option '-f, --file <path>' cannot be used with option '--email-id <id>': --file sends that body as it is",
+      ],
+      [['--file', '-', '--email', 'e-1'], "cannot be used with option '--email <id>': --file sends that body as it is"],
+      [['--file', '-', '--created-at', '-5m'], "cannot be used with option '--created-at <time>': --file sends that body as it is"],
+      [['--file', '-', '--count', '3'], '--file sends that body as it is'],
+      [
+        ['--count', '3', '--tampered'],
+        "option '-n, --count <n>' cannot be used with option '--tampered': --count sends distinct generated events",
+      ],
+      [['--email', 'a', '--email-id', 'b'], '--email-id is the older name of --email: give one of them.'],
+      [['--created-at', 'yesterday'], 'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now'],
+      [['--created-at', '5m'], "argument '5m' is invalid"],
+    ] as const)('exits 2 on a usage error and sends nothing, saying what was wrong and what to do: %j', async (args, says) => {
+      const result = await runCli(['send', server.url, ...args], { env })
+      expect(result.code).toBe(2)
+      expect(result.stdout).toBe('')
+      expect(result.stderr).toContain(says)
+    })
+
+    it('exits 2 on a relative URL, saying what to give', async () => {
+      const relative = await runCli(['send', '/hooks'], { env })
+      expect([relative.code, relative.stderr]).toEqual([2, 'email-webhooks: The URL must be absolute, e.g. http://127.0.0.1:3000/hooks.\n'])
     })
   })
 })

@@ -76,6 +76,66 @@ describe('sign and verify', () => {
       })
     })
 
+    // What the sender signed, and what the app captured after something re-encoded it on the way.
+    const event = {
+      id: 'evt-reencoded',
+      type: 'email.bounced',
+      created_at: '2026-01-01T00:00:00Z',
+      data: { id: 'e-1', note: 'héllo wörld' },
+    }
+    const escaped = (text: string) => text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    const compact = JSON.stringify(event)
+    const pretty = JSON.stringify(event, null, 2)
+    it.each([
+      ['compact JSON (JSON.stringify of the parsed body)', compact, pretty],
+      ['pretty-printed JSON (2 spaces)', pretty, compact],
+      ['non-ASCII characters as \\uXXXX escapes', escaped(compact), compact],
+      ['\\uXXXX escapes decoded', escaped(compact), compact],
+      ['with a final newline', `${compact}\n`, compact],
+      ['compact JSON (JSON.stringify of the parsed body), non-ASCII characters as \\uXXXX escapes', escaped(compact), `${pretty}\n`],
+    ])('verify names the re-encoding whose bytes the signature matches: %s', async (name, sent, captured) => {
+      // "escapes decoded" is the reverse case: the sender sent the characters, the capture has escapes.
+      const [signed, received] = name === '\\uXXXX escapes decoded' ? [captured, sent] : [sent, captured]
+      const sentFile = join(dir, `sent-${crypto.randomUUID()}.json`)
+      const receivedFile = join(dir, `received-${crypto.randomUUID()}.json`)
+      await writeFile(sentFile, signed)
+      await writeFile(receivedFile, received)
+      const headers = JSON.parse((await runCli(['sign', sentFile, '--json'], { env })).stdout).headers as Record<string, string>
+      const args = ['verify', receivedFile, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`])]
+      const json = await runCli([...args, '--json'], { env })
+      expect(json.code).toBe(1)
+      expect(JSON.parse(json.stdout)).toEqual({
+        valid: false,
+        code: 'signature_mismatch',
+        status: 401,
+        message: expect.stringContaining('The signature does not match'),
+        reencoding: name,
+        hints: [expect.stringContaining(`re-encoded as: ${name}. Something between the sender and your app re-encodes the body`)],
+      })
+      const text = await runCli(args, { env })
+      expect(text.code).toBe(1)
+      expect(text.stdout).toContain('verify the raw bytes as received, before any parsing')
+      // Never the secret (runCli checks), the signature or the body.
+      for (const output of [json.stdout + json.stderr, text.stdout + text.stderr]) {
+        expect(output).not.toContain(headers['webhook-signature'])
+        expect(output).not.toMatch(/h(é|\\u00e9)llo/)
+      }
+    })
+
+    it('verify with another secret: no re-encoding matches, so the hint names the secret as the likely cause', async () => {
+      const headers = await signedHeaders()
+      const file = join(dir, 'other-secret-headers.json')
+      await writeFile(file, JSON.stringify(headers))
+      const result = await runCli(['verify', bodyFile, '--headers', file, '--secret', 'another-secret', '--json'], { env })
+      expect(result.code).toBe(1)
+      const verdict = JSON.parse(result.stdout)
+      expect(verdict).toMatchObject({ valid: false, code: 'signature_mismatch' })
+      expect(verdict).not.toHaveProperty('reencoding')
+      expect(verdict.hints).toEqual([
+        expect.stringMatching(/No usual re-encoding of the body matches either .*: the secret is the likely cause/),
+      ])
+    })
+
     it('verify with another secret: signature_mismatch, exit 1', async () => {
       const headers = await signedHeaders()
       const file = join(dir, 'headers.json')
@@ -169,6 +229,17 @@ describe('sign and verify', () => {
       const result = await runCli(['sign', bodyFile, '--timestamp', '1767225600123'], { env })
       expect(result.code).toBe(2)
       expect(result.stderr).toContain('looks like milliseconds: use 1767225600.')
+    })
+
+    it('verify and sign refuse a bad number before reading anything, naming the option and what to give (exit 2)', async () => {
+      const tolerance = await runCli(['verify', bodyFile, '--tolerance', '5m', '-H', 'webhook-id: a'], { env })
+      expect([tolerance.code, tolerance.stdout]).toEqual([2, ''])
+      expect(tolerance.stderr).toContain("option '--tolerance <seconds>' argument '5m' is invalid. Give a whole number from 0 to 31536000.")
+      const now = await runCli(['verify', bodyFile, '--now', '-1', '-H', 'webhook-id: a'], { env })
+      expect(now.stderr).toContain("option '--now <seconds>' argument '-1' is invalid. Give a whole number from 0 to 999999999999.")
+      const timestamp = await runCli(['sign', bodyFile, '--timestamp', 'soon'], { env })
+      expect([timestamp.code, timestamp.stdout]).toEqual([2, ''])
+      expect(timestamp.stderr).toContain("option '--timestamp <seconds>' argument 'soon' is invalid. Give a whole number")
     })
 
     it('verify without headers is a usage error (exit 2)', async () => {

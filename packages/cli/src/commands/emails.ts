@@ -6,12 +6,12 @@
  * secret are never printed.
  */
 import { EMAILS_SCOPE, ReconcileAbortedError, type ReconcileReport, reconcileEmails } from '@email-webhooks/core/api'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import { type ApiOptions, apiOptions, clientFor } from '../lib/api-client.js'
 import { type CommandFactory, examples, type RunState, withSecretOptions } from '../lib/common.js'
 import { EXIT } from '../lib/errors.js'
 import { checkUrl, DEFAULT_TIMEOUT_MS, displayUrl } from '../lib/http.js'
-import { parseWhole } from '../lib/input.js'
+import { wholeNumber } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
 import { parseDuration, parseSince, readEmailIds } from '../lib/reconcile-input.js'
 import { printReconcile, progressBar, reconcileExitCode } from '../lib/reconcile-output.js'
@@ -25,19 +25,18 @@ interface ReconcileOptions extends ApiOptions {
   secret?: string
   envFile?: string
   dryRun?: boolean
-  since?: string
-  retention: string
-  concurrency: string
-  timeout: string
+  /** Epoch ms. */
+  since?: number
+  /** Milliseconds. */
+  retention: number
+  concurrency: number
+  timeout: number
 }
 
 async function reconcile(state: RunState, receiverUrl: string, o: ReconcileOptions): Promise<void> {
   const out = createOutput(o.json === true)
   checkUrl(receiverUrl)
-  const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
-  const timeoutMs = parseWhole(o.timeout, '--timeout', 1, 600_000)
-  const retentionMs = parseDuration(o.retention, '--retention')
-  const since = o.since === undefined ? undefined : parseSince(o.since, Date.now())
+  const { concurrency, timeout: timeoutMs, retention: retentionMs, since } = o
   // A dry run signs nothing: no secret needed.
   const secret = o.dryRun ? undefined : resolveSecret(o)
   const { client, keySource } = clientFor(o, EMAILS_SCOPE)
@@ -89,10 +88,27 @@ function reconcileCommand(state: RunState): Command {
     .argument('<receiver-url>', 'where the sender delivers, e.g. https://example.com/hooks')
     .requiredOption('--ids <file>', 'the email ids, one per line (the ids POST /emails returned); - reads stdin')
     .option('--dry-run', 'read the emails and list what would be sent, per email, and why; send nothing')
-    .option('--since <time>', 'skip emails created before this: 2026-11-20T08:00:00Z, 2026-11-20 (UTC) or an age such as 48h')
-    .option('--retention <duration>', "the receiver's retentionMs: older events are not sent (it cannot recognise them)", DEFAULT_RETENTION)
-    .option('--concurrency <n>', 'emails at once (1–32); the events of one email go one at a time', '4')
-    .option('--timeout <ms>', 'per-request timeout to the receiver in ms', String(DEFAULT_TIMEOUT_MS))
+    .addOption(
+      new Option(
+        '--since <time>',
+        'skip emails created before this: 2026-11-20T08:00:00Z, 2026-11-20 (UTC) or an age such as 48h',
+      ).argParser((value: string) => parseSince(value)),
+    )
+    .addOption(
+      new Option('--retention <duration>', "the receiver's retentionMs: older events are not sent (it cannot recognise them)")
+        .argParser(parseDuration)
+        .default(parseDuration(DEFAULT_RETENTION), DEFAULT_RETENTION),
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'emails at once (1–32); the events of one email go one at a time')
+        .argParser(wholeNumber(1, 32))
+        .default(4),
+    )
+    .addOption(
+      new Option('--timeout <ms>', 'per-request timeout to the receiver in ms')
+        .argParser(wholeNumber(1, 600_000))
+        .default(DEFAULT_TIMEOUT_MS),
+    )
   withSecretOptions(command)
   return apiOptions(command, EMAILS_SCOPE).action((url: string, o: ReconcileOptions) => reconcile(state, url, o))
 }

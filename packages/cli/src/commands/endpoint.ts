@@ -1,7 +1,8 @@
 /**
  * `endpoint list | create <url> | enable <id> | disable <id> | deliveries <id> | recover <id>`:
  * the sender's webhook management API from the terminal, through core's typed client and
- * recoverEndpoint(). The API key is never printed; API errors are one line on stderr.
+ * recoverEndpoint(). The API key is never printed; API errors are one line on stderr (a JSON
+ * object with --json).
  */
 import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
 import {
@@ -12,13 +13,13 @@ import {
   WEBHOOKS_SCOPE,
   type WebhooksClient,
 } from '@email-webhooks/core/api'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import { type ApiOptions, clientFor, apiOptions as withApiOptions } from '../lib/api-client.js'
-import { type CommandFactory, examples, type RunState } from '../lib/common.js'
+import { type CommandFactory, ExplainedCommand, examples, type RunState } from '../lib/common.js'
 import { EXIT, plainMessage } from '../lib/errors.js'
-import { parseWhole } from '../lib/input.js'
-import { createOutput, type Output } from '../lib/output.js'
-import { printAborted, printRecovery, recoveryExitCode, table } from '../lib/recover-output.js'
+import { wholeNumber } from '../lib/input.js'
+import { createOutput, type Output, table } from '../lib/output.js'
+import { printAborted, printRecovery, recoveryExitCode } from '../lib/recover-output.js'
 import { DB_ENV, DEFAULT_DB_PATH, openRecoveryStore } from '../lib/recover-store.js'
 
 interface RecoverOptions extends ApiOptions {
@@ -26,11 +27,15 @@ interface RecoverOptions extends ApiOptions {
   db?: string
   store?: string
   namespace: string
-  concurrency: string
-  spacingMs: string
+  concurrency: number
+  spacingMs: number
 }
 
-/** Runs one API action; an EmailApiError becomes one line on stderr and exit 1 (3 when the API was unreachable). */
+/**
+ * Runs one API action; an EmailApiError becomes one line on stderr — text, or with --json the
+ * error's JSON (`{ "error": { name, status, code, message, requestId?, fields?, keySource? } }`) —
+ * and exit 1 (3 when the API was unreachable).
+ */
 async function guarded(
   state: RunState,
   options: ApiOptions,
@@ -42,8 +47,9 @@ async function guarded(
     await action(client, out)
   } catch (error) {
     if (!(error instanceof EmailApiError)) throw error
-    const keyHint = error.status === 401 || error.status === 403 ? ` (key from ${keySource})` : ''
-    out.error(`email-webhooks: ${plainMessage(error)}${keyHint}`)
+    const keyRefused = error.status === 401 || error.status === 403
+    if (out.json) out.error(JSON.stringify({ error: { ...error.toJSON(), ...(keyRefused ? { keySource } : {}) } }))
+    else out.error(`email-webhooks: ${plainMessage(error)}${keyRefused ? ` (key from ${keySource})` : ''}`)
     state.exitCode = error.status === 0 ? EXIT.unreachable : EXIT.unexpected
   }
 }
@@ -126,8 +132,7 @@ function deliveriesCommand(state: RunState): Command {
 
 /** Runs recoverEndpoint with Ctrl-C connected: the first one stops it (report printed, exit 130). */
 async function recover(state: RunState, client: WebhooksClient, out: Output, id: string, o: RecoverOptions): Promise<void> {
-  const concurrency = parseWhole(o.concurrency, '--concurrency', 1, 32)
-  const spacingMs = parseWhole(o.spacingMs, '--spacing-ms', 0, 60_000)
+  const { concurrency, spacingMs } = o
   const source = await openRecoveryStore({ db: o.db, store: o.store })
   const abort = new AbortController()
   const onSigint = (): void => abort.abort(new Error('interrupted (SIGINT)'))
@@ -152,7 +157,7 @@ async function recover(state: RunState, client: WebhooksClient, out: Output, id:
 }
 
 function recoverCommand(state: RunState): Command {
-  const command = new Command('recover')
+  const command = new ExplainedCommand('recover')
     .description(
       're-enable the endpoint if disabled and retry, oldest first, every listed delivery whose event is not yet handled nor still being delivered',
     )
@@ -164,8 +169,9 @@ function recoverCommand(state: RunState): Command {
     )
     .option('--store <url>', "the receiver's shared dedup store: postgres://… or redis://… (only looked up)")
     .option('--namespace <ns>', "the receiver's dedup namespace", DEFAULT_NAMESPACE)
-    .option('--concurrency <n>', 'retries in flight at once (1–32)', '4')
-    .option('--spacing-ms <ms>', 'gap between retry starts (0–60000)', '100')
+    .addOption(new Option('--concurrency <n>', 'retries in flight at once (1–32)').argParser(wholeNumber(1, 32)).default(4))
+    .addOption(new Option('--spacing-ms <ms>', 'gap between retry starts (0–60000)').argParser(wholeNumber(0, 60_000)).default(100))
+    .conflict('db', ['store'], 'give --db (a SQLite file) or --store (a PostgreSQL or Redis URL), not both.')
   return apiOptions(command).action((id: string, o: RecoverOptions) =>
     guarded(state, o, (client, out) => recover(state, client, out, id, o)),
   )

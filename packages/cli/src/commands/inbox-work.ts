@@ -7,14 +7,14 @@
  * summary at the end.
  */
 import { createInboxWorker, DEFAULT_NAMESPACE, type InboxQueue, type InboxWorkerHandle } from '@email-webhooks/core'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import type { RunState } from '../lib/common.js'
 import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
 import { type HandlersModule, loadHandlersModule } from '../lib/handlers-module.js'
 import { type InboxOptions, inboxOptions, withInbox } from '../lib/inbox-command.js'
 import { statsJson } from '../lib/inbox-output.js'
 import type { InboxStore } from '../lib/inbox-store.js'
-import { parseWhole } from '../lib/input.js'
+import { wholeNumber } from '../lib/input.js'
 import { createOutput, type Output } from '../lib/output.js'
 import { WorkSignals } from '../lib/work-signals.js'
 
@@ -23,7 +23,7 @@ const LINGER_MS = 5_000
 
 interface WorkOptions extends InboxOptions {
   handlers: string
-  concurrency?: string
+  concurrency?: number
   once?: boolean
   namespace?: string
 }
@@ -51,7 +51,7 @@ async function checkNamespace(inbox: InboxQueue, namespace: string): Promise<voi
 }
 
 function build(mod: HandlersModule, o: WorkOptions, opened: InboxStore, namespace: string, out: Output): InboxWorkerHandle {
-  const concurrency = o.concurrency === undefined ? undefined : parseWhole(o.concurrency, '--concurrency', 1, 256)
+  const { concurrency } = o
   const { onDeadLetter } = mod.options
   try {
     return createInboxWorker({
@@ -97,7 +97,6 @@ function exitIfLingering(code: () => number): void {
 }
 
 async function work(state: RunState, o: WorkOptions): Promise<void> {
-  if (o.concurrency !== undefined) parseWhole(o.concurrency, '--concurrency', 1, 256)
   const mod = await loadHandlersModule(o.handlers)
   let usageCode: number | undefined
   const signals = new WorkSignals(createOutput(o.json === true), (worker, stoppedBy) =>
@@ -145,7 +144,11 @@ export function workCommand(state: RunState): Command {
       '--handlers <module>',
       "your module (ESM or CommonJS, path relative to the working folder) exporting handlers, and optionally options (the receiver's: namespace, ordering, onError, inbox: { maxAttempts, retryBaseMs, handlerTimeoutMs, … }) and close()",
     )
-    .option('--concurrency <n>', 'entries handled at once, 1–256 (default options.inbox.concurrency, else 4)')
+    .addOption(
+      new Option('--concurrency <n>', 'entries handled at once, 1–256 (default options.inbox.concurrency, else 4)').argParser(
+        wholeNumber(1, 256),
+      ),
+    )
     .option('--once', 'handle what is due now, then exit (cron, tests); exit 1 when an entry became dead')
     .option('--namespace <ns>', `the receiver's namespace (default options.namespace, else "${DEFAULT_NAMESPACE}")`)
   return inboxOptions(command).action((o: WorkOptions) => work(state, o))

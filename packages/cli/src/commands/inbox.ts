@@ -10,7 +10,7 @@ import { type CommandFactory, examples, type RunState } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
 import { type InboxOptions, inboxOptions, withInbox, withNamespace } from '../lib/inbox-command.js'
 import { entryJson, formatDuration, printEntries, printEntry, printStats, statsJson } from '../lib/inbox-output.js'
-import { parseWhole } from '../lib/input.js'
+import { wholeNumber } from '../lib/input.js'
 import { parseDuration } from '../lib/reconcile-input.js'
 import { workCommand } from './inbox-work.js'
 
@@ -30,10 +30,10 @@ function listCommand(state: RunState): Command {
   const command = new Command('list')
     .description('list entries, oldest first: id, type, state, attempts, age, next attempt, last error (never the payload)')
     .addOption(new Option('--state <state>', 'only entries in this state').choices(STATES))
-    .option('--limit <n>', 'at most this many entries (1–10000)', String(DEFAULT_LIMIT))
-  type ListOptions = NamespaceOptions & { state?: (typeof STATES)[number]; limit: string }
+    .addOption(new Option('--limit <n>', 'at most this many entries (1–10000)').argParser(wholeNumber(1, 10_000)).default(DEFAULT_LIMIT))
+  type ListOptions = NamespaceOptions & { state?: (typeof STATES)[number]; limit: number }
   return withNamespace(inboxOptions(command)).action((o: ListOptions) => {
-    const limit = parseWhole(o.limit, '--limit', 1, 10_000)
+    const { limit } = o
     return withInbox(state, o, async ({ inbox }, out) => {
       const entries = await inbox.list({ ...(o.state ? { state: o.state } : {}), limit })
       const now = Date.now()
@@ -103,8 +103,10 @@ function purgeCommand(state: RunState): Command {
   const command = new Command('purge')
     .description('delete dead entries that ended longer ago than --older-than (both options are required)')
     .option('--dead', 'delete dead entries (the only ones purge deletes)')
-    .option('--older-than <duration>', 'only those that ended longer ago than this: 7d, 36h, 90m, 30s')
-  return inboxOptions(command).action((o: InboxOptions & { dead?: boolean; olderThan?: string }) => {
+    .addOption(
+      new Option('--older-than <duration>', 'only those that ended longer ago than this: 7d, 36h, 90m, 30s').argParser(parseDuration),
+    )
+  return inboxOptions(command).action((o: InboxOptions & { dead?: boolean; olderThan?: number }) => {
     const missing = [o.dead ? '' : '--dead', o.olderThan === undefined ? '--older-than <duration> (e.g. --older-than 7d)' : ''].filter(
       Boolean,
     )
@@ -112,7 +114,7 @@ function purgeCommand(state: RunState): Command {
       throw new UsageError(
         `purge deletes only dead entries that ended some time ago, and says so explicitly: add ${missing.join(' and ')}.`,
       )
-    const olderThanMs = parseDuration(o.olderThan as string, '--older-than')
+    const olderThanMs = o.olderThan as number
     return withInbox(state, o, async ({ inbox }, out) => {
       const purged = await inbox.purge({ olderThanMs })
       if (out.json) out.data({ purged, olderThanMs })

@@ -1,10 +1,10 @@
 /** `replay <file> <url>`: re-sends recorded deliveries, in file order, re-signed with fresh timestamps. */
 import { signWebhook } from '@email-webhooks/core'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
-import { parseExpectation, SENDER_SUCCESS } from '../lib/expect.js'
+import { expectationArg, SENDER_SUCCESS } from '../lib/expect.js'
 import { checkUrl, DEFAULT_TIMEOUT_MS, displayUrl, post } from '../lib/http.js'
-import { parseWhole, readInput } from '../lib/input.js'
+import { readInput, wholeNumber } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
 import { parseReplayFile } from '../lib/replay-file.js'
 import { exitCodeOf, formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
@@ -12,7 +12,7 @@ import { resolveSecret } from '../lib/secret.js'
 
 interface ReplayOptions {
   expect?: string
-  timeout: string
+  timeout: number
   secret?: string
   envFile?: string
   json?: boolean
@@ -29,8 +29,8 @@ export const replayCommand: CommandFactory = (state) => {
     .description('re-send deliveries recorded in a JSON-lines file, re-signed with fresh timestamps, keeping each event id')
     .argument('<file>', 'JSON lines: {"body": <raw string or object>, "headers"?: {…}} or a bare event envelope per line; - reads stdin')
     .argument('<url>', 'the receiver URL')
-    .option('--expect <class>', 'expected answer for every delivery (default 2xx)')
-    .option('--timeout <ms>', 'per-request timeout in ms', String(DEFAULT_TIMEOUT_MS))
+    .addOption(new Option('--expect <class>', 'expected answer for every delivery (default 2xx)').argParser(expectationArg))
+    .addOption(new Option('--timeout <ms>', 'per-request timeout in ms').argParser(wholeNumber(1, 600_000)).default(DEFAULT_TIMEOUT_MS))
   withSecretOptions(command)
   withJson(command)
   command.addHelpText(
@@ -44,8 +44,8 @@ export const replayCommand: CommandFactory = (state) => {
     checkUrl(url)
     const out = createOutput(options.json === true)
     const secret = resolveSecret(options)
-    const expected = options.expect === undefined ? SENDER_SUCCESS : parseExpectation(options.expect)
-    const timeoutMs = parseWhole(options.timeout, '--timeout', 1, 600_000)
+    const expected = options.expect ?? SENDER_SUCCESS
+    const timeoutMs = options.timeout
     const deliveries = parseReplayFile(new TextDecoder().decode(await readInput(file, 'replay file')))
     out.line(out.colors.dim(`POST ${displayUrl(url)}: ${deliveries.length} recorded deliveries (secret from ${secret.source})`))
     const records: RequestRecord[] = []

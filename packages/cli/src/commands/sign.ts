@@ -1,9 +1,9 @@
 /** `sign [file]`: the three webhook headers for a body, and a ready curl command that sends it. */
 import { DEFAULT_TOLERANCE_SECONDS, signWebhook } from '@email-webhooks/core'
-import { Command } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
-import { describeBody, parseWhole, readInput } from '../lib/input.js'
+import { describeBody, readInput, wholeNumber } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
 import { resolveSecret } from '../lib/secret.js'
 
@@ -13,11 +13,21 @@ const VALID_ID = /^[\x21-\x7e]{1,256}$/
 
 interface SignOptions {
   id?: string
-  timestamp?: string
+  timestamp?: number
   url: string
   secret?: string
   envFile?: string
   json?: boolean
+}
+
+/** `--timestamp`: Unix seconds; a value in milliseconds is refused with the seconds to use. */
+function unixSeconds(value: string): number {
+  if (/^\d{13}$/.test(value)) {
+    throw new InvalidArgumentError(
+      `--timestamp is in seconds (the webhook-timestamp header is Unix seconds); "${value}" looks like milliseconds: use ${value.slice(0, 10)}.`,
+    )
+  }
+  return wholeNumber(0, 999_999_999_999)(value)
 }
 
 const quote = (text: string): string => `'${text.replaceAll("'", `'\\''`)}'`
@@ -33,7 +43,7 @@ export const signCommand: CommandFactory = (state) => {
     .description('print the webhook-id, webhook-timestamp and webhook-signature headers for a body, with a curl command')
     .argument('[file]', 'the exact body to sign; - or nothing reads stdin', '-')
     .option('--id <id>', 'webhook-id (default the body\'s "id", else a random UUID)')
-    .option('--timestamp <seconds>', 'Unix time to sign at (default now)')
+    .addOption(new Option('--timestamp <seconds>', 'Unix time to sign at (default now)').argParser(unixSeconds))
     .option('--url <url>', 'receiver URL for the curl example', DEFAULT_URL)
   withSecretOptions(command)
   withJson(command)
@@ -48,12 +58,7 @@ export const signCommand: CommandFactory = (state) => {
   return command.action(async (file: string, options: SignOptions) => {
     const out = createOutput(options.json === true)
     const secret = resolveSecret(options)
-    if (options.timestamp !== undefined && /^\d{13}$/.test(options.timestamp)) {
-      throw new UsageError(
-        `--timestamp is in seconds (the webhook-timestamp header is Unix seconds); "${options.timestamp}" looks like milliseconds: use ${options.timestamp.slice(0, 10)}.`,
-      )
-    }
-    const timestamp = options.timestamp === undefined ? undefined : parseWhole(options.timestamp, '--timestamp', 0, 999_999_999_999)
+    const { timestamp } = options
     const body = await readInput(file, 'body file')
     const inside = describeBody(body).id
     const id = options.id ?? inside ?? crypto.randomUUID()

@@ -1,21 +1,24 @@
 /**
  * `verify [body]`: checks a captured request with core's verifyWebhook and says exactly why it
- * fails (the error code and its message), with hints for the usual causes.
+ * fails (the error code and its message), with hints for the usual causes: a final newline the
+ * request did not have, a body re-encoded on its way (which one), else the secret. Never prints the
+ * secret, the signature or the body.
  */
 import { DEFAULT_TOLERANCE_SECONDS, parseEnvelope, verifyWebhook, WebhookVerificationError } from '@email-webhooks/core'
-import { Command } from 'commander'
+import { Command, Option } from 'commander'
 import { type CommandFactory, examples, withJson, withSecretOptions } from '../lib/common.js'
 import { EXIT, UsageError } from '../lib/errors.js'
 import { type HeaderRecord, parseHeaderLines, parseHeadersFile } from '../lib/headers.js'
-import { parseWhole, readInput } from '../lib/input.js'
+import { readInput, wholeNumber } from '../lib/input.js'
 import { createOutput } from '../lib/output.js'
+import { reencodings } from '../lib/reencode.js'
 import { resolveSecret } from '../lib/secret.js'
 
 interface VerifyOptions {
   headers?: string
   header?: string[]
-  now?: string
-  tolerance: string
+  now?: number
+  tolerance: number
   secret?: string
   envFile?: string
   json?: boolean
@@ -29,6 +32,8 @@ interface Verdict {
   code?: string
   status?: number
   message?: string
+  /** When the signature matches a re-encoding of the body: which one (e.g. `compact JSON (…)`). */
+  reencoding?: string
   hints: string[]
 }
 
@@ -49,13 +54,18 @@ async function check(headers: HeaderRecord, body: Uint8Array, secret: string, to
       // refuse it: the sender would resend the same bytes until it disables the endpoint.
       status: error.code === 'invalid_envelope' ? 200 : error.status,
       message: error.message,
-      hints: await hintsFor(error, headers, body, secret),
+      ...(await hintsFor(error, headers, body, secret)),
     }
   }
 }
 
-/** Retries with the usual culprits removed, to say which one it was. */
-async function hintsFor(error: WebhookVerificationError, headers: HeaderRecord, body: Uint8Array, secret: string): Promise<string[]> {
+/** Retries with the usual culprits removed or undone, to say which one it was. */
+async function hintsFor(
+  error: WebhookVerificationError,
+  headers: HeaderRecord,
+  body: Uint8Array,
+  secret: string,
+): Promise<{ hints: string[]; reencoding?: string }> {
   const retry = async (input: Uint8Array, at?: number): Promise<boolean> =>
     verifyWebhook({ headers, body: input, secret, ...(at === undefined ? {} : { now: () => at }) }).then(
       () => true,
@@ -72,24 +82,34 @@ async function hintsFor(error: WebhookVerificationError, headers: HeaderRecord, 
         : 'The signature does not match either, even as of its own timestamp: check the secret and the body too.',
     )
   }
-  if (error.code === 'signature_mismatch') {
-    for (const [ending, label] of [
-      [[0x0d, 0x0a], 'CRLF'],
-      [[0x0a], 'newline'],
-    ] as const) {
-      const n = ending.length
-      if (body.length >= n && ending.every((byte, i) => body[body.length - n + i] === byte)) {
-        if (await retry(body.subarray(0, body.length - n))) {
-          hints.push(
-            `The signature matches the body without its final ${label}: the body file has one the request did not (editors and echo add one).`,
-          )
-          break
-        }
+  if (error.code !== 'signature_mismatch') return { hints }
+  for (const [ending, label] of [
+    [[0x0d, 0x0a], 'CRLF'],
+    [[0x0a], 'newline'],
+  ] as const) {
+    const n = ending.length
+    if (body.length >= n && ending.every((byte, i) => body[body.length - n + i] === byte)) {
+      if (await retry(body.subarray(0, body.length - n))) {
+        hints.push(
+          `The signature matches the body without its final ${label}: the body file has one the request did not (editors and echo add one).`,
+        )
+        return { hints }
       }
     }
-    if (hints.length === 0) hints.push("Check that the secret is this endpoint's, and that the body file holds the exact bytes received.")
   }
-  return hints
+  // The window was checked already (a mismatch comes after it): only the bytes can differ now.
+  for (const { name, bytes } of reencodings(body)) {
+    if (await retry(bytes)) {
+      hints.push(
+        `The signature matches the body re-encoded as: ${name}. Something between the sender and your app re-encodes the body (a proxy or a body parser): verify the raw bytes as received, before any parsing.`,
+      )
+      return { hints, reencoding: name }
+    }
+  }
+  hints.push(
+    `No usual re-encoding of the body matches either (compact or pretty-printed JSON, \\uXXXX escapes, a final newline): the secret is the likely cause. Check that it is this endpoint's secret (shown once when the endpoint was created), and that the body file holds the exact bytes received.`,
+  )
+  return { hints }
 }
 
 async function readHeaders(options: VerifyOptions): Promise<HeaderRecord> {
@@ -115,8 +135,16 @@ export const verifyCommand: CommandFactory = (state) => {
     .argument('[body]', 'file with the exact body received; - or nothing reads stdin', '-')
     .option('--headers <file>', 'captured headers: "Name: value" lines (raw HTTP, curl -D) or a JSON object')
     .option('-H, --header <line>', 'one header "Name: value" (repeatable; added to --headers)', collect)
-    .option('--now <seconds>', 'check the ±window as of this Unix time (default now), e.g. the capture time')
-    .option('--tolerance <seconds>', 'window in seconds, past or future', String(DEFAULT_TOLERANCE_SECONDS))
+    .addOption(
+      new Option('--now <seconds>', 'check the ±window as of this Unix time (default now), e.g. the capture time').argParser(
+        wholeNumber(0, 999_999_999_999),
+      ),
+    )
+    .addOption(
+      new Option('--tolerance <seconds>', 'window in seconds, past or future')
+        .argParser(wholeNumber(0, 86_400 * 365))
+        .default(DEFAULT_TOLERANCE_SECONDS),
+    )
   withSecretOptions(command)
   withJson(command)
   command.addHelpText(
@@ -130,8 +158,8 @@ export const verifyCommand: CommandFactory = (state) => {
   return command.action(async (file: string, options: VerifyOptions) => {
     const out = createOutput(options.json === true)
     const secret = resolveSecret(options)
-    const tolerance = parseWhole(options.tolerance, '--tolerance', 0, 86_400 * 365)
-    const nowMs = options.now === undefined ? Date.now() : parseWhole(options.now, '--now', 0, 999_999_999_999) * 1000
+    const tolerance = options.tolerance
+    const nowMs = options.now === undefined ? Date.now() : options.now * 1000
     const headers = await readHeaders(options)
     const body = await readInput(file, 'body file')
     const verdict = await check(headers, body, secret.value, tolerance, nowMs)

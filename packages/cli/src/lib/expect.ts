@@ -1,5 +1,5 @@
 /** Expected answers: a status class (`2xx`, `4xx`) or an exact status (`401`), and the check. */
-import { UsageError } from './errors.js'
+import { InvalidArgumentError } from 'commander'
 
 /** An expectation as written on the command line: `2xx`…`5xx` or a three-digit status. */
 export type Expectation = string
@@ -10,15 +10,14 @@ export const SENDER_SUCCESS: Expectation = '2xx'
 const PATTERN = /^[1-5](xx|\d\d)$/
 
 /**
- * Validates an `--expect` value.
- * @param value The option's text, e.g. `4xx` or `401`.
- * @throws {UsageError} when it is neither a class nor a status.
+ * A commander argParser for `--expect`.
+ * @throws {InvalidArgumentError} when the value is neither a class nor a status (usage error, exit 2).
  * @example
- * parseExpectation('401') // '401'
+ * new Option('--expect <class>').argParser(expectationArg)
  */
-export function parseExpectation(value: string): Expectation {
+export function expectationArg(value: string): Expectation {
   const normal = value.trim().toLowerCase()
-  if (!PATTERN.test(normal)) throw new UsageError(`--expect must be a status class (2xx, 4xx, 5xx) or a status (401, 409), got "${value}".`)
+  if (!PATTERN.test(normal)) throw new InvalidArgumentError('Give a status class (2xx, 4xx, 5xx) or a status (401, 409).')
   return normal
 }
 

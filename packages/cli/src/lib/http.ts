@@ -29,17 +29,28 @@ export interface Answer {
   code?: string
   /** True when the receiver said `{ "duplicate": true }`. */
   duplicate?: boolean
+  /**
+   * Why a 2xx was acknowledged without running a handler, from `{ "skipped": … }`: `stale` when the
+   * receiver's ordering (`skipStale`) found a newer event of the same email already handled.
+   */
+  skipped?: string
   /** Why there was no answer: `timeout`, `aborted` or a network error code such as ECONNREFUSED. */
   failure?: string
 }
 
-function readCode(text: string): { code?: string; duplicate?: boolean } {
+function readCode(text: string): { code?: string; duplicate?: boolean; skipped?: string } {
   if (text.length === 0 || text.length > MAX_ANSWER_CHARS) return {}
   try {
-    const value = JSON.parse(text) as { error?: { code?: unknown }; ignored?: unknown; duplicate?: unknown }
+    const value = JSON.parse(text) as { error?: { code?: unknown }; ignored?: unknown; duplicate?: unknown; skipped?: unknown }
     // A signed body that is not an envelope is acknowledged with `"ignored": "invalid_envelope"`.
     const code = typeof value?.error?.code === 'string' ? value.error.code : typeof value?.ignored === 'string' ? value.ignored : undefined
-    return { ...(code === undefined ? {} : { code }), ...(value?.duplicate === true ? { duplicate: true } : {}) }
+    // An older event of an email skipped by the receiver's ordering is acknowledged with `"skipped": "stale"`.
+    const skipped = typeof value?.skipped === 'string' ? value.skipped : undefined
+    return {
+      ...(code === undefined ? {} : { code }),
+      ...(value?.duplicate === true ? { duplicate: true } : {}),
+      ...(skipped === undefined ? {} : { skipped }),
+    }
   } catch {
     return {}
   }

@@ -5,7 +5,7 @@
  */
 import type { InboxEntry, InboxStats } from '@email-webhooks/core'
 import type { Output } from './output.js'
-import { table } from './recover-output.js'
+import { table } from './output.js'
 
 /** Longest last error in a table row. */
 const ERROR_WIDTH = 60

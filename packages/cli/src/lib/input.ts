@@ -1,5 +1,6 @@
 /** Reading bodies and files given on the command line: a path, or `-` for stdin. */
 import { readFile } from 'node:fs/promises'
+import { InvalidArgumentError } from 'commander'
 import { UsageError } from './errors.js'
 
 async function readStdin(): Promise<Uint8Array> {
@@ -29,19 +30,21 @@ export async function readInput(path: string, what: string): Promise<Uint8Array>
 }
 
 /**
- * Parses a whole-number option within bounds.
- * @param value The option's text.
- * @param option The option's name, for the message.
- * @throws {UsageError} when it is not a whole number in [min, max].
+ * A commander argParser for a whole-number option within bounds.
+ * @param min The smallest value accepted.
+ * @param max The largest value accepted.
+ * @returns The parser; it throws InvalidArgumentError (usage error, exit 2) with the bounds.
  * @example
- * parseWhole('20', '--concurrency', 1, 256) // 20
+ * new Option('--timeout <ms>').argParser(wholeNumber(1, 600_000))
  */
-export function parseWhole(value: string, option: string, min: number, max: number): number {
-  const number = Number(value)
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < min || number > max) {
-    throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got "${value}".`)
+export function wholeNumber(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value)
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < min || number > max) {
+      throw new InvalidArgumentError(`Give a whole number from ${min} to ${max}.`)
+    }
+    return number
   }
-  return number
 }
 
 /** What {@link describeBody} finds in a body. */

@@ -3,9 +3,9 @@
  * flight, bounded by count and time, stopped cleanly by Ctrl-C. Progress on a TTY only.
  */
 import { EMAIL_EVENT_TYPES, signWebhook } from '@email-webhooks/core'
-import { createEvent } from '@email-webhooks/core/testing'
 import cliProgress from 'cli-progress'
 import { EXIT } from './errors.js'
+import { generateEvent } from './event-data.js'
 import { type Expectation, meets, SENDER_SUCCESS } from './expect.js'
 import { type Answer, post } from './http.js'
 import type { Output } from './output.js'
@@ -95,7 +95,7 @@ export async function runLoad(url: string, secret: string, options: LoadOptions,
         tally.duplicatesSent++
       } else {
         const type = options.typeGiven ? options.type : (EMAIL_EVENT_TYPES[index % EMAIL_EVENT_TYPES.length] as string)
-        const event = createEvent(type, options.emailId === undefined ? {} : { data: { id: options.emailId } })
+        const event = generateEvent(type, options.emailId ?? crypto.randomUUID(), options.createdAt)
         delivery = { id: event.id, body: JSON.stringify(event) }
         if (sent.length < REPEAT_POOL) sent.push(delivery)
         else sent[index % REPEAT_POOL] = delivery

@@ -2,17 +2,18 @@
  * The requests `send` makes for each mode: what is signed, how it is spoiled, and what a
  * correct receiver answers (the natural expectation, unless --expect overrides it).
  */
-import { signWebhook, type WebhookEvent } from '@email-webhooks/core'
-import { createEvent, UNKNOWN_EVENT_TYPE } from '@email-webhooks/core/testing'
+import { parseCreatedAt, signWebhook, type WebhookEvent } from '@email-webhooks/core'
+import { UNKNOWN_EVENT_TYPE } from '@email-webhooks/core/testing'
+import { generateEvent } from './event-data.js'
 import type { Expectation } from './expect.js'
 import type { Delivery } from './http.js'
 import { describeBody } from './input.js'
 
-/** Seconds outside the ±300 s window used by --stale and --future (clear of small clock skews). */
+/** Seconds outside the ±300 s window used by --old-timestamp and --future (clear of small clock skews). */
 export const SKEW_SECONDS = 600
 
-/** The modes of a single `send`. */
-export const MODES = ['duplicate', 'stale', 'future', 'tampered', 'wrongSecret', 'unknownType', 'outOfOrder'] as const
+/** The modes of a single `send` (`--stale`, the old name of `--old-timestamp`, is mapped to it). */
+export const MODES = ['duplicate', 'oldTimestamp', 'future', 'tampered', 'wrongSecret', 'unknownType', 'outOfOrder'] as const
 /** One of {@link MODES}, or `plain` for one authentic delivery. */
 export type Mode = (typeof MODES)[number] | 'plain'
 
@@ -45,6 +46,8 @@ export interface PlanInput {
   /** A custom body (exact bytes) instead of a generated event. */
   body?: Uint8Array
   emailId?: string
+  /** The `created_at` of a generated event (an ISO date-time); with outOfOrder, the first event's. */
+  createdAt?: string
   /** Overrides every natural expectation. */
   expect?: Expectation
   now?: number
@@ -77,17 +80,19 @@ function scramble<T>(items: readonly T[]): T[] {
 
 type Make = (expected: Expectation, reason: string, label?: string) => { expected: Expectation; reason: string; label: string }
 
-/** One email's lifecycle, created_at one second apart in order, signed and sent scrambled. */
+/** One email's lifecycle, created_at one second apart in order (from `createdAt` when given), signed and sent scrambled. */
 function planLifecycle(
   secret: string,
   now: number,
-  fresh: (type: string, extra?: Partial<WebhookEvent>) => WebhookEvent,
+  fresh: (type: string, createdAt?: string) => WebhookEvent,
   make: Make,
+  createdAt: string | undefined,
 ): Promise<PlannedRequest[]> {
-  const start = Date.now() - LIFECYCLE.length * 1000
+  const given = createdAt === undefined ? undefined : parseCreatedAt(createdAt)
+  const start = given?.ok ? given.ms : Date.now() - LIFECYCLE.length * 1000
   const events = LIFECYCLE.map((type, step) => ({
     step,
-    event: fresh(type, { created_at: new Date(start + step * 1000).toISOString() }),
+    event: fresh(type, new Date(start + step * 1000).toISOString()),
   }))
   return Promise.all(
     scramble(events).map(async ({ step, event }) => ({
@@ -109,14 +114,14 @@ function planLifecycle(
 export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
   const now = input.now ?? Math.floor(Date.now() / 1000)
   const emailId = input.emailId ?? crypto.randomUUID()
-  const fresh = (type: string, extra: Partial<WebhookEvent> = {}): WebhookEvent => createEvent(type, { data: { id: emailId }, ...extra })
+  const fresh = (type: string, createdAt = input.createdAt): WebhookEvent => generateEvent(type, emailId, createdAt)
   const make: Make = (expected, reason, label = input.mode) => ({
     expected: input.expect ?? expected,
     reason,
     label,
   })
 
-  if (input.mode === 'outOfOrder') return planLifecycle(input.secret, now, fresh, make)
+  if (input.mode === 'outOfOrder') return planLifecycle(input.secret, now, fresh, make, input.createdAt)
 
   const custom = input.body === undefined ? undefined : describeBody(input.body)
   const event = input.body === undefined ? fresh(input.mode === 'unknownType' ? UNKNOWN_EVENT_TYPE : input.type) : undefined
@@ -139,11 +144,11 @@ export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
           delivery: await one(now),
         },
       ]
-    case 'stale':
+    case 'oldTimestamp':
       return [
         {
           ...base,
-          ...make('401', `a timestamp ${SKEW_SECONDS} s old is refused (replay window)`),
+          ...make('401', `a timestamp ${SKEW_SECONDS} s old is refused (replay window)`, 'old-timestamp'),
           delivery: await one(now - SKEW_SECONDS),
         },
       ]

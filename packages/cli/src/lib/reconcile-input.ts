@@ -4,6 +4,7 @@
  * `--since` time (a date-time, a date, or an age such as `48h`) and durations such as `7d`.
  */
 import { parseCreatedAt } from '@email-webhooks/core'
+import { InvalidArgumentError } from 'commander'
 import { UsageError } from './errors.js'
 import { readInput } from './input.js'
 
@@ -29,37 +30,35 @@ export async function readEmailIds(path: string): Promise<string[]> {
 }
 
 /**
- * Parses a duration: a whole number with a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`, `36h`, `90m`.
+ * Parses a duration (a commander argParser): a whole number with a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`, `36h`, `90m`.
  * @param value The option's text.
- * @param option The option's name, for the message.
- * @throws {UsageError} otherwise.
+ * @returns Milliseconds.
+ * @throws {InvalidArgumentError} otherwise (a usage error, exit 2), with the forms it takes.
  * @example
- * parseDuration('7d', '--retention') // 604800000
+ * parseDuration('7d') // 604800000
  */
-export function parseDuration(value: string, option: string): number {
+export function parseDuration(value: string): number {
   const match = DURATION.exec(value.trim())
   const ms = match ? Number(match[1]) * (UNITS[match[2] as string] as number) : Number.NaN
   if (!Number.isSafeInteger(ms) || ms < 1)
-    throw new UsageError(`${option} must be a duration such as 7d, 36h, 90m or 30s (a whole number and a unit), got "${value}".`)
+    throw new InvalidArgumentError('Give a duration such as 7d, 36h, 90m or 30s (a whole number and a unit).')
   return ms
 }
 
 /**
- * Parses `--since`: an RFC 3339 date-time (`2026-11-20T08:00:00Z`), a date (`2026-11-20`, midnight
- * UTC), or an age (`48h`, `7d`: that long before `nowMs`).
+ * Parses `--since` (a commander argParser): an RFC 3339 date-time (`2026-11-20T08:00:00Z`), a date
+ * (`2026-11-20`, midnight UTC), or an age (`48h`, `7d`: that long before `nowMs`).
  * @param value The option's text.
- * @param nowMs The current time.
- * @throws {UsageError} when it is none of these.
+ * @param nowMs The current time (default now).
+ * @throws {InvalidArgumentError} when it is none of these (a usage error, exit 2), with the forms it takes.
  * @example
- * parseSince('2026-11-20', Date.now()) // 1795132800000
+ * parseSince('2026-11-20') // 1795132800000
  */
-export function parseSince(value: string, nowMs: number): number {
+export function parseSince(value: string, nowMs: number = Date.now()): number {
   const text = value.trim()
-  if (DURATION.test(text)) return nowMs - parseDuration(text, '--since')
+  if (DURATION.test(text)) return nowMs - parseDuration(text)
   const time = parseCreatedAt(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text)
   if (!time.ok)
-    throw new UsageError(
-      `--since must be a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, UTC) or an age (48h, 7d), got "${value}".`,
-    )
+    throw new InvalidArgumentError('Give a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, UTC) or an age (48h, 7d).')
   return time.ms
 }

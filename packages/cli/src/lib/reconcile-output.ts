@@ -7,7 +7,7 @@ import type { EmailReconcileResult, ReconciledEvent, ReconcileReport } from '@em
 import cliProgress from 'cli-progress'
 import { EXIT } from './errors.js'
 import type { Output } from './output.js'
-import { table } from './recover-output.js'
+import { table } from './output.js'
 
 /** What a dry run cannot know, said with its output. */
 export const DRY_RUN_NOTE =

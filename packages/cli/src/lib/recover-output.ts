@@ -6,7 +6,7 @@
  */
 import { DELIVERIES_LIST_CAP, type RecoveryAbortedError, type RecoveryReport } from '@email-webhooks/core/api'
 import { EXIT } from './errors.js'
-import type { Output } from './output.js'
+import { type Output, table } from './output.js'
 import type { RecoveryStore } from './recover-store.js'
 
 /**
@@ -26,26 +26,6 @@ export const EXPIRED_NOTE = (count: number): string =>
 
 /** Printed when the list held the service's maximum. */
 export const TRUNCATED_WARNING: string = `warning: the service listed ${DELIVERIES_LIST_CAP} deliveries, its maximum: older ones were not shown and were not retried, and running recover again lists the same ones (a retry requeues the same record). For the events not listed, ${RECONCILE_HINT}.`
-
-/**
- * Prints rows under a bold header, columns padded.
- * @param out Where to print.
- * @param headers Column titles.
- * @param rows One array of cells per row.
- * @example
- * table(out, ['id', 'url'], endpoints.map((e) => [e.id, e.url]))
- */
-export function table(out: Output, headers: string[], rows: string[][]): void {
-  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)))
-  const line = (cells: string[]): string =>
-    cells
-      .map((cell, c) => cell.padEnd(widths[c] ?? 0))
-      .join('  ')
-      .trimEnd()
-  out.line(out.colors.bold(line(headers)))
-  for (const row of rows) out.line(line(row))
-  if (rows.length === 0) out.line(out.colors.dim('(none)'))
-}
 
 const ENABLE_TEXT: Record<RecoveryReport['enable'], string> = {
   already: 'endpoint was enabled',

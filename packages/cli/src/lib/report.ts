@@ -23,6 +23,8 @@ export interface RequestJson {
   code: string | null
   retryAfter: string | null
   duplicate: boolean
+  /** Why a 2xx ran no handler (`"stale"`: the receiver's ordering skipped an older event of the email), else null. */
+  skipped: string | null
   latencyMs: number
   failure: string | null
   expected: string
@@ -64,6 +66,7 @@ export function toJson(record: RequestRecord): RequestJson {
     code: answer.code ?? null,
     retryAfter: answer.retryAfter ?? null,
     duplicate: answer.duplicate === true,
+    skipped: answer.skipped ?? null,
     latencyMs: Math.round(answer.latencyMs * 10) / 10,
     failure: answer.failure ?? null,
     expected: record.expected,
@@ -71,8 +74,17 @@ export function toJson(record: RequestRecord): RequestJson {
   }
 }
 
+/** What a `skipped` answer means, after the verdict. */
+function skippedNote(answer: Answer): string {
+  if (answer.skipped === undefined) return ''
+  if (answer.skipped === 'stale') {
+    return ' (acknowledged without running a handler: the receiver orders events and already handled a newer event of this email)'
+  }
+  return ` (acknowledged without running a handler: skipped ${answer.skipped})`
+}
+
 /**
- * One readable line: mark, status, Retry-After, latency, error code, event, and the verdict.
+ * One readable line: mark, status, error code, Retry-After, duplicate or skipped, latency, event, and the verdict.
  * @example
  * out.line(formatLine(record, out.colors))
  */
@@ -88,11 +100,12 @@ export function formatLine(record: RequestRecord, colors: Output['colors']): str
     `${mark} ${record.label.padEnd(12)} ${status}`,
     ...(answer.retryAfter === undefined ? [] : [`retry-after ${answer.retryAfter}`]),
     ...(answer.duplicate ? ['duplicate'] : []),
+    ...(answer.skipped === undefined ? [] : [colors.yellow(`skipped: ${answer.skipped}`)]),
     `${answer.latencyMs.toFixed(1)} ms`,
     colors.dim(`${record.type ?? '(no type)'} ${record.webhookId}`),
   ]
   const verdict = right
-    ? `right: ${record.reason}`
+    ? `right: ${record.reason}${skippedNote(answer)}`
     : answer.status === 409 && record.expected === '2xx'
       ? 'not 2xx, so the sender retries it: 409 says another copy of this event is still being handled'
       : `WRONG, expected ${record.expected}: ${record.reason}`

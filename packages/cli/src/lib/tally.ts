@@ -14,6 +14,8 @@ export interface LoadOptions {
   typeGiven: boolean
   /** data.id of every event (one email); default a fresh one per event. */
   emailId?: string
+  /** `created_at` of every generated event (an ISO date-time); default the time it is generated. */
+  createdAt?: string
   expect?: Expectation
 }
 

@@ -1,0 +1,62 @@
+/**
+ * What the CLI puts in the events it generates: `data.id` (the email), a `data.recipient` for the
+ * events about one recipient (the CLI's own test data: SPEC.md leaves the sender's per-event keys
+ * undocumented), and the `created_at` that `send --created-at` chooses.
+ */
+import { parseCreatedAt, type WebhookEvent } from '@email-webhooks/core'
+import { createEvent } from '@email-webhooks/core/testing'
+import { InvalidArgumentError } from 'commander'
+
+/** The address in `data.recipient` of generated recipient, bounce and complaint events (a reserved example.com one). */
+export const TEST_RECIPIENT = 'recipient@example.com'
+
+const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const RELATIVE = /^([+-])(\d+)(s|m|h|d)$/
+
+/**
+ * Whether an event of this type is about one recipient: `email.recipient_*`, `email.bounced`, `email.complained`.
+ * @example
+ * isRecipientEvent('email.bounced') // true
+ */
+export function isRecipientEvent(type: string): boolean {
+  return type.startsWith('email.recipient_') || type === 'email.bounced' || type === 'email.complained'
+}
+
+/**
+ * Generates an event as `send` and a load send it: a fresh event id, `data.id` the email, and
+ * `data.recipient` ({@link TEST_RECIPIENT}) for the events about one recipient.
+ * @param type The event type.
+ * @param emailId The email's id (`data.id`).
+ * @param createdAt The envelope's `created_at` (default now).
+ * @example
+ * generateEvent('email.bounced', emailId) // { id, type, created_at, data: { id: emailId, recipient: 'recipient@example.com' } }
+ */
+export function generateEvent(type: string, emailId: string, createdAt?: string): WebhookEvent {
+  const data = isRecipientEvent(type) ? { id: emailId, recipient: TEST_RECIPIENT } : { id: emailId }
+  return createEvent(type, { data, ...(createdAt === undefined ? {} : { created_at: createdAt }) })
+}
+
+/**
+ * Parses `--created-at` (a commander argParser): an RFC 3339 date-time with an offset, kept as
+ * written (`2026-11-20T08:00:00Z`), or a time relative to now (`-5m`, `-2h`, `+30s`, `-1d`),
+ * turned into an ISO date-time.
+ * @param value The option's text.
+ * @param nowMs The current time (default now).
+ * @throws {InvalidArgumentError} when it is neither, with the forms it takes.
+ * @example
+ * parseCreatedAtOption('-5m') // five minutes ago, e.g. '2026-11-25T09:40:00.000Z'
+ */
+export function parseCreatedAtOption(value: string, nowMs: number = Date.now()): string {
+  const text = value.trim()
+  const relative = RELATIVE.exec(text)
+  if (relative) {
+    const ms = Number(relative[2]) * (UNITS[relative[3] as string] as number) * (relative[1] === '-' ? -1 : 1)
+    const at = nowMs + ms
+    if (Number.isSafeInteger(ms) && Math.abs(at) <= 8.64e15) return new Date(at).toISOString()
+  } else if (parseCreatedAt(text).ok) {
+    return text
+  }
+  throw new InvalidArgumentError(
+    'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now: a sign, a whole number and a unit (-5m, -2h, +30s, -1d).',
+  )
+}
