@@ -32,7 +32,9 @@ beforeAll(async () => {
         await gate
       },
     },
-    { store: new MemoryDedupStore() },
+    // The handler waits for the CLI's run, which took longer than the 7 s default deadline at a
+    // load average of 19: a deadline no run of the CLI reaches.
+    { store: new MemoryDedupStore(), handlerTimeoutMs: 120_000, leaseMs: 180_000 },
   )
   server = createServer(async (req, res) => {
     const chunks: Buffer[] = []
