@@ -62,9 +62,18 @@ describe('pgBossSink', () => {
   it('queues one job when deliveries of one event race, and answers the others duplicate', async () => {
     const { name, boss, url } = await setup()
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
-    const answers = await Promise.all(Array.from({ length: 6 }, () => post(url, delivery)))
-    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
-    expect(answers.filter((a) => (a.json as { queued?: boolean }).queued === true)).toHaveLength(1)
+    // A 503 (the enqueue slower than storeTimeoutMs, on a loaded machine) is sent again, as the sender would.
+    const deliver = async () => {
+      let answer = await post(url, delivery)
+      for (let attempt = 1; answer.status === 503 && attempt < 5; attempt++) answer = await post(url, delivery)
+      return answer
+    }
+    const answers = await Promise.all(Array.from({ length: 6 }, deliver))
+    expect(answers.map((a) => [a.status, a.json])).toEqual(Array(6).fill([200, expect.anything()]))
+    // One answer says queued, the others duplicate (none when the enqueue that made the job was
+    // answered 503 for its slowness and its retry found the job).
+    expect(answers.filter((a) => (a.json as { queued?: boolean }).queued === true).length).toBeLessThanOrEqual(1)
+    expect(answers.filter((a) => (a.json as { duplicate?: boolean }).duplicate === true).length).toBeGreaterThanOrEqual(5)
     expect(await boss.getQueueSize(name)).toBe(1)
   })
 
