@@ -11,6 +11,7 @@ import {
   createReceiver,
   type DedupStore,
   type EmailEventHandlers,
+  type InboxOptions,
   MemoryDedupStore,
   type ReceiverOptions,
   type WebhookEvent,
@@ -150,6 +151,13 @@ for (const kind of STORES) {
       expect(deadLogs[0]).toContain(poison.event.id)
       expect(deadLogs[0]).toContain('email-webhooks inbox retry --dead')
       expect(deadLogs[0]).not.toContain(poison.body)
+      // The sender had its 200 long ago: the worker's failures say that the worker tries again.
+      const failures = errors.filter((line) => line.includes('handler_failed'))
+      expect(failures.length).toBeGreaterThan(0)
+      for (const line of failures) {
+        expect(line).toContain('the inbox worker tries it again after a backoff, until inbox.maxAttempts')
+        expect(line).not.toContain('sender will retry')
+      }
 
       // A second dead letter is counted, not logged again.
       const second = await createSignedDelivery({ type: 'email.complained' })
@@ -330,7 +338,19 @@ describe('inbox mode options', () => {
     ).toThrow(/leaseMs \(60000\) must exceed inbox.handlerTimeoutMs/)
     expect(() =>
       createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { inRequest: ['email.bouncd' as 'email.bounced'] } }),
-    ).toThrow(/inRequest must be a list of email event types/)
+    ).toThrow(
+      /inRequest lists "email\.bouncd", which is not an email event type\. Did you mean "email\.bounced"\? It must be a list of email event types/,
+    )
+    // A typo inside inbox: { … } is refused, naming the nearest option, as at the top level.
+    for (const [typo, nearest] of [
+      ['inrequest', 'inRequest'],
+      ['maxAttempt', 'maxAttempts'],
+      ['workers', 'worker'],
+    ]) {
+      expect(() =>
+        createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { [typo as string]: false } as InboxOptions }),
+      ).toThrow(new RegExp(`unknown inbox option "${typo}": it would be ignored\\. Did you mean "${nearest}"\\?`))
+    }
     const sink = { enqueue: async () => 'queued' as const }
     expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { sink, worker: true } })).toThrow(
       /createInboxProcessor/,

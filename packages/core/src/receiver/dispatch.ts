@@ -148,9 +148,13 @@ export async function dispatchEvent<Extra>(
           return false
         },
       )
-    const next = released
-      ? 'the event was released and the sender will retry it'
-      : `releasing the event failed too, so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
+    const next = !released
+      ? p.retriedBy === 'sender'
+        ? `releasing the event failed too, so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
+        : `releasing the event failed too, so it runs again once its lease ends (inbox.leaseMs, ${p.leaseMs} ms)`
+      : p.retriedBy === 'sender'
+        ? 'the event was released and the sender will retry it'
+        : 'the inbox worker tries it again after a backoff, until inbox.maxAttempts'
     const error = new WebhookHandlingError('handler_failed', `The handler for ${event.type} threw; ${next}. See the error's cause.`, {
       cause,
     })

@@ -77,7 +77,9 @@ export function workerPipeline<Ctx>(
   shared?: { reporter: Reporter; telemetry: Telemetry | undefined },
 ): Pipeline<HandlerContext> {
   const options = { ...resolved, handlerTimeoutMs: settings.handlerTimeoutMs, leaseMs: settings.leaseMs }
-  return createPipeline(options, onError, shared) as unknown as Pipeline<HandlerContext>
+  const pipeline = createPipeline(options, onError, shared) as unknown as Pipeline<HandlerContext>
+  pipeline.retriedBy = 'inbox worker'
+  return pipeline
 }
 
 /** Counts and lag of a queue, as `ReceiverInbox.stats()` gives them. */

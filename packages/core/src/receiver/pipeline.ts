@@ -38,6 +38,8 @@ export interface Pipeline<Ctx> extends ResolvedOptions<Ctx> {
   telemetry: Telemetry | undefined
   /** Counts a delivery's answer (`stats().deliveries`) and ends its trace. */
   answered(answer: ReceiverResponse, trace: DeliveryTrace | undefined): ReceiverResponse
+  /** Who tries a failed event again, for messages: the sender (request mode), or the inbox worker (this pipeline is its). */
+  retriedBy: 'sender' | 'inbox worker'
   /** Reports a refusal or failure and returns its answer. */
   fail(error: WebhookVerificationError | WebhookHandlingError, event?: WebhookEvent, retryAfterMs?: number): ReceiverResponse
 }
@@ -70,6 +72,7 @@ export function createPipeline<Ctx>(
     storeMayHang: !(resolved.store instanceof MemoryDedupStore),
     reporter,
     telemetry,
+    retriedBy: 'sender',
     answered(answer, trace) {
       const outcome = outcomeOf(answer)
       reporter.delivered(outcome)

@@ -157,7 +157,7 @@ export class Reporter {
     this.dead++
     if (this.dead > 1 || saidElsewhere) return
     this.#logger?.error(
-      `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`email-webhooks inbox retry --dead\` (or inbox.queue.retry('dead')); later dead letters are only counted (stats().dead).`,
+      `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`email-webhooks inbox retry --dead\` (or store.inbox.retry('dead') in code); later dead letters are only counted (stats().dead).`,
     )
   }
 
