@@ -751,6 +751,13 @@ describe('createReceiver options', () => {
     expect(build).toThrow(new RegExp(`unknown option "${typo}": it would be ignored\\. Did you mean "${nearest}"\\?`))
   })
 
+  it('names the event type a handler key was meant to be, and the SQLite default for store: "sqlite"', () => {
+    expect(() =>
+      createReceiver({ secret: TEST_SECRET, store: 'memory', handlers: { 'email.bounce': () => {} } } as ReceiverOptions),
+    ).toThrow(/"email\.bounce" is not an email event type\. Did you mean "email\.bounced"\?/)
+    expect(() => createReceiver({ secret: TEST_SECRET, store: 'sqlite' as 'memory' })).toThrow(/For the SQLite store, leave store out/)
+  })
+
   it('refuses an option of a newer version without guessing a name for it', () => {
     const build = () => createReceiver({ secret: TEST_SECRET, store: new MemoryDedupStore(), telemetryExporter: {} } as ReceiverOptions)
     expect(build).toThrow(/unknown option "telemetryExporter": it would be ignored\. The options are /)
@@ -907,12 +914,18 @@ describe('createReceiver default store', () => {
     expect(message.match(/EMAIL_WEBHOOKS_DB/g)).toHaveLength(1)
   })
 
-  it('says once, through the logger, which SQLite file the default store uses', async () => {
+  it('says once, through the logger, which SQLite file the default store uses, and whether it was just created', async () => {
     const path = join(dir, 'named', 'dedup.db')
-    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
-    expect(result.answers).toEqual([{ status: 200, body: OK }])
-    expect(result.stdout).toContain(`[@email-webhooks/core] dedup store: the SQLite file ${path} (from EMAIL_WEBHOOKS_DB).`)
-    expect(result.stdout.match(/dedup store: the SQLite file/g)).toHaveLength(1)
+    const first = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+    expect(first.answers).toEqual([{ status: 200, body: OK }])
+    expect(first.stdout).toContain(
+      `[@email-webhooks/core] dedup store: a new, empty SQLite file ${path} (created now: no event handled before is known) (from EMAIL_WEBHOOKS_DB).`,
+    )
+    expect(first.stdout.match(/dedup store: /g)).toHaveLength(1)
+    // The next start finds the file: no "new, empty".
+    const next = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
+    expect(next.stdout).toContain(`[@email-webhooks/core] dedup store: the SQLite file ${path} (from EMAIL_WEBHOOKS_DB).`)
+    expect(next.stdout.match(/dedup store: /g)).toHaveLength(1)
   })
 
   it("uses memory without a warning when the user opts in with store: 'memory'", async () => {

@@ -2,10 +2,25 @@
  * Inbox mode's options, checked once when the receiver is built: where events go (the store's
  * inbox, or a sink), which types stay in the request, and the worker's deadlines and retries.
  */
-import { isEmailEventType } from '../events.js'
+import { EMAIL_EVENT_TYPES, isEmailEventType } from '../events.js'
 import type { InboxQueue, InboxSink } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
+import { didYouMean } from './names.js'
 import type { InboxOptions } from './types.js'
+
+/** The inbox options this version knows (`inbox: { … }`). */
+const INBOX_OPTIONS = [
+  'inRequest',
+  'sink',
+  'worker',
+  'concurrency',
+  'maxAttempts',
+  'handlerTimeoutMs',
+  'leaseMs',
+  'retryBaseMs',
+  'retryMaxMs',
+  'pollMs',
+] as const
 
 const DEFAULT_CONCURRENCY = 4
 const DEFAULT_MAX_ATTEMPTS = 10
@@ -56,6 +71,12 @@ export function resolveInbox(
     return undefined
   }
   if (inbox === null || typeof inbox !== 'object') throw new TypeError(`${prefix} inbox must be an object of options.`)
+  for (const name of Object.keys(inbox)) {
+    if ((INBOX_OPTIONS as readonly string[]).includes(name)) continue
+    throw new TypeError(
+      `${prefix} unknown inbox option "${name}": it would be ignored.${didYouMean(name, INBOX_OPTIONS)} The inbox options are ${INBOX_OPTIONS.join(', ')}.`,
+    )
+  }
   const { sink } = inbox
   if (sink !== undefined && (sink === null || typeof sink !== 'object' || typeof sink.enqueue !== 'function')) {
     throw new TypeError(`${prefix} inbox.sink must have enqueue(item, { retentionMs }) (see InboxSink).`)
@@ -72,8 +93,14 @@ export function resolveInbox(
     )
   }
   const inRequest = inbox.inRequest ?? []
-  if (!Array.isArray(inRequest) || inRequest.some((type) => typeof type !== 'string' || !isEmailEventType(type))) {
+  if (!Array.isArray(inRequest))
     throw new TypeError(`${prefix} inbox.inRequest must be a list of email event types, such as ['email.bounced'].`)
+  for (const type of inRequest as unknown[]) {
+    if (typeof type === 'string' && isEmailEventType(type)) continue
+    const hint = typeof type === 'string' ? didYouMean(type, EMAIL_EVENT_TYPES) : ''
+    throw new TypeError(
+      `${prefix} inbox.inRequest lists ${typeof type === 'string' ? `"${type}"` : String(type)}, which is not an email event type.${hint} It must be a list of email event types, such as ['email.bounced'].`,
+    )
   }
   const handlerTimeoutMs = whole(prefix, 'handlerTimeoutMs', inbox.handlerTimeoutMs, DEFAULT_HANDLER_TIMEOUT_MS)
   const leaseMs = whole(prefix, 'leaseMs', inbox.leaseMs, handlerTimeoutMs + LEASE_MARGIN_MS)

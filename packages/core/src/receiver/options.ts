@@ -7,7 +7,7 @@
 import { getDefaultStore } from '#default-store'
 import { DEFAULT_NAMESPACE, DEFAULT_RETENTION_MS } from '../defaults.js'
 import { PACKAGE } from '../errors.js'
-import { isEmailEventType } from '../events.js'
+import { EMAIL_EVENT_TYPES, isEmailEventType } from '../events.js'
 import type { OrderInputOptions } from '../ordering/key.js'
 import { DedupStoreError } from '../store/errors.js'
 import { MemoryDedupStore } from '../store/memory/index.js'
@@ -15,6 +15,7 @@ import type { DedupStore } from '../store/types.js'
 import { resolveTelemetry, type TelemetryOption } from '../telemetry/index.js'
 import type { OtelApi } from '../telemetry/otel.js'
 import { type ResolvedInbox, resolveInbox } from './inbox-options.js'
+import { didYouMean } from './names.js'
 import { type OrderingMode, orderingMode, skipStaleTest, storeName } from './order-options.js'
 import type { ReceiverOptions, StaleObserver, WebhookEventHandler, WebhookLogger } from './types.js'
 
@@ -67,7 +68,9 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
   if (typeof handlers !== 'object') throw new TypeError(`${PACKAGE} handlers must be an object keyed by event type.`)
   for (const [type, handler] of Object.entries(handlers)) {
     if (!isEmailEventType(type)) {
-      throw new TypeError(`${PACKAGE} "${type}" is not an email event type. Use one of EMAIL_EVENT_TYPES, or onUnknown for other types.`)
+      throw new TypeError(
+        `${PACKAGE} "${type}" is not an email event type.${didYouMean(type, EMAIL_EVENT_TYPES)} Use one of EMAIL_EVENT_TYPES, or onUnknown for other types.`,
+      )
     }
     if (handler !== undefined && typeof handler !== 'function')
       throw new TypeError(`${PACKAGE} the handler for "${type}" must be a function.`)
@@ -92,7 +95,7 @@ function checkStore(store: unknown, logger: WebhookLogger | undefined): DedupSto
     typeof candidate.release !== 'function'
   ) {
     throw new TypeError(
-      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.`,
+      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.${typeof store === 'string' && store.toLowerCase() === 'sqlite' ? " For the SQLite store, leave store out: it is the default on Node (a file at EMAIL_WEBHOOKS_DB, else ./.email-webhooks/dedup.db), or pass new SqliteDedupStore({ path }) from '@email-webhooks/core/sqlite'." : ''}`,
     )
   }
   return candidate as DedupStore
@@ -139,21 +142,6 @@ const KNOWN_OPTIONS = [
   'telemetry',
 ] as const
 
-/** Edit distance of two names, case-insensitive (a typo in a letter's case costs nothing). */
-function distance(a: string, b: string): number {
-  const x = a.toLowerCase()
-  const y = b.toLowerCase()
-  let row = Array.from({ length: y.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= x.length; i++) {
-    const next = [i]
-    for (let j = 1; j <= y.length; j++) {
-      next[j] = Math.min((row[j] as number) + 1, (next[j - 1] as number) + 1, (row[j - 1] as number) + (x[i - 1] === y[j - 1] ? 0 : 1))
-    }
-    row = next
-  }
-  return row[y.length] as number
-}
-
 /**
  * Refuses an option name this version does not know (a typo, or an option of a newer version),
  * naming the nearest known one: an unknown option would otherwise be accepted and do nothing.
@@ -162,8 +150,7 @@ function distance(a: string, b: string): number {
 export function checkOptionNames(options: object): void {
   for (const name of Object.keys(options)) {
     if ((KNOWN_OPTIONS as readonly string[]).includes(name)) continue
-    const nearest = [...KNOWN_OPTIONS].sort((a, b) => distance(name, a) - distance(name, b))[0] as string
-    const hint = distance(name, nearest) <= Math.max(2, Math.floor(nearest.length / 3)) ? ` Did you mean "${nearest}"?` : ''
+    const hint = didYouMean(name, KNOWN_OPTIONS)
     throw new TypeError(
       `${PACKAGE} unknown option "${name}": it would be ignored.${hint} The options are ${KNOWN_OPTIONS.filter((known) => known !== 'secret' && known !== 'handlers').join(', ')} (an option of a newer version of @email-webhooks/core needs that version).`,
     )

@@ -106,6 +106,8 @@ export function getDefaultStore(
   const path = resolve(process.env.EMAIL_WEBHOOKS_DB || DEFAULT_DB_PATH)
   let store = stores.get(path)
   if (!store) {
+    // New or not: a first start from another folder shows at once as a new, empty file.
+    const existed = existsSync(path)
     makeFolder(errorClass, path, fromEnv)
     try {
       store = new SqliteDedupStore({ path })
@@ -113,10 +115,11 @@ export function getDefaultStore(
       throw openError(errorClass, path, error)
     }
     stores.set(path, store)
+    const file = existed ? `the SQLite file ${path}` : `a new, empty SQLite file ${path} (created now: no event handled before is known)`
     logger?.info?.(
       fromEnv
-        ? `[@email-webhooks/core] dedup store: the SQLite file ${path} (from EMAIL_WEBHOOKS_DB).`
-        : `[@email-webhooks/core] dedup store: the SQLite file ${path} (${DEFAULT_DB_PATH} in the working folder, as EMAIL_WEBHOOKS_DB is not set): start the app from this folder, or set EMAIL_WEBHOOKS_DB, so that a restart keeps the events it handled.`,
+        ? `[@email-webhooks/core] dedup store: ${file} (from EMAIL_WEBHOOKS_DB).`
+        : `[@email-webhooks/core] dedup store: ${file} (${DEFAULT_DB_PATH} in the working folder, as EMAIL_WEBHOOKS_DB is not set): start the app from this folder, or set EMAIL_WEBHOOKS_DB, so that a restart keeps the events it handled.`,
     )
   }
   return store
