@@ -16,8 +16,10 @@ const resource = resourceFromAttributes({ 'service.name': process.env.OTEL_SERVI
 // Handlers run inside the receiver's span: their own spans (database, HTTP) nest under it.
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
 
+// /metrics on this machine only by default: set PROMETHEUS_HOST=0.0.0.0 when Prometheus scrapes
+// from another host, and keep the port closed to the internet.
 const prometheus = new PrometheusExporter({
-  host: process.env.PROMETHEUS_HOST ?? '0.0.0.0',
+  host: process.env.PROMETHEUS_HOST ?? '127.0.0.1',
   port: Number(process.env.PROMETHEUS_PORT ?? 9464),
 })
 metrics.setGlobalMeterProvider(new MeterProvider({ resource, readers: [prometheus] }))
