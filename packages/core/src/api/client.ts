@@ -263,27 +263,30 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
       })
       return { ok: true as const, requestId: answer.requestId }
     },
-    async getEmail(emailId: string, o?: CallOptions): Promise<GetEmailResult> {
-      if (!isUuid(emailId))
-        throw new TypeError(
-          `[@email-webhooks/core/api] getEmail needs an email id (a UUID, as POST /emails returned it), got ${JSON.stringify(String(emailId).slice(0, 80))}.`,
-        )
-      const operation = `read email ${emailId}`
-      let answer: ApiAnswer
-      try {
-        answer = await call({
-          method: 'GET',
-          path: `/emails/${encodeURIComponent(emailId)}`,
-          idempotent: true,
-          context: { operation, emailId, scope: EMAILS_SCOPE },
-          signal: o?.signal,
-        })
-      } catch (error) {
-        if (error instanceof EmailApiError && error.status === 404) return { found: false, code: error.code, requestId: error.requestId }
-        throw error
-      }
-      if (!isEmailStatus(answer.json)) throw invalid(operation, answer)
-      return { found: true, email: answer.json, requestId: answer.requestId }
-    },
+    getEmail: (emailId: string, o?: CallOptions) => readEmail(call, emailId, o),
   })
+}
+
+/** `GET /emails/{id}`: the email's status, or `found: false` outside the retention window (404). */
+async function readEmail(call: (c: ApiCall) => Promise<ApiAnswer>, emailId: string, o?: CallOptions): Promise<GetEmailResult> {
+  if (!isUuid(emailId))
+    throw new TypeError(
+      `[@email-webhooks/core/api] getEmail needs an email id (a UUID, as POST /emails returned it), got ${JSON.stringify(String(emailId).slice(0, 80))}.`,
+    )
+  const operation = `read email ${emailId}`
+  let answer: ApiAnswer
+  try {
+    answer = await call({
+      method: 'GET',
+      path: `/emails/${encodeURIComponent(emailId)}`,
+      idempotent: true,
+      context: { operation, emailId, scope: EMAILS_SCOPE },
+      signal: o?.signal,
+    })
+  } catch (error) {
+    if (error instanceof EmailApiError && error.status === 404) return { found: false, code: error.code, requestId: error.requestId }
+    throw error
+  }
+  if (!isEmailStatus(answer.json)) throw invalid(operation, answer)
+  return { found: true, email: answer.json, requestId: answer.requestId }
 }

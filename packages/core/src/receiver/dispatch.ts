@@ -101,35 +101,7 @@ export async function dispatchEvent<Extra>(
     })
   } catch (cause) {
     if (timeout !== undefined && cause === timeout) {
-      const { store, reporter } = p
-      const { completeOptions, settle } = claimed
-      // This late settle frees the event's email in this process, not the answer.
-      claimed.settle = undefined
-      const info = { status: 503, eventId: event.id, type: event.type }
-      running.then(
-        () => {
-          // Succeeded late: recorded as done; a complete that fails is tried again in the background.
-          const late = attempt(() => store.complete(claimed.claim, completeOptions))
-          late.then(
-            (completed) => {
-              if (completed) return settle?.()
-              // A false may answer a resend of a complete that landed: then it is recorded, not lost.
-              void doneByThisClaim(p, claimed.claim.key, claimed.startedAt).then((done) => {
-                if (!done) reporter.storeStepFailed('complete', info, false)
-                settle?.()
-              })
-            },
-            (error: unknown) => {
-              reporter.storeStepFailed('complete', info, error)
-              p.recorder.start(claimed.claim, completeOptions, event, late, settle, claimed.startedAt)
-            },
-          )
-        },
-        () =>
-          attempt(() => store.release(claimed.claim))
-            .catch((error: unknown) => reporter.storeStepFailed('release', info, error))
-            .finally(settle),
-      )
+      settleLate(p, claimed, event, running)
       return p.fail(timeout, event)
     }
     controller.abort(cause)
@@ -148,16 +120,60 @@ export async function dispatchEvent<Extra>(
           return false
         },
       )
-    const next = !released
-      ? p.retriedBy === 'sender'
-        ? `releasing the event failed too, so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
-        : `releasing the event failed too, so it runs again once its lease ends (inbox.leaseMs, ${p.leaseMs} ms)`
-      : p.retriedBy === 'sender'
-        ? 'the event was released and the sender will retry it'
-        : 'the inbox worker tries it again after a backoff, until inbox.maxAttempts'
-    const error = new WebhookHandlingError('handler_failed', `The handler for ${event.type} threw; ${next}. See the error's cause.`, {
-      cause,
-    })
+    const error = new WebhookHandlingError(
+      'handler_failed',
+      `The handler for ${event.type} threw; ${afterFailure(p, released)}. See the error's cause.`,
+      {
+        cause,
+      },
+    )
     return p.fail(error, event)
   }
+}
+
+/** What happens to an event whose handler threw, once it was released (or not): who tries it again, and when. */
+function afterFailure<Ctx>(p: Pipeline<Ctx>, released: boolean): string {
+  if (p.retriedBy === 'sender') {
+    return released
+      ? 'the event was released and the sender will retry it'
+      : `releasing the event failed too, so the sender's retries are answered 409 in_flight until its lease ends (leaseMs, ${p.leaseMs} ms), then it runs again`
+  }
+  return released
+    ? 'the inbox worker tries it again after a backoff, until inbox.maxAttempts'
+    : `releasing the event failed too, so it runs again once its lease ends (inbox.leaseMs, ${p.leaseMs} ms)`
+}
+
+/**
+ * A handler past its deadline (answered 503) settles when it ends: recorded as done if it then
+ * succeeds (a complete that fails is tried again in the background), released for the retry if it
+ * fails. Its late settle frees the event's email in this process, not the answer.
+ */
+function settleLate<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent, running: Promise<unknown>): void {
+  const { store, reporter } = p
+  const { completeOptions, settle } = claimed
+  claimed.settle = undefined
+  const info = { status: 503, eventId: event.id, type: event.type }
+  running.then(
+    () => {
+      const late = attempt(() => store.complete(claimed.claim, completeOptions))
+      late.then(
+        (completed) => {
+          if (completed) return settle?.()
+          // A false may answer a resend of a complete that landed: then it is recorded, not lost.
+          void doneByThisClaim(p, claimed.claim.key, claimed.startedAt).then((done) => {
+            if (!done) reporter.storeStepFailed('complete', info, false)
+            settle?.()
+          })
+        },
+        (error: unknown) => {
+          reporter.storeStepFailed('complete', info, error)
+          p.recorder.start(claimed.claim, completeOptions, event, late, settle, claimed.startedAt)
+        },
+      )
+    },
+    () =>
+      attempt(() => store.release(claimed.claim))
+        .catch((error: unknown) => reporter.storeStepFailed('release', info, error))
+        .finally(settle),
+  )
 }
