@@ -278,24 +278,33 @@ describe('Express with express.json() mounted before the webhook route', () => {
   it('answers 500 raw_body_unavailable naming express.json() and both fixes, without hanging', async () => {
     const app = express()
     app.use(express.json())
-    app.post('/hooks', expressWebhook(TEST_SECRET, {}, { store: new MemoryDedupStore() }))
+    const errors: string[] = []
+    const logger = { error: (line: string) => void errors.push(line), warn: () => {} }
+    app.post('/hooks', expressWebhook(TEST_SECRET, {}, { store: new MemoryDedupStore(), logger }))
     const server = app.listen(0, '127.0.0.1')
     await new Promise<void>((resolve) => server.once('listening', () => resolve()))
     try {
       const { port } = server.address() as import('node:net').AddressInfo
-      const delivery = await createSignedDelivery()
-      const res = await fetch(`http://127.0.0.1:${port}/hooks`, {
-        method: 'POST',
-        headers: delivery.headers,
-        body: delivery.body,
-        signal: AbortSignal.timeout(5000),
-      })
-      const json = (await res.json()) as { error: { code: string; message: string } }
-      expect(res.status).toBe(500)
-      expect(json.error.code).toBe('raw_body_unavailable')
-      expect(json.error.message).toContain('express.json()')
-      expect(json.error.message).toContain('captureRawBody')
-      expect(json.error.message).toMatch(/before express\.json\(\)/)
+      for (let i = 0; i < 3; i++) {
+        const delivery = await createSignedDelivery()
+        const res = await fetch(`http://127.0.0.1:${port}/hooks`, {
+          method: 'POST',
+          headers: delivery.headers,
+          body: delivery.body,
+          signal: AbortSignal.timeout(5000),
+        })
+        const json = (await res.json()) as { error: { code: string; message: string } }
+        expect(res.status).toBe(500)
+        expect(json.error.code).toBe('raw_body_unavailable')
+        expect(json.error.message).toContain('express.json()')
+        expect(json.error.message).toContain('captureRawBody')
+        expect(json.error.message).toMatch(/before express\.json\(\)/)
+      }
+      // The same set-up mistake for every request: logged once (at most every 10 minutes), so that
+      // unsigned requests cannot flood the log.
+      expect(errors).toHaveLength(1)
+      expect(errors[0]).toContain('raw_body_unavailable')
+      expect(errors[0]).toContain('Said at most every 10 minutes')
     } finally {
       server.close()
     }

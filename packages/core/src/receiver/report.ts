@@ -33,6 +33,7 @@ export class Reporter {
   #mismatches = 0
   /** When the last warning of some deliveries verifying and others not was written (ms), or never. */
   #mixedAt = Number.NEGATIVE_INFINITY
+  #rawBodyAt = Number.NEGATIVE_INFINITY
   /** An ordered claim came back without a mark, and no later one with a mark yet. */
   #marksMissing = false
 
@@ -55,7 +56,8 @@ export class Reporter {
       return
     }
     if (!this.#logger) return
-    if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
+    if (error.code === 'raw_body_unavailable') this.#rawBodyGone(error, info)
+    else if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
     else if (info.status < 300) this.#logger.warn(logLine(error, info))
     else if (error.code === 'signature_mismatch') this.#mismatch(error, info)
     else if ((error as { skewSeconds?: number }).skewSeconds !== undefined && !this.#warnedSkew) {
@@ -82,6 +84,19 @@ export class Reporter {
       this.#warnedMismatch = true
       this.#logger?.warn(`${logLine(error, info)} ${FIRST_MISMATCH}`)
     }
+  }
+
+  /**
+   * A body parser took the body before the route (a set-up mistake, the same for every request):
+   * said at most once every MIXED_EVERY_MS, so that unsigned requests cannot flood the log.
+   */
+  #rawBodyGone(error: ReceiverError, info: ErrorInfo): void {
+    const now = Date.now()
+    if (now - this.#rawBodyAt < MIXED_EVERY_MS) return
+    this.#rawBodyAt = now
+    this.#logger?.error(
+      `${logLine(error, info)} (Said at most every ${MIXED_EVERY_MS / 60_000} minutes; all are counted in stats().failed.)`,
+    )
   }
 
   /** Some deliveries verify and others do not: at most once every MIXED_EVERY_MS. */
