@@ -5,38 +5,13 @@
  */
 import { backend } from '#crypto'
 import { WebhookVerificationError } from './errors.js'
+import { isValidId, MAX_ID_LENGTH, parseTimestamp } from './header-values.js'
 import { readWebhookHeaders, type WebhookHeaders } from './headers.js'
-import { decodeSignature } from './mac-hex.js'
 import { type PreparedSecrets, prepareSecrets, type WebhookSecret } from './secret.js'
 
 /** How far (seconds, inclusive) a timestamp may be from the current time, past or future. */
 export const DEFAULT_TOLERANCE_SECONDS = 300
-const MAX_ID_LENGTH = 256
-const MAX_TIMESTAMP_DIGITS = 15
-// Visible ASCII without '.' and ',': the id is part of the signed text and a comma is how
-// proxies join a repeated header. (Character loops here: cheaper than regular expressions.)
-function isValidId(id: string): boolean {
-  const length = id.length
-  if (length === 0 || length > MAX_ID_LENGTH) return false
-  for (let i = 0; i < length; i++) {
-    const code = id.charCodeAt(i)
-    if (code < 0x21 || code > 0x7e || code === 0x2c || code === 0x2e) return false
-  }
-  return true
-}
-
-/** The value of 1–15 ASCII digits, or -1 for anything else. */
-function parseTimestamp(text: string): number {
-  const length = text.length
-  if (length === 0 || length > MAX_TIMESTAMP_DIGITS) return -1
-  let value = 0
-  for (let i = 0; i < length; i++) {
-    const digit = text.charCodeAt(i) - 48
-    if (digit < 0 || digit > 9) return -1
-    value = value * 10 + digit
-  }
-  return value
-}
+const SIGNATURE_HEX_LENGTH = 64
 
 /** The raw request body: the exact bytes received, or a string of them. */
 export type WebhookBody = string | Uint8Array | ArrayBuffer
@@ -77,6 +52,40 @@ export interface VerifierOptions {
  */
 export type Verifier = (headers: WebhookHeaders, body: WebhookBody) => VerifiedWebhook | Promise<VerifiedWebhook>
 
+const HEX_VALUE = (() => {
+  const table = new Int8Array(128).fill(-1)
+  for (let i = 0; i < 10; i++) table[48 + i] = i
+  for (let i = 0; i < 6; i++) {
+    table[65 + i] = 10 + i
+    table[97 + i] = 10 + i
+  }
+  return table
+})()
+
+// node:crypto verifies synchronously, start to end, so one array can hold the expected MAC of
+// every call. It is made from an ArrayBuffer: a fresh 32-byte Uint8Array lives on V8's heap,
+// and handing it to C++ (timingSafeEqual) makes V8 move it off the heap first, about 0.2 µs a
+// call. Web Crypto verifies asynchronously: there, each call decodes into an array of its own.
+const SHARED_MAC = backend.name === 'node' ? new Uint8Array(new ArrayBuffer(SIGNATURE_HEX_LENGTH / 2)) : undefined
+
+/** The 32 bytes of a 64-character hex signature (either case), or undefined if it is not one. */
+function decodeSignature(hex: string): Uint8Array | undefined {
+  if (hex.length !== SIGNATURE_HEX_LENGTH) return undefined
+  const out = SHARED_MAC ?? new Uint8Array(SIGNATURE_HEX_LENGTH / 2)
+  let invalid = 0
+  // A constant bound (not out.length) and a second index: about a third faster in V8.
+  for (let i = 0, j = 0; i < SIGNATURE_HEX_LENGTH / 2; i++, j += 2) {
+    // Non-hex characters map to -1, which makes `invalid` negative.
+    const high = hex.charCodeAt(j)
+    const low = hex.charCodeAt(j + 1)
+    const h = high < 128 ? (HEX_VALUE[high] as number) : -1
+    const l = low < 128 ? (HEX_VALUE[low] as number) : -1
+    invalid |= h | l
+    out[i] = (h << 4) | l
+  }
+  return invalid < 0 ? undefined : out
+}
+
 function toBytes(body: WebhookBody): Uint8Array | string {
   if (typeof body === 'string' || body instanceof Uint8Array) return body
   // Views and buffers from another realm (vm, jsdom, a worker's transfer) fail `instanceof`.
@@ -116,7 +125,7 @@ export function createVerifier(options: VerifierOptions): Verifier {
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
   const now = options.now ?? Date.now
   return function verify(headers, body) {
-    return verifyNow(headers, body, prepared, tolerance, now)
+    return verifyPrepared(headers, body, prepared, tolerance, now)
   }
 }
 
@@ -125,7 +134,7 @@ export function createVerifier(options: VerifierOptions): Verifier {
  * the refusal. node:crypto answers synchronously: then no promise is made at all (the receiver
  * saves an await per request), and no extra await per key.
  */
-function verifyNow(
+function verifyPrepared(
   headers: WebhookHeaders,
   body: WebhookBody,
   prepared: PreparedSecrets,
@@ -144,8 +153,8 @@ function verifyNow(
   throw mismatch()
 }
 
-/** {@link verifyNow} as a promise that rejects with the refusal. */
-function verifyPrepared(
+/** {@link verifyPrepared} as a promise that rejects with the refusal. */
+function verifyAsPromise(
   headers: WebhookHeaders,
   body: WebhookBody,
   prepared: PreparedSecrets,
@@ -153,7 +162,7 @@ function verifyPrepared(
   now: () => number,
 ): Promise<VerifiedWebhook> {
   try {
-    const verified = verifyNow(headers, body, prepared, tolerance, now)
+    const verified = verifyPrepared(headers, body, prepared, tolerance, now)
     return verified instanceof Promise ? verified : Promise.resolve(verified)
   } catch (error) {
     return Promise.reject(error)
@@ -265,7 +274,7 @@ export function verifyWebhook(input: VerifyWebhookInput): Promise<VerifiedWebhoo
   try {
     const prepared = prepareSecrets(input.secret)
     assertVerifierOptions(input.toleranceSeconds, input.now)
-    return verifyPrepared(input.headers, input.body, prepared, input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS, input.now ?? Date.now)
+    return verifyAsPromise(input.headers, input.body, prepared, input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS, input.now ?? Date.now)
   } catch (error) {
     return Promise.reject(error)
   }
