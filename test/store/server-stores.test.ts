@@ -150,6 +150,67 @@ describe('PostgresDedupStore', () => {
     }
   })
 
+  it('commits a claim without a WAL flush of its own and a complete with one, whatever the session says', async () => {
+    // Every statement of the store runs in an explicit transaction of its own on one connection,
+    // with the session's synchronous_commit set first; SHOW before COMMIT reads what the commit
+    // will use (set_config(…, true) lasts until the transaction ends).
+    const table = 'hooks_claim_commit'
+    const client = new pg.Client({ connectionString: postgres.url })
+    await client.connect()
+    let session: 'on' | 'off' = 'on'
+    let step = 'setup'
+    const seen: { step: string; commit: string }[] = []
+    const pool = {
+      query: async (text: string, values?: unknown[]) => {
+        await client.query(`SET synchronous_commit = ${session}`)
+        await client.query('BEGIN')
+        try {
+          const result = await client.query(text, values)
+          const shown = await client.query('SHOW synchronous_commit')
+          seen.push({ step, commit: shown.rows[0].synchronous_commit })
+          await client.query('COMMIT')
+          return result
+        } catch (error) {
+          await client.query('ROLLBACK')
+          throw error
+        }
+      },
+      end: () => Promise.resolve(),
+    }
+    // The tables first, through a plain store: their DDL has a transaction of its own.
+    const creator = new PostgresDedupStore({ connectionString: postgres.url, table })
+    const store = new PostgresDedupStore({ pool, table })
+    const order = { key: 'default:email:claim-commit', mark: { createdAtMs: 1, eventId: 'e1', type: 'email.sent' }, fact: 'email.sent|1' }
+    try {
+      await creator.lookup('create the tables')
+      await store.lookup('ready')
+      /** Runs `call` as `name` on a session whose synchronous_commit is `setting`. */
+      const as = async <T>(name: string, setting: 'on' | 'off', call: () => Promise<T>): Promise<T> => {
+        step = name
+        session = setting
+        return call()
+      }
+      for (const ordered of [false, true]) {
+        const key = crypto.randomUUID()
+        const opts = ordered ? { ...LONG, order } : LONG
+        const suffix = ordered ? ' ordered' : ''
+        const result = await as(`claim${suffix}`, 'on', () => store.claim(key, opts))
+        if (result.status !== 'acquired') expect.unreachable(`not acquired: ${result.status}`)
+        expect(await as(`complete${suffix}`, 'off', () => store.complete(result.claim, opts))).toBe(true)
+      }
+      expect(seen.filter((one) => one.step !== 'setup')).toEqual([
+        { step: 'claim', commit: 'off' },
+        { step: 'complete', commit: 'on' },
+        { step: 'claim ordered', commit: 'off' },
+        { step: 'complete ordered', commit: 'on' },
+      ])
+    } finally {
+      await store.close()
+      await creator.close()
+      await client.end()
+    }
+  })
+
   it('leaves a given pool open on close(), and refuses calls after close()', async () => {
     const pool = new pg.Pool({ connectionString: postgres.url, max: 2 })
     const store = new PostgresDedupStore({ pool })

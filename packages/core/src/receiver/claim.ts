@@ -49,7 +49,7 @@ const MAX_PAUSE_MS = 200
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Claims `key`; returns the claim, or the answer when there is nothing to run (duplicate, in flight, store down). */
-export async function claimKey<Ctx>(
+export function claimKey<Ctx>(
   p: Pipeline<Ctx>,
   key: string,
   event: WebhookEvent | undefined,
@@ -60,16 +60,27 @@ export async function claimKey<Ctx>(
   // A retry of an event whose complete is pending here: the next background try starts now.
   if (p.recorder.size > 0) p.recorder.nudge(key)
   const orderKey = ordering.claimOptions.order?.key
-  if (orderKey === undefined) {
-    const result = await ask(p, key, event, ordering, startedAt, trace)
-    return 'busyMs' in result ? emailBusy(p, event) : result
-  }
+  // No order key: one claim, no wait for an email (one async step less per request).
+  if (orderKey === undefined) return ask(p, key, event, ordering, startedAt, trace, false) as Promise<Claimed | ReceiverResponse>
+  return claimOrdered(p, key, event, ordering, startedAt, trace, orderKey)
+}
+
+/** Claims `key` holding the email's place in this process, asking again while another instance holds the email. */
+async function claimOrdered<Ctx>(
+  p: Pipeline<Ctx>,
+  key: string,
+  event: WebhookEvent | undefined,
+  ordering: EventOrdering,
+  startedAt: number,
+  trace: DeliveryTrace | undefined,
+  orderKey: string,
+): Promise<Claimed | ReceiverResponse> {
   const entered = p.gate.enter(orderKey, p.orderWaitMs)
   if (entered !== true && !(await entered)) return emailBusy(p, event)
   let result: Claimed | ReceiverResponse | OrderBusy
   try {
     for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
-      result = await ask(p, key, event, ordering, startedAt, trace)
+      result = await ask(p, key, event, ordering, startedAt, trace, true)
       if (!('busyMs' in result)) break
       if (performance.now() + pause - startedAt >= p.orderWaitMs) {
         result = emailBusy(p, event)
@@ -89,7 +100,10 @@ export async function claimKey<Ctx>(
   return result
 }
 
-/** One claim: the claim, the answer when there is nothing to run, or that the email is busy. */
+/**
+ * One claim: the claim, the answer when there is nothing to run, or that the email is busy
+ * (`waits`: the caller asks again; otherwise that is answered 409 here, and never an OrderBusy).
+ */
 async function ask<Ctx>(
   p: Pipeline<Ctx>,
   key: string,
@@ -97,6 +111,7 @@ async function ask<Ctx>(
   ordering: EventOrdering,
   startedAt: number,
   trace: DeliveryTrace | undefined,
+  waits: boolean,
 ): Promise<Claimed | ReceiverResponse | OrderBusy> {
   const askedAt = performance.now()
   const claiming = attempt(() => p.store.claim(key, ordering.claimOptions))
@@ -123,7 +138,7 @@ async function ask<Ctx>(
     p.reporter.duplicates++
     return duplicateAnswer(event)
   }
-  if (result.reason === 'order') return { busyMs: result.retryAfterMs }
+  if (result.reason === 'order') return waits ? { busyMs: result.retryAfterMs } : emailBusy(p, event)
   const error = new WebhookHandlingError(
     'in_flight',
     'This event is being handled by another request right now; retry after the Retry-After delay.',

@@ -69,5 +69,6 @@ async function run<Extra>(
   if (order.status === 'stale' && p.skipStale?.(event.type, order.newestHandled.type)) return settleSkipped(p, claimed, event)
   const known = await dispatchEvent(p, event, claimed, verified.timestamp, context, index === undefined ? 'sender' : 'reconcile')
   if (typeof known !== 'boolean') return known
-  return settleHandled(p, claimed, event, known)
+  // `return await`: returning the promise itself would cost two more microtask jobs.
+  return await settleHandled(p, claimed, event, known)
 }

@@ -7,7 +7,7 @@
 import { WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
-import { createVerifier, type WebhookBody } from '../verify.js'
+import { createVerifier, type VerifiedWebhook, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
 import { claimKey } from './claim.js'
 import { enqueueEvent } from './enqueue.js'
@@ -71,10 +71,12 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   async function steps(input: ReceiveInput<Extra>, trace: DeliveryTrace | undefined): Promise<ReceiverResponse> {
     const { headers, body } = input
     if (exceeds(body, p.maxBodyBytes)) return p.fail(bodyTooLargeError(p.maxBodyBytes))
-    let verified: Awaited<ReturnType<typeof verify>>
+    let verified: VerifiedWebhook
     const verifyDone = trace?.verify()
     try {
-      verified = await verify(headers, body)
+      // node:crypto answers synchronously: no await (Web Crypto's answer is a promise).
+      const result = verify(headers, body)
+      verified = result instanceof Promise ? await result : result
       verifyDone?.()
     } catch (error) {
       verifyDone?.(error)
@@ -87,11 +89,12 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const key = `${p.namespace}:${verified.id}`
     const ordering = orderingOf(p, event)
     if (event !== undefined && p.inbox !== undefined && !p.inbox.inRequest.has(event.type)) {
-      return enqueueEvent(p, key, event, body, verified.timestamp, ordering, trace)
+      return await enqueueEvent(p, key, event, body, verified.timestamp, ordering, trace)
     }
     const claimed = await claimKey(p, key, event, ordering, trace)
     if (!('claim' in claimed)) return claimed
-    return handleClaimed(p, key, claimed, parsed, verified, input.context)
+    // `return await`: returning the promise itself would cost two more microtask jobs.
+    return await handleClaimed(p, key, claimed, parsed, verified, input.context)
   }
 
   return {

@@ -34,9 +34,13 @@ export interface MemoryDedupStoreOptions {
   now?: () => number
 }
 
+/**
+ * A lease (live, released or lapsed). A completed key holds only the time its record expires (a
+ * number, not an object): a full store keeps `maxKeys` of them, and the fewer objects each keeps,
+ * the less the garbage collector copies and marks per event.
+ */
 interface Entry {
-  done: boolean
-  /** null once completed or released, so no token (not even an empty one) matches. */
+  /** null once released, so no token (not even an empty one) matches. */
   token: string | null
   attempt: number
   expiresAt: number
@@ -58,6 +62,9 @@ interface LockEntry {
   token: string
   expiresAt: number
 }
+
+/** The one `duplicate` answer (frozen: callers only read it). */
+const DUPLICATE: ClaimResult = Object.freeze({ status: 'duplicate' })
 
 /** Slots of the filter of forgotten marks, per key of `maxKeys` (at least 1,024). */
 const MIN_FORGOTTEN_SLOTS = 1_024
@@ -87,7 +94,7 @@ function slotOf(key: string, slots: number): number {
 export class MemoryDedupStore implements DedupStore {
   /** Ordering capability: claims with `order` return the mark, completes advance it. */
   readonly ordering = true as const
-  readonly #entries = new Map<string, Entry>()
+  readonly #entries = new Map<string, Entry | number>()
   readonly #marks = new Map<string, MarkEntry>()
   readonly #locks = new Map<string, LockEntry>()
   readonly #facts = new Map<string, FactEntry>()
@@ -95,6 +102,9 @@ export class MemoryDedupStore implements DedupStore {
   readonly #forgotten: Float64Array
   readonly #maxKeys: number
   readonly #now: () => number
+  /** Claims made so far, and the random prefix of their tokens. */
+  #claims = 0
+  readonly #tokenPrefix = `${crypto.randomUUID().slice(0, 8)}-`
   /** The store's inbox (not durable, like the store): entries in this process. */
   readonly inbox: MemoryInbox
 
@@ -119,16 +129,16 @@ export class MemoryDedupStore implements DedupStore {
     if (invalid) return Promise.reject(invalid)
     const now = this.#now()
     const entry = this.#entries.get(key)
-    if (entry && entry.expiresAt > now) {
-      return Promise.resolve(entry.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: entry.expiresAt - now })
-    }
+    if (typeof entry === 'number') {
+      if (entry > now) return Promise.resolve(DUPLICATE)
+    } else if (entry && entry.expiresAt > now) return Promise.resolve({ status: 'in_flight', retryAfterMs: entry.expiresAt - now })
     const order = opts.order
     const lock = order ? this.#locks.get(order.key) : undefined
     if (lock && lock.expiresAt > now) {
       return Promise.resolve({ status: 'in_flight', retryAfterMs: lock.expiresAt - now, reason: 'order' })
     }
-    const attempt = entry && !entry.done ? entry.attempt + 1 : 1
-    if (entry) this.#entries.delete(key)
+    const attempt = entry !== undefined && typeof entry !== 'number' ? entry.attempt + 1 : 1
+    if (entry !== undefined) this.#entries.delete(key)
     else if (this.#entries.size >= this.#maxKeys && !this.#evict(now)) {
       return Promise.reject(
         new DedupStoreError(
@@ -137,8 +147,8 @@ export class MemoryDedupStore implements DedupStore {
         ),
       )
     }
-    const token = crypto.randomUUID()
-    this.#entries.set(key, { done: false, token, attempt, expiresAt: now + opts.leaseMs })
+    const token = this.#nextToken()
+    this.#entries.set(key, { token, attempt, expiresAt: now + opts.leaseMs })
     if (!order) return Promise.resolve({ status: 'acquired', claim: { key, token, attempt } })
     if (lock) this.#locks.delete(order.key)
     else if (this.#locks.size >= this.#maxKeys) this.#dropLapsedLocks(now)
@@ -159,11 +169,10 @@ export class MemoryDedupStore implements DedupStore {
     const invalid = invalidDurations(opts, false)
     if (invalid) return Promise.reject(invalid)
     const entry = this.#entries.get(claim.key)
-    if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
+    if (entry === undefined || typeof entry === 'number' || entry.token !== claim.token) return Promise.resolve(false)
     const now = this.#now()
-    entry.done = true
-    entry.token = null
-    entry.expiresAt = now + opts.retentionMs
+    // Setting an existing key keeps its place in the Map (the eviction order).
+    this.#entries.set(claim.key, now + opts.retentionMs)
     if (opts.order) this.#advance(opts.order, now, now + opts.retentionMs)
     if (opts.order?.fact !== undefined && opts.factChange)
       this.#count(`${opts.order.key}|${opts.order.fact}`, opts.factChange, now, now + opts.retentionMs)
@@ -173,7 +182,7 @@ export class MemoryDedupStore implements DedupStore {
 
   release(claim: Claim): Promise<boolean> {
     const entry = this.#entries.get(claim.key)
-    if (!entry || entry.done || entry.token !== claim.token) return Promise.resolve(false)
+    if (entry === undefined || typeof entry === 'number' || entry.token !== claim.token) return Promise.resolve(false)
     entry.token = null
     entry.expiresAt = 0
     this.#unlock(claim)
@@ -182,8 +191,9 @@ export class MemoryDedupStore implements DedupStore {
 
   lookup(key: string): Promise<DedupKeyState> {
     const entry = this.#entries.get(key)
+    if (typeof entry === 'number') return Promise.resolve(entry > this.#now() ? 'done' : 'absent')
     if (!entry || entry.expiresAt <= this.#now()) return Promise.resolve('absent')
-    return Promise.resolve(entry.done ? 'done' : 'in_flight')
+    return Promise.resolve('in_flight')
   }
 
   close(): Promise<void> {
@@ -194,6 +204,11 @@ export class MemoryDedupStore implements DedupStore {
     this.#forgotten.fill(0)
     this.inbox.clear()
     return Promise.resolve()
+  }
+
+  /** A token no other claim of this store had: distinct, not secret (a UUID per claim cost more than the claim). */
+  #nextToken(): string {
+    return this.#tokenPrefix + (++this.#claims).toString(36)
   }
 
   /** Adds `change` to a fact's counts (a lapsed fact counts from zero) and renews its expiry; forgets the oldest when full. */
@@ -266,7 +281,7 @@ export class MemoryDedupStore implements DedupStore {
     let budget = Math.max(1, Math.floor(this.#maxKeys / 100))
     let freed = false
     for (const [key, entry] of this.#entries) {
-      if (!entry.done && entry.expiresAt > now) continue
+      if (typeof entry !== 'number' && entry.expiresAt > now) continue
       this.#entries.delete(key)
       freed = true
       if (--budget === 0) break

@@ -3,8 +3,10 @@
  * table, through `pg` (an optional peer dependency, loaded only by this module). `claim` is one
  * statement on the database's clock: a read of the key, then, only when no live row holds it,
  * `INSERT … ON CONFLICT … DO UPDATE … WHERE <expired or released> RETURNING`;
- * `complete` and `release` are fenced by token; `complete` commits with `synchronous_commit = on`
- * whatever the session says; expired rows are purged off the hot path (purge.ts). Ordering
+ * `complete` and `release` are fenced by token; `claim` commits with `synchronous_commit = off`
+ * (a lease is not an acknowledgement: a crash of the database can lose it, and the retry runs the
+ * handler again) and `complete` with `synchronous_commit = on`, whatever the session says, so an
+ * event costs one WAL flush, and no 2xx leaves before its record is flushed; expired rows are purged off the hot path (purge.ts). Ordering
  * capability: marks, order-key locks and facts live in the order tables (order.ts), read and
  * taken by the claim statement and advanced and freed by the complete statement. Inbox: entries
  * in `<table>_inbox` (inbox.ts), forgotten by the same purge once done and past their retention.

@@ -66,6 +66,8 @@ export interface PostgresOrderSql {
 /** What the store's own statements give the capability's. */
 export interface PostgresOrderParts {
   table: string
+  /** The `lazy` CTE: this statement's transaction commits without waiting for its WAL flush (a claim). */
+  lazy: string
   /** The `cur` CTE: the live row that holds the key ($1). */
   cur: string
   /** The `ins` CTE, taking the lease for $1 with token $2 and lease $3 ms, from the rows of `source`. */
@@ -81,14 +83,23 @@ export interface PostgresOrderParts {
 }
 
 /** Builds the statements for the store's table. */
-export function postgresOrderSql({ table, cur, insert, expiresIn, leftMs, releaseSet, purgeBatch }: PostgresOrderParts): PostgresOrderSql {
+export function postgresOrderSql({
+  table,
+  lazy,
+  cur,
+  insert,
+  expiresIn,
+  leftMs,
+  releaseSet,
+  purgeBatch,
+}: PostgresOrderParts): PostgresOrderSql {
   const newer = 'm.expires_at <= clock_timestamp() OR (excluded.created_at_ms, excluded.event_id) > (m.created_at_ms, m.event_id)'
   const lock = `${table}_order_lock`
   return {
     // The lock is taken first and the lease only from its row: an event whose email is held by
     // another claim takes nothing. A race for the lock is decided by ON CONFLICT, which re-reads
     // the committed row. float8: pg returns bigint as text; created_at ms are safe integers.
-    claim: `WITH ${cur},
+    claim: `WITH ${lazy}, ${cur},
 held AS (SELECT ${leftMs} FROM ${lock} WHERE key = $4 AND expires_at > clock_timestamp()),
 lk AS (
   INSERT INTO ${lock} AS l (key, token, expires_at)
@@ -99,7 +110,7 @@ lk AS (
 ${insert('lk')}
 SELECT ins.attempt, cur.done, cur.left_ms, held.left_ms AS lock_left_ms, (SELECT count(*) FROM lk)::int AS locked,
   m.created_at_ms::float8 AS created_at_ms, m.event_id, m.type, f.handled, f.reconciled
-FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true LEFT JOIN held ON true
+FROM lazy LEFT JOIN ins ON true LEFT JOIN cur ON true LEFT JOIN held ON true
 LEFT JOIN ${table}_order m ON ins.attempt IS NOT NULL AND m.key = $4 AND m.expires_at > clock_timestamp()
 LEFT JOIN ${table}_order_fact f ON ins.attempt IS NOT NULL AND f.key = $5::text AND f.expires_at > clock_timestamp()`,
     complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),

@@ -69,6 +69,15 @@ ${postgresDedupTableSql(table)}COMMIT;`
 const LEASE_MEMORY = `interval '1 hour'`
 /** A row holds its key until expires_at while it is done or a lease with a token (a released lease has none). */
 const HOLDS = '(done OR token IS NOT NULL)'
+/**
+ * The claim commits without waiting for its WAL flush, whatever the session says: a lease is not an
+ * acknowledgement. A crash of the database can lose a lease committed this way (the sender's retry
+ * then claims the event again and its handler runs again, which at-least-once allows, and a
+ * complete of the lost lease finds no row: no 2xx). The complete that follows commits with
+ * synchronous_commit on, and its flush carries the claim's WAL too. Referenced in FROM, or
+ * PostgreSQL would not run it.
+ */
+const LAZY = `lazy AS (SELECT set_config('synchronous_commit', 'off', true))`
 /** The milliseconds left until the row's expires_at, on the server's clock. */
 const LEFT_MS = 'ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS left_ms'
 
@@ -105,9 +114,9 @@ export function postgresStatements(table: string): { sql: DedupSql; order: Postg
   RETURNING attempt)`
   const releaseSet = `token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`
   const sql: DedupSql = {
-    claim: `WITH ${cur},
+    claim: `WITH ${LAZY}, ${cur},
 ${insert()}
-SELECT ins.attempt, cur.done, cur.left_ms FROM (SELECT 1) AS one LEFT JOIN ins ON true LEFT JOIN cur ON true`,
+SELECT ins.attempt, cur.done, cur.left_ms FROM lazy LEFT JOIN ins ON true LEFT JOIN cur ON true`,
     // A released row (no token) holds nothing, whatever its time says: no row, so the claim runs again.
     inspect: `SELECT done, ${LEFT_MS} FROM ${table} WHERE key = $1 AND ${HOLDS}`,
     lookup: `SELECT done FROM ${table} WHERE key = $1 AND expires_at > clock_timestamp() AND ${HOLDS}`,
@@ -124,6 +133,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
   }
   const order = postgresOrderSql({
     table,
+    lazy: LAZY,
     cur,
     insert,
     expiresIn,

@@ -69,6 +69,8 @@ export class RedisDedupStore implements DedupStore {
   /** The store's inbox (keys under `<prefix>{inbox}:`, one cluster slot), shared by every instance on the server. */
   readonly inbox: RedisInbox
   #checked: Promise<void> | undefined
+  /** The durability check passed: later calls skip it (no await per call). */
+  #checkPassed = false
   #closed = false
 
   constructor(options: RedisDedupStoreOptions) {
@@ -157,11 +159,16 @@ export class RedisDedupStore implements DedupStore {
   /** Runs `script` on `keys` (the dedup key, then the mark and lock keys of the ordered scripts), loading it once if the server lost it. */
   async #run(script: Script, names: string[], ...args: (string | number)[]): Promise<unknown> {
     if (this.#closed) throw new DedupStoreError('closed', `${PACKAGE} this RedisDedupStore was closed.`)
-    if (this.#checkDurability) {
-      this.#checked ??= checkServer(this.#server()).catch((error: unknown) => {
-        this.#checked = undefined
-        throw error
-      })
+    if (this.#checkDurability && !this.#checkPassed) {
+      this.#checked ??= checkServer(this.#server()).then(
+        () => {
+          this.#checkPassed = true
+        },
+        (error: unknown) => {
+          this.#checked = undefined
+          throw error
+        },
+      )
       await this.#checked
     }
     const keys = names.map((name) => this.#prefix + name)
