@@ -251,8 +251,13 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
         "option '-n, --count <n>' cannot be used with option '--tampered': --count sends distinct generated events",
       ],
       [['--email', 'a', '--email-id', 'b'], '--email-id is the older name of --email: give one of them.'],
-      [['--created-at', 'yesterday'], 'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now'],
+      [
+        ['--created-at', 'yesterday'],
+        'Give a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, midnight UTC) or a time relative to now',
+      ],
       [['--created-at', '5m'], "argument '5m' is invalid"],
+      [['--created-at', '+99999d'], 'more than 10 years from now'],
+      [['--created-at', '-3653d'], 'every later event of that email stale'],
     ] as const)('exits 2 on a usage error and sends nothing, saying what was wrong and what to do: %j', async (args, says) => {
       const result = await runCli(['send', server.url, ...args], { env })
       expect(result.code).toBe(2)

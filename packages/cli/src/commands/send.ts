@@ -122,7 +122,7 @@ export const sendCommand: CommandFactory = (state) => {
     .addOption(
       new Option(
         '--created-at <time>',
-        'created_at of generated events: a date-time (2026-11-20T08:00:00Z) or relative to now (-5m, -2h)',
+        'created_at of generated events: a date-time (2026-11-20T08:00:00Z), a date (2026-11-20, midnight UTC) or relative to now within 10 years (-5m, -2h)',
       ).argParser((value: string) => parseCreatedAtOption(value)),
     )
     .option('--duplicate', 'send the delivery twice with the same webhook-id (expects 2xx twice)')
