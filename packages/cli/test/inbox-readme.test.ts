@@ -48,7 +48,7 @@ it('runs the commands of the inbox section as written, with its handlers module'
     const stderrs: string[] = []
     for (const line of (commands?.code ?? '').trim().split('\n')) {
       const args = line
-        .replace(/^npx email-webhooks /, '')
+        .replace(/^npx --no-install email-webhooks /, '')
         .replace('<id>', queued[0]?.id ?? '')
         .split(' ')
       const result = await runCli(args, { cwd: app })
@@ -69,7 +69,7 @@ it('runs the commands of the inbox section as written, with its handlers module'
 
     const args = (service?.code ?? '')
       .trim()
-      .replace(/^npx email-webhooks /, '')
+      .replace(/^npx --no-install email-webhooks /, '')
       .split(' ')
     const running = await runCli(args, {
       cwd: app,

@@ -127,7 +127,7 @@ describe.concurrent('send --email and --created-at against a receiver with order
 describe("the README's send section", () => {
   const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
   const section = readme.slice(readme.indexOf('### `send <url>`'), readme.indexOf('### `send <url> --count N`'))
-  const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx email-webhooks send /.test(line))
+  const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx --no-install email-webhooks send /.test(line))
 
   it('runs each of its commands as written (URL and email id filled in), each answered as the README says', async () => {
     expect(commands.length).toBeGreaterThanOrEqual(6)
@@ -141,7 +141,7 @@ describe("the README's send section", () => {
     const outputs: string[] = []
     for (const line of commands) {
       const args = line
-        .replace(/^(cat event\.json \| )?npx email-webhooks /, '')
+        .replace(/^(cat event\.json \| )?npx --no-install email-webhooks /, '')
         .replaceAll('http://localhost:3000/hooks', url)
         .replaceAll('0c1f…', email)
         .split(' ')
