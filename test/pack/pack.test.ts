@@ -172,7 +172,10 @@ describe('packed packages in a fresh app outside the workspace', () => {
       timeout: STEP_TIMEOUT_MS,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', EMAIL_WEBHOOK_SECRET: 'whsec_pack_test_secret_0123' },
     })
-    expect(JSON.parse(stdout).headers).toMatchObject({ 'webhook-id': 'evt-1', 'webhook-signature': expect.stringMatching(/^[0-9a-f]{64}$/) })
+    expect(JSON.parse(stdout).headers).toMatchObject({
+      'webhook-id': 'evt-1',
+      'webhook-signature': expect.stringMatching(/^[0-9a-f]{64}$/),
+    })
   })
 
   it("keeps the Express package's default SQLite store across processes", async () => {
