@@ -37,6 +37,7 @@ describe('packed packages in a fresh app outside the workspace', () => {
   const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-pack-'))
   const app = join(dir, 'app')
   const tarballs: Record<string, string> = {}
+  let cliTarball = ''
   const started = performance.now()
 
   async function runApp(adapter: string, deliveryFile: string, db: string): Promise<AppRun> {
@@ -60,6 +61,12 @@ describe('packed packages in a fresh app outside the workspace', () => {
       }
       // Its install line names core's tarball with the adapter's.
       expect(stdout).toContain(`npm install ${tarballs.core} ${tarballs.express}`)
+      // The CLI's tarball (unscoped) is named as the CLI, with its own dev-dependency line and npx --no-install.
+      const cli = readdirSync(dir).find((file) => /^email-webhooks-[0-9.]+\.tgz$/.test(file))
+      expect(cli, 'npm run pack wrote the CLI tarball').toBeDefined()
+      cliTarball = join(dir, cli as string)
+      expect(stdout).toMatch(new RegExp(`email-webhooks \\(the CLI, a dev dependency\\) +${cliTarball.replaceAll('.', '\\.')}\n`))
+      expect(stdout).toContain(`npm i -D ${cliTarball}\n  npx --no-install email-webhooks `)
       const sqlite = workspacePackage('better-sqlite3', 'packages/express')
       mkdirSync(app)
       const file = (name: string): string => `file:${tarballs[name]}`
@@ -97,11 +104,16 @@ describe('packed packages in a fresh app outside the workspace', () => {
         cwd: app,
         timeout: INSTALL_TIMEOUT_MS,
       })
+      // The CLI as the pack command says: a second command, after core's tarball is installed.
+      await run('npm', ['install', '-D', cliTarball, '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], {
+        cwd: app,
+        timeout: INSTALL_TIMEOUT_MS,
+      })
       const release = join(app, 'node_modules/better-sqlite3/build/Release')
       mkdirSync(release, { recursive: true })
       copyFileSync(join(sqlite.dir, 'build/Release/better_sqlite3.node'), join(release, 'better_sqlite3.node'))
     },
-    INSTALL_TIMEOUT_MS + (PACKAGES.length + 1) * STEP_TIMEOUT_MS,
+    2 * INSTALL_TIMEOUT_MS + (PACKAGES.length + 1) * STEP_TIMEOUT_MS,
   )
 
   afterAll(() => {
@@ -149,6 +161,21 @@ describe('packed packages in a fresh app outside the workspace', () => {
     const [jobId, sink, uuid, pgSink] = JSON.parse(stdout.trim())
     expect([jobId, sink, pgSink]).toEqual(['ewh-default%3Aa', 'function', 'function'])
     expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  })
+
+  it('runs the CLI installed from its tarball with npx --no-install, on the one copy of core', async () => {
+    expect(existsSync(join(app, 'node_modules/email-webhooks/node_modules'))).toBe(false)
+    const event = join(dir, 'cli-event.json')
+    writeFileSync(event, JSON.stringify({ id: 'evt-1', type: 'email.bounced', created_at: '2026-11-20T00:00:00Z', data: { id: 'e-1' } }))
+    const { stdout } = await run('npx', ['--no-install', 'email-webhooks', 'sign', event, '--json'], {
+      cwd: app,
+      timeout: STEP_TIMEOUT_MS,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', EMAIL_WEBHOOK_SECRET: 'whsec_pack_test_secret_0123' },
+    })
+    expect(JSON.parse(stdout).headers).toMatchObject({
+      'webhook-id': 'evt-1',
+      'webhook-signature': expect.stringMatching(/^[0-9a-f]{64}$/),
+    })
   })
 
   it("keeps the Express package's default SQLite store across processes", async () => {

@@ -38,7 +38,9 @@ describe('option values', () => {
     expect(parseCreatedAtOption('-5m', now)).toBe('2026-11-25T09:55:00.000Z')
     expect(parseCreatedAtOption('+30s', now)).toBe('2026-11-25T10:00:30.000Z')
     expect(parseCreatedAtOption('-2d', now)).toBe('2026-11-23T10:00:00.000Z')
-    for (const bad of ['5m', '-5', '-5w', 'yesterday', '2026-11-20', '2026-11-20T08:00:00', '-99999999999999d']) {
+    expect(parseCreatedAtOption('2026-11-20', now)).toBe('2026-11-20T00:00:00Z')
+    expect(parseCreatedAtOption('-3652d', now)).toBe('2016-11-25T10:00:00.000Z')
+    for (const bad of ['5m', '-5', '-5w', 'yesterday', '2026-11-32', '2026-11-20T08:00:00', '-99999999999999d', '+3653d', '-3653d']) {
       expect(() => parseCreatedAtOption(bad, now), bad).toThrow(InvalidArgumentError)
     }
   })

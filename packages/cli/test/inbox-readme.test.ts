@@ -45,17 +45,22 @@ it('runs the commands of the inbox section as written, with its handlers module'
       `import { appendFileSync } from 'node:fs'\nexport async function markBounced(emailId) { appendFileSync(${JSON.stringify(bounced)}, emailId + '\\n') }\n`,
     )
     const outputs: string[] = []
+    const stderrs: string[] = []
     for (const line of (commands?.code ?? '').trim().split('\n')) {
       const args = line
-        .replace(/^npx email-webhooks /, '')
+        .replace(/^npx --no-install email-webhooks /, '')
         .replace('<id>', queued[0]?.id ?? '')
         .split(' ')
       const result = await runCli(args, { cwd: app })
       expect([line, result.code], result.stderr).toEqual([line, 0])
       outputs.push(result.stdout)
+      stderrs.push(result.stderr)
     }
     const [, list, , retry, work, purge] = outputs
-    expect(list?.split('\n')[0]?.split(/ {2,}/)).toEqual(sample?.code.split('\n')[0]?.split(/ {2,}/))
+    // The sample shows the store line (stderr, with the app folder as /app), then the table (stdout).
+    const [storeLine, header] = sample?.code.split('\n') ?? []
+    expect(stderrs[1]?.split('\n')[0]?.replace(app, '/app')).toBe(storeLine)
+    expect(list?.split('\n')[0]?.split(/ {2,}/)).toEqual(header?.split(/ {2,}/))
     expect(list).toMatch(/ dead +1 +.* Error: connect ECONNREFUSED 127\.0\.0\.1:5432\n/)
     expect(retry).toBe('3 dead entries made pending: a worker takes them now.\n')
     expect(work?.split('\n')[1]).toBe(summary?.code.trim())
@@ -64,7 +69,7 @@ it('runs the commands of the inbox section as written, with its handlers module'
 
     const args = (service?.code ?? '')
       .trim()
-      .replace(/^npx email-webhooks /, '')
+      .replace(/^npx --no-install email-webhooks /, '')
       .split(' ')
     const running = await runCli(args, {
       cwd: app,

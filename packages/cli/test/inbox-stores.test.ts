@@ -45,7 +45,11 @@ describe('inbox commands on PostgreSQL and Redis', () => {
       const { url, password } = server(kind)
       const ids = (await queueEvents(store, 2, { namespace: kind })).map((q) => q.id)
       const cli = (args: string[]) => runCli(['inbox', ...args, '--store', url], { cwd: dir })
-      const list = JSON.parse((await cli(['list', '--json', '--namespace', kind])).stdout)
+      const listed = JSON.parse((await cli(['list', '--json', '--namespace', kind])).stdout)
+      // The store is named, without its credentials.
+      expect(listed.store).toMatch(new RegExp(`^${NAME[kind]} at \\S+ \\(from --store\\)$`))
+      expect(listed.store).not.toContain(password)
+      const list = listed.entries
       expect(list.map((e: { id: string }) => e.id).sort()).toEqual([...ids].sort())
       const failing = `{ namespace: '${kind}', logger: false, inbox: { maxAttempts: 1 } }`
       await writeHandlers(join(dir, `${kind}-failing.mjs`), join(dir, `${kind}-failing.log`), { fail: 'boom', options: failing })

@@ -86,7 +86,7 @@ describe('inbox work', () => {
         inbox: { pending: 0, running: 0, dead: 0 },
       })
       once(lines(join(dir, 'fixed.log')), ids)
-      const done = JSON.parse((await inbox(['list', '--state', 'done', '--json', '--store', path])).stdout)
+      const done = JSON.parse((await inbox(['list', '--state', 'done', '--json', '--store', path])).stdout).entries
       expect(done.map((e: { id: string }) => e.id).sort()).toEqual([...ids].sort())
       // Done and recorded: running the worker again handles nothing.
       const again = await inbox(['work', '--once', '--handlers', 'fixed.cjs', '--store', path])

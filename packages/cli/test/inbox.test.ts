@@ -49,7 +49,7 @@ describe('inbox list, show and stats', () => {
       for (const row of rows) expect(row).toMatch(/ (\d+ms|\d+s) +now$/)
       for (const { emailId } of queued) expect(list.stdout + list.stderr).not.toContain(emailId)
 
-      const json = JSON.parse((await inbox(['list', '--json', '--store', path])).stdout)
+      const json = JSON.parse((await inbox(['list', '--json', '--store', path])).stdout).entries
       expect(json.map((e: { id: string }) => e.id)).toEqual(queued.map((q) => q.id))
       expect(json[0]).toMatchObject({
         key: `default:${queued[0]?.id}`,
@@ -119,6 +119,50 @@ describe('inbox list, show and stats', () => {
   )
 })
 
+describe('the store each inbox command reads', () => {
+  it(
+    'is named on stderr (text) and as store in --json by stats, list, show, retry and purge, from --store, EMAIL_WEBHOOKS_DB or the default path',
+    async () => {
+      const { path, store } = sqliteStore('named.db')
+      const [event] = await queueEvents(store, 1)
+      if (!event) throw new Error('nothing queued')
+      const fromOption = `SQLite file ${path} (from --store)`
+      const texts: Array<[string[], string]> = [
+        [['stats', '--store', path], fromOption],
+        [['list', '--store', path], fromOption],
+        [['show', event.id, '--store', path], fromOption],
+        [['retry', event.id, '--store', path], fromOption],
+        [['purge', '--dead', '--older-than', '7d', '--store', path], fromOption],
+        [['stats'], `SQLite file ${path} (from EMAIL_WEBHOOKS_DB)`],
+      ]
+      const runs = await Promise.all(texts.map(([args]) => inbox(args, args.includes('--store') ? {} : { EMAIL_WEBHOOKS_DB: path })))
+      for (const [i, [args, description]] of texts.entries()) {
+        expect([args, runs[i]?.stderr.split('\n')[0]]).toEqual([args, `Inbox of ${description}.`])
+        expect(runs[i]?.stdout).not.toContain(description)
+      }
+      const jsons = await Promise.all(
+        texts.slice(0, 5).map(([args]) => inbox([...args, '--json']).then((result) => [result.stderr, JSON.parse(result.stdout)] as const)),
+      )
+      for (const [stderr, doc] of jsons) {
+        expect(doc.store).toBe(fromOption)
+        expect(stderr).toBe('')
+      }
+      expect(jsons[1]?.[1].entries.map((e: { id: string }) => e.id)).toEqual([event.id])
+
+      // A user in the app's folder without --store reads its default file, and is told so.
+      const app = join(dir, 'named-app')
+      mkdirSync(join(app, '.email-webhooks'), { recursive: true })
+      const fallback = new SqliteDedupStore({ path: join(app, '.email-webhooks/dedup.db') })
+      closers.push(() => fallback.close())
+      const stats = await inbox(['stats'], {}, app)
+      expect(stats.stderr).toContain(
+        `Inbox of SQLite file ${join(app, '.email-webhooks/dedup.db')} (from the default path ./.email-webhooks/dedup.db).`,
+      )
+    },
+    SLOW,
+  )
+})
+
 describe('inbox retry and purge', () => {
   it(
     'retries given dead entries or every one, naming those that are not dead; purges dead entries older than --older-than',
@@ -137,7 +181,7 @@ describe('inbox retry and purge', () => {
       expect(one.stdout).toBe(`1 dead entry made pending: a worker takes it now.\n${pending}: not dead (pending), left as it is\n`)
       const unknown = await inbox(['retry', 'no-such-id', '--json', '--store', path])
       expect(unknown.code).toBe(1)
-      expect(JSON.parse(unknown.stdout)).toEqual({ retried: 0, skipped: [{ id: 'no-such-id', state: 'not found' }] })
+      expect(JSON.parse(unknown.stdout)).toMatchObject({ retried: 0, skipped: [{ id: 'no-such-id', state: 'not found' }] })
       expect((await inbox(['retry', '--dead', '--store', path])).stdout).toBe('1 dead entry made pending: a worker takes it now.\n')
 
       for (let i = 0; i < 3; i++) {
@@ -149,7 +193,7 @@ describe('inbox retry and purge', () => {
       )
       await new Promise((resolve) => setTimeout(resolve, 20))
       const purged = await inbox(['purge', '--dead', '--older-than', '10ms', '--json', '--store', path])
-      expect(JSON.parse(purged.stdout)).toEqual({ purged: 3, olderThanMs: 10 })
+      expect(JSON.parse(purged.stdout)).toEqual({ store: `SQLite file ${path} (from --store)`, purged: 3, olderThanMs: 10 })
       expect(await store.inbox?.stats()).toMatchObject({ pending: 0, running: 0, dead: 0 })
     },
     SLOW,

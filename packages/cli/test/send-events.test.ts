@@ -79,6 +79,22 @@ describe.concurrent('send --email and --created-at against a receiver with order
     expect(Math.abs(Date.parse(complained?.created_at ?? '') - twoHoursAgo)).toBeLessThan(60_000)
   }, 60_000)
 
+  it('--created-at takes a date alone as midnight UTC, as emails reconcile --since does, in a send and in a load', async () => {
+    const email = crypto.randomUUID()
+    expect((await sendJson(['--type', 'email.queued', '--email', email, '--created-at', '2026-11-20'])).code).toBe(0)
+    const load = await runCli(
+      ['send', url, '--count', '1', '--type', 'email.recipient_accepted', '--email', email, '--created-at', '2026-11-19'],
+      {
+        env,
+      },
+    )
+    expect(load.code, load.stderr).toBe(0)
+    expect(Object.fromEntries(eventsOf(email).map((event) => [event.type, event.created_at]))).toEqual({
+      'email.queued': '2026-11-20T00:00:00Z',
+      'email.recipient_accepted': '2026-11-19T00:00:00Z',
+    })
+  }, 60_000)
+
   it('--out-of-order --created-at starts the lifecycle there, one second apart, all of one --email', async () => {
     const email = crypto.randomUUID()
     const { code } = await sendJson(['--out-of-order', '--email', email, '--created-at', '2026-01-01T00:00:00Z'])
@@ -92,8 +108,12 @@ describe.concurrent('send --email and --created-at against a receiver with order
 
   it('generated recipient, bounce and complaint events carry data.recipient; message events carry only data.id', async () => {
     const email = crypto.randomUUID()
-    const sends = ['email.bounced', 'email.recipient_accepted', 'email.queued'].map((type) => sendJson(['--type', type, '--email', email]))
-    const load = runCli(['send', url, '--count', '2', '--type', 'email.complained', '--email', email], { env })
+    // Sent at once: all but email.queued an hour older, so that ordering never skips it as stale whichever the receiver handles first.
+    const older = ['--created-at', '-1h']
+    const sends = [['email.bounced', ...older], ['email.recipient_accepted', ...older], ['email.queued']].map(([type, ...rest]) =>
+      sendJson(['--type', type as string, '--email', email, ...rest]),
+    )
+    const load = runCli(['send', url, '--count', '2', '--type', 'email.complained', '--email', email, ...older], { env })
     expect((await Promise.all(sends)).map((sent) => sent.code)).toEqual([0, 0, 0])
     expect((await load).code).toBe(0)
     const data = Object.fromEntries(eventsOf(email).map((event) => [event.type, event.data]))
@@ -107,7 +127,7 @@ describe.concurrent('send --email and --created-at against a receiver with order
 describe("the README's send section", () => {
   const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
   const section = readme.slice(readme.indexOf('### `send <url>`'), readme.indexOf('### `send <url> --count N`'))
-  const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx email-webhooks send /.test(line))
+  const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx --no-install email-webhooks send /.test(line))
 
   it('runs each of its commands as written (URL and email id filled in), each answered as the README says', async () => {
     expect(commands.length).toBeGreaterThanOrEqual(6)
@@ -121,7 +141,7 @@ describe("the README's send section", () => {
     const outputs: string[] = []
     for (const line of commands) {
       const args = line
-        .replace(/^(cat event\.json \| )?npx email-webhooks /, '')
+        .replace(/^(cat event\.json \| )?npx --no-install email-webhooks /, '')
         .replaceAll('http://localhost:3000/hooks', url)
         .replaceAll('0c1f…', email)
         .split(' ')

@@ -1,6 +1,7 @@
 // `email-webhooks send` against the real example servers (Express and Hono on Node), run as a
 // process: every mode's outcome, the line, the exit code and the --json shape.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -251,8 +252,13 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
         "option '-n, --count <n>' cannot be used with option '--tampered': --count sends distinct generated events",
       ],
       [['--email', 'a', '--email-id', 'b'], '--email-id is the older name of --email: give one of them.'],
-      [['--created-at', 'yesterday'], 'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now'],
+      [
+        ['--created-at', 'yesterday'],
+        'Give a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, midnight UTC) or a time relative to now',
+      ],
       [['--created-at', '5m'], "argument '5m' is invalid"],
+      [['--created-at', '+99999d'], 'more than 10 years from now'],
+      [['--created-at', '-3653d'], 'every later event of that email stale'],
     ] as const)('exits 2 on a usage error and sends nothing, saying what was wrong and what to do: %j', async (args, says) => {
       const result = await runCli(['send', server.url, ...args], { env })
       expect(result.code).toBe(2)
@@ -264,5 +270,69 @@ describe('send: secret sources, custom bodies and failures (Express example)', (
       const relative = await runCli(['send', '/hooks'], { env })
       expect([relative.code, relative.stderr]).toEqual([2, 'email-webhooks: The URL must be absolute, e.g. http://127.0.0.1:3000/hooks.\n'])
     })
+  })
+})
+
+describe('send: lines of one run line up, and a refused signature says where the secret came from', () => {
+  let server: Server
+  let url: string
+  /** What the listener answers, in turn: a real HTTP listener on 127.0.0.1 that answers as scripted. */
+  const script: Array<{ status: number; body: string }> = []
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      req.resume()
+      req.once('end', () => {
+        const next = script.shift() ?? { status: 500, body: '{"error":{"code":"script_exhausted"}}' }
+        res.writeHead(next.status, { 'content-type': 'application/json' })
+        res.end(next.body)
+      })
+    })
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+    const address = server.address()
+    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hooks`
+  })
+  afterAll(() => new Promise((done) => server.close(done)))
+
+  it('pads the label, the status/code, the notes and the latency so that the columns line up across the lines', async () => {
+    script.push({ status: 200, body: '{"ok":true}' }, { status: 401, body: '{"error":{"code":"timestamp_too_old","message":"…"}}' })
+    const result = await runCli(['send', url, '--duplicate'], { env })
+    expect(result.code).toBe(1)
+    const [, first, second] = result.stdout.trimEnd().split('\n')
+    expect(first).toMatch(/^✓ first +200 +\d+\.\d ms {2}email\.bounced /)
+    expect(second).toMatch(/^✗ duplicate +401 timestamp_too_old +\d+\.\d ms {2}email\.bounced /)
+    // The status, the latency's unit and the event type start at the same column on both lines.
+    for (const column of [/\d{3}/, / ms /, /email\.bounced/]) {
+      expect([column.source, first?.search(column)]).toEqual([column.source, second?.search(column)])
+    }
+  })
+
+  it('a duplicate note also keeps the columns in line', async () => {
+    script.push({ status: 200, body: '{"ok":true}' }, { status: 200, body: '{"ok":true,"duplicate":true}' })
+    const result = await runCli(['send', url, '--duplicate'], { env })
+    expect(result.code).toBe(0)
+    const [, first, second] = result.stdout.trimEnd().split('\n')
+    expect(second).toMatch(/^✓ duplicate +200 {2}duplicate {2} *\d+\.\d ms/)
+    for (const column of [/ ms /, /email\.bounced/, / right: /]) {
+      expect([column.source, first?.search(column)]).toEqual([column.source, second?.search(column)])
+    }
+  })
+
+  it('after a 401 signature_mismatch to an authentic delivery, hints at the secret and names its source, never the secret', async () => {
+    const wrong = 'whsec_not_the_receivers_secret'
+    script.push({ status: 401, body: '{"error":{"code":"signature_mismatch"}}' })
+    const fromEnv = await runCli(['send', url], { env: { EMAIL_WEBHOOK_SECRET: wrong } })
+    expect(fromEnv.code).toBe(1)
+    expect(fromEnv.stdout).toMatch(/✗ send +401 signature_mismatch .*WRONG, expected 2xx/)
+    expect(fromEnv.stderr).toContain("is the secret here (from EMAIL_WEBHOOK_SECRET) the receiver's?")
+    script.push({ status: 401, body: '{"error":{"code":"signature_mismatch"}}' })
+    const fromOption = await runCli(['send', url, '--secret', wrong, '--json'], {})
+    expect(fromOption.stderr).toContain('(from --secret)')
+    expect(JSON.parse(fromOption.stdout).requests[0]).toMatchObject({ status: 401, code: 'signature_mismatch', ok: false })
+    for (const run of [fromEnv, fromOption]) expect(run.stdout + run.stderr).not.toContain(wrong)
+    // --wrong-secret expects that 401: no hint.
+    script.push({ status: 401, body: '{"error":{"code":"signature_mismatch"}}' })
+    const expected = await runCli(['send', url, '--wrong-secret'], { env })
+    expect([expected.code, expected.stderr]).toEqual([0, ''])
   })
 })

@@ -104,21 +104,26 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
   )
   try {
     const namespace = namespaceOf(o.namespace, mod.options.namespace)
-    await withInbox(state, o, async (opened, out) => {
-      await checkNamespace(opened.inbox, namespace)
-      const worker = build(mod, o, opened, namespace, out)
-      if (mod.ignoredStore) out.error(`note: the handlers module's options.store is not used; the worker uses the ${opened.description}.`)
-      const { concurrency, maxAttempts } = worker.settings
-      const what = o.once ? 'Handling what is due in' : 'Working'
-      const types = mod.types.length > 0 ? mod.types.join(', ') : 'onEvent/onUnknown'
-      out.line(
-        `${what} the inbox of ${opened.description}: namespace "${namespace}", concurrency ${concurrency}, up to ${maxAttempts} attempts, handlers for ${types} from ${o.handlers}${o.once ? '; then exiting' : '; SIGINT (Ctrl-C) or SIGTERM stops it'}.`,
-      )
-      const stoppedBy = await signals.run(worker, o.once === true)
-      if (stoppedBy !== 'drained') out.error(`${stoppedBy}: no entry is running any more; stopped.`)
-      await summary(out, worker, stoppedBy)
-      if (o.once && worker.counts().dead > 0) state.exitCode = EXIT.unexpected
-    })
+    await withInbox(
+      state,
+      o,
+      async (opened, out) => {
+        await checkNamespace(opened.inbox, namespace)
+        const worker = build(mod, o, opened, namespace, out)
+        if (mod.ignoredStore) out.error(`note: the handlers module's options.store is not used; the worker uses the ${opened.description}.`)
+        const { concurrency, maxAttempts } = worker.settings
+        const what = o.once ? 'Handling what is due in' : 'Working'
+        const types = mod.types.length > 0 ? mod.types.join(', ') : 'onEvent/onUnknown'
+        out.line(
+          `${what} the inbox of ${opened.description}: namespace "${namespace}", concurrency ${concurrency}, up to ${maxAttempts} attempts, handlers for ${types} from ${o.handlers}${o.once ? '; then exiting' : '; SIGINT (Ctrl-C) or SIGTERM stops it'}.`,
+        )
+        const stoppedBy = await signals.run(worker, o.once === true)
+        if (stoppedBy !== 'drained') out.error(`${stoppedBy}: no entry is running any more; stopped.`)
+        await summary(out, worker, stoppedBy)
+        if (o.once && worker.counts().dead > 0) state.exitCode = EXIT.unexpected
+      },
+      false,
+    )
   } catch (error) {
     if (error instanceof UsageError) usageCode = error.exitCode
     throw error

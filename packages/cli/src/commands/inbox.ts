@@ -34,10 +34,10 @@ function listCommand(state: RunState): Command {
   type ListOptions = NamespaceOptions & { state?: (typeof STATES)[number]; limit: number }
   return withNamespace(inboxOptions(command)).action((o: ListOptions) => {
     const { limit } = o
-    return withInbox(state, o, async ({ inbox }, out) => {
+    return withInbox(state, o, async ({ inbox, description }, out) => {
       const entries = await inbox.list({ ...(o.state ? { state: o.state } : {}), limit })
       const now = Date.now()
-      if (out.json) out.data(entries.map((e) => entryJson(e, o.namespace, false)))
+      if (out.json) out.data({ store: description, entries: entries.map((e) => entryJson(e, o.namespace, false)) })
       else printEntries(out, entries, o.namespace, now)
       if (entries.length === limit) out.error(`(the first ${limit} entries, oldest first: --limit for more)`)
     })
@@ -50,7 +50,7 @@ function showCommand(state: RunState): Command {
     .argument('<id>', 'the webhook-id (as `inbox list` shows it)')
     .option('--payload', 'also print the payload, the event as received: it can hold recipient addresses (personal data)')
   return withNamespace(inboxOptions(command)).action((id: string, o: NamespaceOptions & { payload?: boolean }) =>
-    withInbox(state, o, async ({ inbox }, out) => {
+    withInbox(state, o, async ({ inbox, description }, out) => {
       const entry = await find(inbox, id, o.namespace)
       if (!entry) {
         out.error(
@@ -59,7 +59,7 @@ function showCommand(state: RunState): Command {
         state.exitCode = EXIT.unexpected
         return
       }
-      if (out.json) out.data(entryJson(entry, o.namespace, o.payload === true))
+      if (out.json) out.data({ store: description, ...entryJson(entry, o.namespace, o.payload === true) })
       else printEntry(out, entry, o.namespace, Date.now(), o.payload === true)
     }),
   )
@@ -74,7 +74,7 @@ function retryCommand(state: RunState): Command {
     if (o.dead && ids.length > 0) throw new UsageError('Give webhook-ids or --dead (every dead entry), not both.')
     if (!o.dead && ids.length === 0)
       throw new UsageError('Give the webhook-ids of dead entries (`inbox list --state dead`), or --dead for every one.')
-    return withInbox(state, o, async ({ inbox }, out) => {
+    return withInbox(state, o, async ({ inbox, description }, out) => {
       const skipped: Array<{ id: string; state: string }> = []
       let retried: number
       if (o.dead) retried = await inbox.retry('dead')
@@ -87,7 +87,7 @@ function retryCommand(state: RunState): Command {
         }
         retried = keys.length === 0 ? 0 : await inbox.retry(keys)
       }
-      if (out.json) out.data({ retried, skipped })
+      if (out.json) out.data({ store: description, retried, skipped })
       else {
         out.line(
           `${retried} dead ${retried === 1 ? 'entry' : 'entries'} made pending: a worker takes ${retried === 1 ? 'it' : 'them'} now.`,
@@ -115,9 +115,9 @@ function purgeCommand(state: RunState): Command {
         `purge deletes only dead entries that ended some time ago, and says so explicitly: add ${missing.join(' and ')}.`,
       )
     const olderThanMs = o.olderThan as number
-    return withInbox(state, o, async ({ inbox }, out) => {
+    return withInbox(state, o, async ({ inbox, description }, out) => {
       const purged = await inbox.purge({ olderThanMs })
-      if (out.json) out.data({ purged, olderThanMs })
+      if (out.json) out.data({ store: description, purged, olderThanMs })
       else out.line(`${purged} dead ${purged === 1 ? 'entry' : 'entries'} purged (ended more than ${formatDuration(olderThanMs)} ago).`)
     })
   })
@@ -128,9 +128,9 @@ function statsCommand(state: RunState): Command {
     'pending (the depth), running and dead entries, and the lag: how long the oldest pending entry has waited',
   )
   return inboxOptions(command).action((o: InboxOptions) =>
-    withInbox(state, o, async ({ inbox }, out) => {
+    withInbox(state, o, async ({ inbox, description }, out) => {
       const stats = await inbox.stats()
-      if (out.json) out.data(statsJson(stats, Date.now()))
+      if (out.json) out.data({ store: description, ...statsJson(stats, Date.now()) })
       else printStats(out, stats, Date.now())
     }),
   )

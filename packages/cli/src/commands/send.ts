@@ -10,7 +10,7 @@ import { readInput, wholeNumber } from '../lib/input.js'
 import { type LoadOptions, runLoad } from '../lib/load.js'
 import { createOutput } from '../lib/output.js'
 import { MODES, type Mode, planSend, SKEW_SECONDS } from '../lib/plan.js'
-import { exitCodeOf, formatLine, isRight, type RequestRecord, toJson } from '../lib/report.js'
+import { exitCodeOf, formatLine, isRight, lineWidths, type RequestRecord, toJson } from '../lib/report.js'
 import { resolveSecret } from '../lib/secret.js'
 
 const DEFAULT_TYPE = 'email.bounced'
@@ -76,12 +76,28 @@ async function sendOnce(url: string, options: SendOptions, mode: Mode, state: Ru
   const records: RequestRecord[] = []
   for (const request of planned) {
     const answer = await post(url, request.delivery, { timeoutMs: options.timeout })
-    const record: RequestRecord = { ...request, answer }
-    records.push(record)
-    out.line(formatLine(record, out.colors))
+    records.push({ ...request, answer })
   }
+  // Printed once every answer is in, so that the columns of all the lines line up.
+  const widths = lineWidths(records)
+  for (const record of records) out.line(formatLine(record, out.colors, widths))
+  if (records.some(refusedSignature)) out.error(secretHint(secret.source))
   out.data({ ok: records.every(isRight), mode: modeName(mode), url: displayUrl(url), requests: records.map(toJson) })
   state.exitCode = exitCodeOf(records)
+}
+
+/** An authentic delivery (one expected to be acknowledged) refused for its signature: most often, not the receiver's secret. */
+function refusedSignature(record: RequestRecord): boolean {
+  return record.answer.status === 401 && record.answer.code === 'signature_mismatch' && !isRight(record)
+}
+
+/**
+ * What to check after a refused signature, naming where the secret came from (never the secret).
+ * @example
+ * secretHint('EMAIL_WEBHOOK_SECRET') // 'hint: the receiver refused the signature (401 signature_mismatch): is the secret here (from EMAIL_WEBHOOK_SECRET) the receiver's? …'
+ */
+export function secretHint(source: string): string {
+  return `hint: the receiver refused the signature (401 signature_mismatch): is the secret here (from ${source}) the receiver's? Give its EMAIL_WEBHOOK_SECRET with --secret, the environment or .env. If it is the same, something changes the body before the receiver verifies it (a JSON body parser or a proxy that re-encodes it): capture a refused request and run \`email-webhooks verify\` on it.`
 }
 
 /** The mode as the --json output names it: `send`, or the option without dashes in camel case (`oldTimestamp`). */
@@ -122,7 +138,7 @@ export const sendCommand: CommandFactory = (state) => {
     .addOption(
       new Option(
         '--created-at <time>',
-        'created_at of generated events: a date-time (2026-11-20T08:00:00Z) or relative to now (-5m, -2h)',
+        'created_at of generated events: a date-time (2026-11-20T08:00:00Z), a date (2026-11-20, midnight UTC) or relative to now within 10 years (-5m, -2h)',
       ).argParser((value: string) => parseCreatedAtOption(value)),
     )
     .option('--duplicate', 'send the delivery twice with the same webhook-id (expects 2xx twice)')

@@ -36,27 +36,38 @@ export function generateEvent(type: string, emailId: string, createdAt?: string)
   return createEvent(type, { data, ...(createdAt === undefined ? {} : { created_at: createdAt }) })
 }
 
+/** The furthest a relative `--created-at` may reach, either way: 10 years (of 365.25 days). */
+export const RELATIVE_LIMIT_MS: number = 10 * 365.25 * 86_400_000
+
+/** A date alone, `2026-11-20`: taken as midnight UTC, as `emails reconcile --since` takes it. */
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+
 /**
  * Parses `--created-at` (a commander argParser): an RFC 3339 date-time with an offset, kept as
- * written (`2026-11-20T08:00:00Z`), or a time relative to now (`-5m`, `-2h`, `+30s`, `-1d`),
- * turned into an ISO date-time.
+ * written (`2026-11-20T08:00:00Z`), a date alone (`2026-11-20`, sent as `2026-11-20T00:00:00Z`:
+ * midnight UTC), or a time relative to now (`-5m`, `-2h`, `+30s`, `-1d`, at most 10 years either
+ * way), turned into an ISO date-time.
  * @param value The option's text.
  * @param nowMs The current time (default now).
- * @throws {InvalidArgumentError} when it is neither, with the forms it takes.
+ * @throws {InvalidArgumentError} when it is none of these, with the forms it takes; or when a relative time is more than 10 years away, saying why.
  * @example
  * parseCreatedAtOption('-5m') // five minutes ago, e.g. '2026-11-25T09:40:00.000Z'
+ * parseCreatedAtOption('2026-11-20') // '2026-11-20T00:00:00Z'
  */
 export function parseCreatedAtOption(value: string, nowMs: number = Date.now()): string {
   const text = value.trim()
   const relative = RELATIVE.exec(text)
   if (relative) {
     const ms = Number(relative[2]) * (UNITS[relative[3] as string] as number) * (relative[1] === '-' ? -1 : 1)
-    const at = nowMs + ms
-    if (Number.isSafeInteger(ms) && Math.abs(at) <= 8.64e15) return new Date(at).toISOString()
-  } else if (parseCreatedAt(text).ok) {
-    return text
+    if (!Number.isSafeInteger(ms) || Math.abs(ms) > RELATIVE_LIMIT_MS)
+      throw new InvalidArgumentError(
+        `${text} is more than 10 years from now. With ordering on, an event that far in the future makes every later event of that email stale (skipped), and one that far back is no realistic late event. Give a relative time within 10 years (e.g. -5m, -2h, +30s, -1d, -3652d), or a date-time.`,
+      )
+    return new Date(nowMs + ms).toISOString()
   }
+  const written = DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text
+  if (parseCreatedAt(written).ok) return written
   throw new InvalidArgumentError(
-    'Give a date-time with an offset (2026-11-20T08:00:00Z) or a time relative to now: a sign, a whole number and a unit (-5m, -2h, +30s, -1d).',
+    'Give a date-time with an offset (2026-11-20T08:00:00Z), a date (2026-11-20, midnight UTC) or a time relative to now: a sign, a whole number and a unit (-5m, -2h, +30s, -1d).',
   )
 }

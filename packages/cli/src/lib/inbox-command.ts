@@ -45,10 +45,22 @@ export function withNamespace(command: Command): Command {
 }
 
 /**
+ * The line that names the store a command reads, so that a user in the wrong folder sees which file it was.
+ * @example
+ * storeLine(opened) // 'Inbox of SQLite file /app/.email-webhooks/dedup.db (from --store).'
+ */
+export function storeLine(opened: Pick<InboxStore, 'description'>): string {
+  return `Inbox of ${opened.description}.`
+}
+
+/**
  * Opens the store, runs `action`, and closes the store; a store failure becomes one line and an exit code.
+ * Unless `announce` is false, the store is named first on stderr in text mode ({@link storeLine});
+ * `--json` output carries it as `store` instead.
  * @param state Where the exit code goes.
  * @param options `--store` and `--json`.
  * @param action What the subcommand does with the store's inbox.
+ * @param announce Whether to print the store line (`inbox work` names the store in its own first line).
  * @example
  * await withInbox(state, o, async ({ inbox }, out) => out.line(String((await inbox.stats()).dead)))
  */
@@ -56,9 +68,11 @@ export async function withInbox(
   state: RunState,
   options: InboxOptions,
   action: (opened: InboxStore, out: Output) => Promise<void>,
+  announce = true,
 ): Promise<void> {
   const out = createOutput(options.json === true)
   const opened = await openInboxStore(options.store)
+  if (announce && !out.json) out.error(storeLine(opened))
   try {
     await action(opened, out)
   } catch (error) {

@@ -1,8 +1,10 @@
 /** One readable line per request, and the JSON record of the same facts. */
+
+import { createColors } from 'picocolors'
 import { EXIT } from './errors.js'
 import { meets } from './expect.js'
 import type { Answer } from './http.js'
-import type { Output } from './output.js'
+import { type Output, visibleWidth } from './output.js'
 
 /** What was sent and what was expected, next to what came back. */
 export interface RequestRecord {
@@ -83,25 +85,69 @@ function skippedNote(answer: Answer): string {
   return ` (acknowledged without running a handler: skipped ${answer.skipped})`
 }
 
-/**
- * One readable line: mark, status, error code, Retry-After, duplicate or skipped, latency, event, and the verdict.
- * @example
- * out.line(formatLine(record, out.colors))
- */
-export function formatLine(record: RequestRecord, colors: Output['colors']): string {
-  const { answer } = record
-  const right = isRight(record)
-  const mark = right ? colors.green('✓') : colors.red('✗')
-  const status =
-    answer.status === undefined
-      ? colors.red(`no answer (${answer.failure ?? 'unknown'})`)
-      : colors.bold(String(answer.status)) + (answer.code ? ` ${colors.yellow(answer.code)}` : '')
-  const parts = [
-    `${mark} ${record.label.padEnd(12)} ${status}`,
+/** Column widths shared by the lines of one run, so that they line up ({@link lineWidths}). */
+export interface LineWidths {
+  label: number
+  status: number
+  notes: number
+  latency: number
+}
+
+/** The narrowest label column: the line of a single `send` keeps its familiar shape. */
+const MIN_LABEL_WIDTH = 11
+
+function statusCell(answer: Answer, colors: Output['colors']): string {
+  if (answer.status === undefined) return colors.red(`no answer (${answer.failure ?? 'unknown'})`)
+  return colors.bold(String(answer.status)) + (answer.code ? ` ${colors.yellow(answer.code)}` : '')
+}
+
+function notesCell(answer: Answer, colors: Output['colors']): string {
+  return [
     ...(answer.retryAfter === undefined ? [] : [`retry-after ${answer.retryAfter}`]),
     ...(answer.duplicate ? ['duplicate'] : []),
     ...(answer.skipped === undefined ? [] : [colors.yellow(`skipped: ${answer.skipped}`)]),
-    `${answer.latencyMs.toFixed(1)} ms`,
+  ].join('  ')
+}
+
+const latencyCell = (answer: Answer): string => answer.latencyMs.toFixed(1)
+
+/**
+ * The widths that make the lines of these records line up: label, status and code, notes
+ * (retry-after, duplicate, skipped) and latency, measured without colours.
+ * @example
+ * const widths = lineWidths(records)
+ * for (const record of records) out.line(formatLine(record, out.colors, widths))
+ */
+export function lineWidths(records: readonly RequestRecord[]): LineWidths {
+  const max = (cells: string[]): number => Math.max(0, ...cells.map((cell) => visibleWidth(cell)))
+  const plain = createColors(false)
+  return {
+    label: Math.max(MIN_LABEL_WIDTH, max(records.map((r) => r.label))),
+    status: max(records.map((r) => statusCell(r.answer, plain))),
+    notes: max(records.map((r) => notesCell(r.answer, plain))),
+    latency: max(records.map((r) => latencyCell(r.answer))),
+  }
+}
+
+const pad = (cell: string, width: number): string => cell + ' '.repeat(Math.max(0, width - visibleWidth(cell)))
+
+/**
+ * One readable line: mark, label, status and error code, Retry-After, duplicate or skipped,
+ * latency, event, and the verdict. Given the {@link lineWidths} of a run, its columns line up
+ * with the other lines of that run whatever the colours; else they are as wide as this line needs.
+ * @example
+ * out.line(formatLine(record, out.colors, lineWidths(records)))
+ */
+export function formatLine(record: RequestRecord, colors: Output['colors'], widths: LineWidths = lineWidths([record])): string {
+  const { answer } = record
+  const right = isRight(record)
+  const mark = right ? colors.green('✓') : colors.red('✗')
+  const notes = notesCell(answer, colors)
+  const parts = [
+    `${mark} ${pad(record.label, widths.label)}`,
+    pad(statusCell(answer, colors), widths.status),
+    ...(widths.notes > 0 ? [pad(notes, widths.notes)] : []),
+    `${latencyCell(answer).padStart(widths.latency)} ms`,
     colors.dim(`${record.type ?? '(no type)'} ${record.webhookId}`),
   ]
   const verdict = right
