@@ -121,14 +121,9 @@ function loadOptions(options: SendOptions, command: Command): LoadOptions {
   }
 }
 
-/**
- * Builds the `send` command.
- * @param state Where the command leaves its exit code.
- * @example
- * program.addCommand(sendCommand(state))
- */
-export const sendCommand: CommandFactory = (state) => {
-  const command = new ExplainedCommand('send')
+/** The options of `send`, with their parsers. */
+function withSendOptions(command: ExplainedCommand): ExplainedCommand {
+  return command
     .description('POST signed test deliveries to a receiver and say whether it answered as a correct receiver must')
     .argument('<url>', 'the receiver URL, e.g. http://127.0.0.1:3000/hooks')
     .addOption(new Option('-t, --type <type>', 'email event type to send').choices(EMAIL_EVENT_TYPES).default(DEFAULT_TYPE))
@@ -175,8 +170,10 @@ export const sendCommand: CommandFactory = (state) => {
     .addOption(
       new Option('--duration <seconds>', 'load mode: stop after this many seconds (1–3600, default 60)').argParser(wholeNumber(1, 3600)),
     )
-  withSecretOptions(command)
-  withJson(command)
+}
+
+/** The options of `send` that cannot be combined, each pair with the reason. */
+function withSendConflicts(command: ExplainedCommand): void {
   command
     .conflict(
       'type',
@@ -201,6 +198,19 @@ export const sendCommand: CommandFactory = (state) => {
       'choose one mode at a time.',
     )
   }
+}
+
+/**
+ * Builds the `send` command.
+ * @param state Where the command leaves its exit code.
+ * @example
+ * program.addCommand(sendCommand(state))
+ */
+export const sendCommand: CommandFactory = (state) => {
+  const command = withSendOptions(new ExplainedCommand('send'))
+  withSecretOptions(command)
+  withJson(command)
+  withSendConflicts(command)
   command.addHelpText(
     'after',
     examples([
