@@ -22,6 +22,7 @@ export const BASELINE_LABELS = {
   'hono hand-redis': 'hand-written, Redis GET + SET NX',
   'hono memory': 'ours, memory store, ordering off',
   'hono memory-otel-off': 'ours, memory store, telemetry: false',
+  'hono postgres': 'ours, PostgreSQL, request mode',
   'hono sqlite': 'ours, SQLite, request mode, ordering off',
   'express sqlite': 'ours, SQLite, ordering off',
 }
