@@ -47,6 +47,24 @@ async function journalUntil(path: string, done: (lines: string[]) => boolean, ms
   }
 }
 
+/**
+ * The inbox entry once the worker has marked it `state` (the journal's "done" line is written by
+ * the handler, a moment before the worker records the entry done), polling every 20 ms for at most `ms`.
+ */
+async function entryWhen(db: string, key: string, state: string, ms = 15_000): Promise<unknown> {
+  const store = new SqliteDedupStore({ path: db })
+  try {
+    const until = Date.now() + ms
+    for (;;) {
+      const entry = await store.inbox?.get(key)
+      if (entry?.state === state || Date.now() > until) return entry
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  } finally {
+    await store.close()
+  }
+}
+
 describe('inbox mode under kill -9 (SQLite file, real processes)', () => {
   it('keeps an event answered 200 by a web process killed right after the answer; a worker process handles it once', async () => {
     const db = join(dir, 'web.db')
@@ -61,13 +79,7 @@ describe('inbox mode under kill -9 (SQLite file, real processes)', () => {
     child('worker', db, journal, 'work')
     const lines = await journalUntil(journal, (l) => l.includes(`done ${delivery.event.id}`))
     expect(lines).toEqual([`start ${delivery.event.id}`, `done ${delivery.event.id}`])
-    const store = new SqliteDedupStore({ path: db })
-    try {
-      const entry = await store.inbox?.get(`default:${delivery.event.id}`)
-      expect(entry).toMatchObject({ state: 'done', attempts: 1 })
-    } finally {
-      await store.close()
-    }
+    expect(await entryWhen(db, `default:${delivery.event.id}`, 'done')).toMatchObject({ state: 'done', attempts: 1 })
   })
 
   it('takes an entry again once the lease of a worker killed mid-handler lapses: two attempts, the handler ends once', async () => {
@@ -88,9 +100,9 @@ describe('inbox mode under kill -9 (SQLite file, real processes)', () => {
     // Taken again only after the lease (1.5 s) of the killed worker lapsed.
     expect(Date.now() - killedAt).toBeGreaterThan(1_000)
     expect(lines).toEqual([`start ${delivery.event.id}`, `start ${delivery.event.id}`, `done ${delivery.event.id}`])
+    expect(await entryWhen(db, `default:${delivery.event.id}`, 'done')).toMatchObject({ state: 'done', attempts: 2, lastError: null })
     const store = new SqliteDedupStore({ path: db })
     try {
-      expect(await store.inbox?.get(`default:${delivery.event.id}`)).toMatchObject({ state: 'done', attempts: 2, lastError: null })
       // The dedup record says handled: a redelivery now is a duplicate.
       expect(
         await store.inbox?.enqueue(

