@@ -33,6 +33,7 @@ const SERVER_MODES = [
   'memory-ordered',
   'memory-otel-off',
   'memory-otel-sdk',
+  'memory-twin',
   'sqlite-ordered',
   'sqlite-inbox',
   'sqlite-inbox-web',
@@ -58,6 +59,7 @@ async function oursOptions(mode) {
   if (mode.startsWith('memory')) {
     const { MemoryDedupStore } = await import('@email-webhooks/core')
     if (mode === 'memory-otel-sdk') await (await import('./otel-sdk.js')).registerOtelSdk()
+    // `memory-twin` is `memory` again, in its own process: the A/A check of the telemetry variant.
     const more = { 'memory-ordered': { ordering: true }, 'memory-otel-off': { telemetry: false } }[mode]
     return { store: new MemoryDedupStore(), ...more }
   }

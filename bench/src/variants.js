@@ -22,6 +22,7 @@ export const BASELINE_LABELS = {
   'hono hand-redis': 'hand-written, Redis GET + SET NX',
   'hono memory': 'ours, memory store, ordering off',
   'hono memory-otel-off': 'ours, memory store, telemetry: false',
+  'hono memory-twin': 'ours, memory store, ordering off (a second process)',
   'hono postgres': 'ours, PostgreSQL, request mode',
   'hono sqlite': 'ours, SQLite, request mode, ordering off',
   'express sqlite': 'ours, SQLite, ordering off',
@@ -73,6 +74,13 @@ export const HTTP_VARIANTS = [
   // above runs with the API and no SDK; against `telemetry: false`, then with an SDK registered.
   variant('hono-memory-otel', 'hono', 'memory', 'Hono + memory store, @opentelemetry/api without an SDK vs telemetry: false', {
     main: 'memory-otel-off',
+    info: undefined,
+  }),
+  // A/A: two identical servers (memory store, API without an SDK), each in its own process, paired
+  // like the variants above. Its ratio is how far apart two processes of the same code land: a
+  // cost variant's ratio inside that spread is not a cost.
+  variant('hono-memory-twin', 'hono', 'memory', 'Hono + memory store vs the same server in another process (A/A)', {
+    main: 'memory-twin',
     info: undefined,
   }),
   variant('hono-memory-otel-sdk', 'hono', 'memory-otel-sdk', 'Hono + memory store, OpenTelemetry SDK registered vs no SDK', {
