@@ -276,6 +276,83 @@ describe('PostgresDedupStore: purge plan', () => {
   })
 })
 
+describe('PostgresDedupStore: named prepared statements', () => {
+  /** The store's statements prepared on the one connection of `pool`. */
+  async function prepared(pool: pg.Pool): Promise<string[]> {
+    const rows = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ew\\_%'")).rows
+    return rows.map((row) => row.statement)
+  }
+
+  it('parses and plans each statement once per connection of a pg.Pool, not on every call', async () => {
+    const table = 'hooks_prepared'
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
+    const store = new PostgresDedupStore({ pool, table })
+    try {
+      expect(store.preparedStatements).toBe(true)
+      for (const key of ['a', 'b', 'c']) {
+        const claimed = await store.claim(key, LONG)
+        if (claimed.status !== 'acquired') throw new Error(`claim ${key}: ${claimed.status}`)
+        expect(await store.complete(claimed.claim, LONG)).toBe(true)
+      }
+      expect(await store.claim('a', LONG)).toEqual({ status: 'duplicate' })
+      const statements = await prepared(pool)
+      // Claim and complete, each once, whatever the number of calls.
+      expect(statements.filter((text) => text.includes(`INSERT INTO ${table}`))).toHaveLength(1)
+      expect(statements.filter((text) => text.includes(`UPDATE ${table} SET done = true`))).toHaveLength(1)
+      const calls = (
+        await pool.query<{ calls: string }>(
+          'SELECT sum(generic_plans + custom_plans)::text AS calls FROM pg_prepared_statements WHERE statement = $1',
+          [statements.find((text) => text.includes(`INSERT INTO ${table}`))],
+        )
+      ).rows[0]?.calls
+      expect(Number(calls)).toBe(4)
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+
+  it('sends none with preparedStatements: false, nor through a pool object that is not a pg.Pool', async () => {
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
+    const off = new PostgresDedupStore({ pool, table: 'hooks_unprepared', preparedStatements: false })
+    const custom = new PostgresDedupStore({ pool: watchedPool(pool, () => {}), table: 'hooks_unprepared' })
+    try {
+      expect(off.preparedStatements).toBe(false)
+      expect(custom.preparedStatements).toBe(false)
+      expect((await off.claim('x', LONG)).status).toBe('acquired')
+      expect((await custom.claim('y', LONG)).status).toBe('acquired')
+      expect(await prepared(pool)).toEqual([])
+      expect(() => new PostgresDedupStore({ pool, preparedStatements: 'yes' as unknown as boolean })).toThrow(
+        /preparedStatements must be true or false/,
+      )
+    } finally {
+      await off.close()
+      await custom.close()
+      await pool.end()
+    }
+  })
+
+  it('goes on with unnamed statements when the server no longer has one it prepared (PgBouncer before 1.21, transaction mode)', async () => {
+    const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
+    const store = new PostgresDedupStore({ pool, table: 'hooks_deallocated' })
+    try {
+      expect((await store.claim('first', LONG)).status).toBe('acquired')
+      // The connection forgets its prepared statements while pg still thinks they are there: the
+      // next claim's Bind is refused (26000), as behind a pooler that changed server connections.
+      await pool.query('DEALLOCATE ALL')
+      expect(await prepared(pool)).toEqual([])
+      const second = await store.claim('second', LONG)
+      expect(second.status).toBe('acquired')
+      expect(store.preparedStatements).toBe(false)
+      expect(await store.claim('first', LONG)).toMatchObject({ status: 'in_flight' })
+      expect(await prepared(pool)).toEqual([])
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+})
+
 describe('PostgresDedupStore: a least-privilege role', () => {
   it('works with createTable on (the default) for a role with only SELECT, INSERT, UPDATE and DELETE on an existing table', async () => {
     const table = 'hooks_least_privilege'

@@ -69,7 +69,13 @@ export async function postgresDedup({ url }) {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('error', () => {})
-  await pool.query('CREATE TABLE IF NOT EXISTS hand_seen (id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT now())')
+  // Two servers (Express and Hono) may start at once: IF NOT EXISTS does not stop both from
+  // creating the table's type, and the loser's 23505 means the table is there.
+  await pool
+    .query('CREATE TABLE IF NOT EXISTS hand_seen (id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT now())')
+    .catch((error) => {
+      if (error?.code !== '23505' && error?.code !== '42P07') throw error
+    })
   return {
     seen: async (id) => (await pool.query('SELECT 1 FROM hand_seen WHERE id = $1', [id])).rowCount > 0,
     record: async (id) => {

@@ -29,6 +29,31 @@ export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './schema.js'
 
 const CLAIM_ATTEMPTS = 3
 
+/**
+ * The server's answers that a named prepared statement cannot be used on this connection: it does
+ * not exist (PgBouncer before 1.21 in transaction mode sends each statement to any server
+ * connection), exists already, or its cached plan no longer fits the table (a migration).
+ * The statement did not run: it is sent again, unnamed.
+ */
+function preparedUnusable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
+  return code === '26000' || code === '42P05' || (code === '0A000' && /cached plan must not change result type/.test(String(message)))
+}
+
+/** A statement's name: `ew_` and two 32-bit FNV-1a hashes of its text (the same text, the same name, on every store of a pool). */
+function statementName(text: string): string {
+  let a = 0x811c9dc5
+  let b = 0x2166136b
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x01000197)
+  }
+  return `ew_${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}`
+}
+
+type NamedQuery = (config: { name: string; text: string; values?: unknown[] }) => Promise<{ rows: unknown[]; rowCount: number | null }>
+
 /** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
 type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
 /** An ordered claim's row adds the order key's lock (held by another claim, or taken now), the mark and the fact's counts. */
@@ -61,14 +86,19 @@ export class PostgresDedupStore implements DedupStore {
   readonly #orderSql: PostgresOrderSql
   readonly #tables: OrderTables
   readonly #purges = new PurgeSchedule()
+  /** Named prepared statements in use (off when asked, or once the server refused one). */
+  #prepared: boolean
+  /** Statement names by text, made once each. */
+  readonly #names = new Map<string, string>()
   /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
   readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable } = connect(options)
+    const { pool, ownsPool, target, secret, table, createTable, prepared } = connect(options)
     this.#pool = pool
+    this.#prepared = prepared
     this.#ownsPool = ownsPool
     this.#target = target
     this.#secret = secret
@@ -210,12 +240,41 @@ export class PostgresDedupStore implements DedupStore {
     return this.#ready
   }
 
+  /**
+   * Runs one statement. A statement with parameters (the store's own, fixed texts) goes as a named
+   * prepared statement while those are on: parsed and planned once per connection.
+   */
   async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
     try {
+      if (this.#prepared && values !== undefined) {
+        try {
+          return (await (this.#pool.query as unknown as NamedQuery)({ name: this.#nameOf(text), text, values })) as {
+            rows: Row[]
+            rowCount: number | null
+          }
+        } catch (error) {
+          if (!preparedUnusable(error)) throw error
+          this.#prepared = false
+        }
+      }
       return (await this.#pool.query(text, values)) as { rows: Row[]; rowCount: number | null }
     } catch (error) {
       throw this.#wrap(error)
     }
+  }
+
+  #nameOf(text: string): string {
+    let name = this.#names.get(text)
+    if (name === undefined) {
+      name = statementName(text)
+      this.#names.set(text, name)
+    }
+    return name
+  }
+
+  /** Whether statements go as named prepared statements now (false when asked, or since the server refused one). */
+  get preparedStatements(): boolean {
+    return this.#prepared
   }
 
   #wrap(error: unknown): DedupStoreError {

@@ -31,6 +31,14 @@ export interface PostgresDedupStoreOptions {
    * you run `postgresDedupTableSql()` yourself.
    */
   createTable?: boolean
+  /**
+   * Send the store's statements as named prepared statements, parsed and planned once per
+   * connection instead of on every call (default true for the pool the store makes and for a
+   * `pg.Pool`; false for any other `pool` object). Set false behind PgBouncer older than 1.21 in
+   * transaction pooling mode; the store also turns them off by itself, once, when the server
+   * answers that one of its prepared statements does not exist.
+   */
+  preparedStatements?: boolean
 }
 
 interface PoolConstructor {
@@ -60,6 +68,14 @@ export interface PostgresConnection {
   secret: string | undefined
   table: string
   createTable: boolean
+  /** Named prepared statements (see PostgresDedupStoreOptions.preparedStatements). */
+  prepared: boolean
+}
+
+/** Whether `pool` is a `pg.Pool` (its query also takes `{ name, text, values }`). */
+function isPgPool(pool: object): boolean {
+  const candidate = pool as { connect?: unknown; options?: unknown; totalCount?: unknown }
+  return typeof candidate.connect === 'function' && typeof candidate.options === 'object' && typeof candidate.totalCount === 'number'
 }
 
 /**
@@ -78,11 +94,23 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   const table = options.table ?? DEFAULT_POSTGRES_TABLE
   assertTableName(table)
   const createTable = options.createTable ?? true
+  const prepared = options.preparedStatements
+  if (prepared !== undefined && typeof prepared !== 'boolean') {
+    throw new TypeError(`${PACKAGE} preparedStatements must be true or false.`)
+  }
   if (pool !== undefined) {
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
       throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
     }
-    return { pool, ownsPool: false, target: 'PostgreSQL (the given pool)', secret: undefined, table, createTable }
+    return {
+      pool,
+      ownsPool: false,
+      target: 'PostgreSQL (the given pool)',
+      secret: undefined,
+      table,
+      createTable,
+      prepared: prepared ?? isPgPool(pool),
+    }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
@@ -99,5 +127,6 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     secret: passwordOf(connectionString),
     table,
     createTable,
+    prepared: prepared ?? true,
   }
 }
