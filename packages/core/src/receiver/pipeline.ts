@@ -76,7 +76,8 @@ export function createPipeline<Ctx>(
     answered(answer, trace) {
       const outcome = outcomeOf(answer)
       reporter.delivered(outcome)
-      if (telemetry !== undefined) {
+      // Without an SDK nothing is traced nor metered: no outcome to work out.
+      if (telemetry !== undefined && (trace !== undefined || telemetry.metering)) {
         const reason = reasonOf(answer)
         telemetry.count(outcome, reason, answer.event?.type)
         trace?.end(answer, outcome, reason)

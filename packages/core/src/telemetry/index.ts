@@ -121,6 +121,11 @@ export class Telemetry {
     return this.#tracing
   }
 
+  /** Whether the meter provider last looked up (by the delivery's `receive`) meters: then its answer is counted. */
+  get metering(): boolean {
+    return this.#instruments !== undefined
+  }
+
   /** The instruments of the meter provider in use now (the app may register one after the receiver was built); undefined while no SDK meters. */
   instruments(): Instruments | undefined {
     const provider = this.#fixedMeters ?? this.#api.metrics.getMeterProvider()
