@@ -31,6 +31,7 @@ const VARIANTS = [
   'hono-sqlite-ordering',
   'express-sqlite-ordering',
   'hono-memory-otel',
+  'hono-memory-twin',
   'hono-memory-otel-sdk',
   'hono-sqlite-inbox',
   'hono-postgres-inbox',
