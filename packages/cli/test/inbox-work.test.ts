@@ -80,6 +80,7 @@ describe('inbox work', () => {
       const fixed = await inbox(['work', '--once', '--json', '--handlers', 'fixed.cjs', '--store', path])
       expect(fixed.code, fixed.stderr).toBe(0)
       expect(JSON.parse(fixed.stdout)).toMatchObject({
+        store: `SQLite file ${path} (from --store)`,
         stoppedBy: 'drained',
         handled: 3,
         dead: 0,

@@ -76,10 +76,11 @@ function build(mod: HandlersModule, o: WorkOptions, opened: InboxStore, namespac
   }
 }
 
-async function summary(out: Output, worker: InboxWorkerHandle, stoppedBy: string): Promise<void> {
+async function summary(out: Output, worker: InboxWorkerHandle, stoppedBy: string, store: string): Promise<void> {
   const counts = worker.counts()
   const stats = await worker.queue.stats()
-  if (out.json) return out.data({ stoppedBy, ...counts, inbox: statsJson(stats, Date.now()) })
+  // `store` as every other inbox command's --json says it.
+  if (out.json) return out.data({ store, stoppedBy, ...counts, inbox: statsJson(stats, Date.now()) })
   const head = stoppedBy === 'drained' ? 'Done (--once: nothing more is due)' : `Stopped (${stoppedBy})`
   out.line(
     `${head}: ${counts.handled} handled, ${plural(counts.duplicate, 'duplicate', 'duplicates')}, ${plural(counts.retry, 'failed attempt', 'failed attempts')} to retry, ${counts.dead} dead, ${counts.deferred} deferred (held elsewhere). Inbox now: ${stats.pending} pending, ${stats.running} running, ${stats.dead} dead.`,
@@ -99,8 +100,10 @@ function exitIfLingering(code: () => number): void {
 async function work(state: RunState, o: WorkOptions): Promise<void> {
   const mod = await loadHandlersModule(o.handlers)
   let usageCode: number | undefined
+  /** The store worked on, for a summary a signal prints (known once it is open). */
+  let store = ''
   const signals = new WorkSignals(createOutput(o.json === true), (worker, stoppedBy) =>
-    summary(createOutput(o.json === true), worker, stoppedBy),
+    summary(createOutput(o.json === true), worker, stoppedBy, store),
   )
   try {
     const namespace = namespaceOf(o.namespace, mod.options.namespace)
@@ -109,6 +112,7 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
       o,
       async (opened, out) => {
         await checkNamespace(opened.inbox, namespace)
+        store = opened.description
         const worker = build(mod, o, opened, namespace, out)
         if (mod.ignoredStore) out.error(`note: the handlers module's options.store is not used; the worker uses the ${opened.description}.`)
         const { concurrency, maxAttempts } = worker.settings
@@ -119,7 +123,7 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
         )
         const stoppedBy = await signals.run(worker, o.once === true)
         if (stoppedBy !== 'drained') out.error(`${stoppedBy}: no entry is running any more; stopped.`)
-        await summary(out, worker, stoppedBy)
+        await summary(out, worker, stoppedBy, opened.description)
         if (o.once && worker.counts().dead > 0) state.exitCode = EXIT.unexpected
       },
       false,
