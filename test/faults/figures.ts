@@ -160,7 +160,9 @@ function reconcileProblems(report: ReconcileReport | undefined): string[] {
     .filter((e) => e.status !== 'reconciled')
     .map((e) => {
       const events = e.events.filter((x) => x.outcome !== 'handled' && x.outcome !== 'duplicate')
-      const why = events.map((x) => `${x.type} ${x.outcome}${x.code ? ` ${x.code}` : ''}`).join(', ')
+      const why = events
+        .map((x) => `${x.type} ${x.outcome}${x.code ? ` ${x.code}` : ''}${x.outcome === 'failed' && x.message ? ` (${x.message})` : ''}`)
+        .join(', ')
       return `${e.emailId}: ${e.status}${e.error ? ` (${e.error.code})` : ''}${why ? `: ${why}` : ''}`
     })
   if (report.stopped) problems.unshift(`stopped by the ${report.stopped.by}: ${report.stopped.status} ${report.stopped.code}`)

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterEach } from 'vitest'
+import { LONG } from './figures.js'
 
 const RECEIVER = join(dirname(fileURLToPath(import.meta.url)), 'receiver.mjs')
 /** Children started (a receiver, or strace running one), with the receiver's own pid once known. */
@@ -87,7 +88,9 @@ export async function startReceiver(
   config: ReceiverConfig,
   options: { strace?: string[]; env?: Record<string, string> } = {},
 ): Promise<ReceiverProcess> {
-  const argument = JSON.stringify({ secret: TEST_SECRET, ...config })
+  // A receiver ends itself after its lifetime (default 5 min), so a failed run never leaves it
+  // behind; the long runs (npm run chaos) take longer than that, their scenarios up to 15 min.
+  const argument = JSON.stringify({ secret: TEST_SECRET, ...(LONG ? { lifetimeMs: 20 * 60_000 } : {}), ...config })
   const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc']
   const env = { ...process.env, ...options.env }
   const cwd = dirname(RECEIVER)
