@@ -334,7 +334,8 @@ describe('PostgresDedupStore: named prepared statements', () => {
 
   it('goes on with unnamed statements when the server no longer has one it prepared (PgBouncer before 1.21, transaction mode)', async () => {
     const pool = new pg.Pool({ connectionString: servers.postgres.url, max: 1 })
-    const store = new PostgresDedupStore({ pool, table: 'hooks_deallocated' })
+    const warnings: string[] = []
+    const store = new PostgresDedupStore({ pool, table: 'hooks_deallocated', warn: (message) => warnings.push(message) })
     try {
       expect((await store.claim('first', LONG)).status).toBe('acquired')
       // The connection forgets its prepared statements while pg still thinks they are there: the
@@ -344,6 +345,9 @@ describe('PostgresDedupStore: named prepared statements', () => {
       const second = await store.claim('second', LONG)
       expect(second.status).toBe('acquired')
       expect(store.preparedStatements).toBe(false)
+      // Said once, naming the cause and the option.
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/26000.*PgBouncer.*preparedStatements: false/)
       expect(await store.claim('first', LONG)).toMatchObject({ status: 'in_flight' })
       expect(await prepared(pool)).toEqual([])
     } finally {

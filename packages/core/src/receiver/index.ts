@@ -100,7 +100,11 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
   return {
     receive,
     store: () => p.store,
-    refuse: (error) => p.answered(p.fail(error), undefined),
+    refuse: (error) => {
+      // `answered` counts for metrics only while the meter provider meters: look it up (a refusal may come first).
+      p.telemetry?.instruments()
+      return p.answered(p.fail(error), undefined)
+    },
     stats: () => p.reporter.stats(),
     maxBodyBytes: p.maxBodyBytes,
     inbox,

@@ -90,15 +90,17 @@ export class PostgresDedupStore implements DedupStore {
   #prepared: boolean
   /** Statement names by text, made once each. */
   readonly #names = new Map<string, string>()
+  readonly #warn: (message: string) => void
   /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
   readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable, prepared } = connect(options)
+    const { pool, ownsPool, target, secret, table, createTable, prepared, warn } = connect(options)
     this.#pool = pool
     this.#prepared = prepared
+    this.#warn = warn
     this.#ownsPool = ownsPool
     this.#target = target
     this.#secret = secret
@@ -254,7 +256,12 @@ export class PostgresDedupStore implements DedupStore {
           }
         } catch (error) {
           if (!preparedUnusable(error)) throw error
-          this.#prepared = false
+          if (this.#prepared) {
+            this.#prepared = false
+            this.#warn(
+              `${PACKAGE} PostgresDedupStore: the server refused a prepared statement it was given (${(error as { code?: unknown }).code}), as PgBouncer before 1.21 in transaction pooling mode does; this store sends its statements unnamed from now on (each parsed and planned per call). Pass preparedStatements: false to skip the first try, or upgrade PgBouncer to 1.21 with max_prepared_statements set.`,
+            )
+          }
         }
       }
       return (await this.#pool.query(text, values)) as { rows: Row[]; rowCount: number | null }

@@ -39,6 +39,8 @@ export interface PostgresDedupStoreOptions {
    * answers that one of its prepared statements does not exist.
    */
   preparedStatements?: boolean
+  /** Where the store's one-time warnings go (prepared statements turned off by the server's answer); default `console.warn`. */
+  warn?: (message: string) => void
 }
 
 interface PoolConstructor {
@@ -70,6 +72,7 @@ export interface PostgresConnection {
   createTable: boolean
   /** Named prepared statements (see PostgresDedupStoreOptions.preparedStatements). */
   prepared: boolean
+  warn: (message: string) => void
 }
 
 /** Whether `pool` is a `pg.Pool` (its query also takes `{ name, text, values }`). */
@@ -98,6 +101,8 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   if (prepared !== undefined && typeof prepared !== 'boolean') {
     throw new TypeError(`${PACKAGE} preparedStatements must be true or false.`)
   }
+  if (options.warn !== undefined && typeof options.warn !== 'function') throw new TypeError(`${PACKAGE} warn must be a function.`)
+  const warn = options.warn ?? ((message: string) => console.warn(message))
   if (pool !== undefined) {
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
       throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
@@ -110,6 +115,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
       table,
       createTable,
       prepared: prepared ?? isPgPool(pool),
+      warn,
     }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
@@ -128,5 +134,6 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     table,
     createTable,
     prepared: prepared ?? true,
+    warn,
   }
 }
