@@ -32,15 +32,24 @@ class Journal {
   start(): void {
     for (const resolve of this.#started.splice(0)) resolve()
   }
+  /**
+   * Resolves once `count` runs have started, or after `ms`: a run that waits here ends only after
+   * the other has started when both may run at once, whatever the machine's load; when they may
+   * not, it waits out `ms` and the runs do not overlap.
+   */
+  async started(count: number, ms: number): Promise<void> {
+    const until = performance.now() + ms
+    while (this.runs.length < count && performance.now() < until) await sleep(10)
+  }
 }
 
 /** The README's recipe over an in-memory "database" whose writes take `writeMs[status]`. */
-function recipe(journal: Journal, writeMs: Record<string, number>) {
+function recipe(journal: Journal, writeMs: Record<string, number>, gate?: () => Promise<void>) {
   const setStatus = async (id: string, status: string) => {
     const run = { email: id, started: performance.now(), ended: 0 }
     journal.runs.push(run)
     journal.start()
-    await sleep(writeMs[status] ?? 0)
+    await (gate ? gate() : sleep(writeMs[status] ?? 0))
     journal.statuses.set(id, status)
     run.ended = performance.now()
   }
@@ -100,13 +109,22 @@ afterAll(async () => {
  * warmed up with an event of its own email first, so pools and tables are open before the test's
  * timing starts.
  */
-async function receivers(c: Case, count: number, journal: Journal, writeMs: Record<string, number>, handlerTimeoutMs = 4_000) {
+async function receivers(
+  c: Case,
+  count: number,
+  journal: Journal,
+  writeMs: Record<string, number>,
+  handlerTimeoutMs = 4_000,
+  gate?: () => Promise<void>,
+) {
   const shared = c.store()
   const targets: Target[] = []
   const logger = process.env.ONE_AT_A_TIME_LOG ? console : false
   for (let i = 0; i < count; i++) {
     const store = c.shared && i > 0 ? c.store() : shared
-    targets.push(await express5Listen.create(TEST_SECRET, recipe(journal, writeMs), { store, ordering: true, handlerTimeoutMs, logger }))
+    targets.push(
+      await express5Listen.create(TEST_SECRET, recipe(journal, writeMs, gate), { store, ordering: true, handlerTimeoutMs, logger }),
+    )
   }
   for (const target of targets) {
     const warm = await createEmailSequence({ types: ['email.queued'] })
@@ -142,8 +160,15 @@ for (const c of CASES) {
 
       it('answers 409 in_flight with a short Retry-After when the older event outlasts the wait, and handles the retry after it', async () => {
         const journal = new Journal()
-        // handlerTimeoutMs 1,000: an event waits at most 500 ms for another event of its email.
-        const targets = await receivers(c, count, journal, { deferred: 800, submitted: 0 }, 1_000)
+        // handlerTimeoutMs 2,000: an event waits at most 1,000 ms for another event of its email.
+        // The older event's write lasts until the newer one has been answered (at most 1,800 ms),
+        // so it outlasts the wait whatever the machine's load.
+        let answered = false
+        const gate = async () => {
+          const until = performance.now() + 1_800
+          while (!answered && performance.now() < until) await sleep(10)
+        }
+        const targets = await receivers(c, count, journal, {}, 2_000, gate)
         const { emailId, deliveries, events } = await createEmailSequence({ types: ['email.deferred', 'email.submitted'] })
         const [deferred, submitted] = deliveries as unknown as [Delivery, Delivery]
         try {
@@ -151,6 +176,7 @@ for (const c of CASES) {
           const first = (targets[0] as Target).send(deferred)
           await started
           const busy = await (targets[count - 1] as Target).send(submitted)
+          answered = true
           expect([busy.status, busy.json.error?.code, busy.headers.get('retry-after')]).toEqual([409, 'in_flight', '1'])
           expect(busy.json.error?.message).toMatch(/Another event of the same email/)
           expect((await first).status).toBe(200)
@@ -165,7 +191,10 @@ for (const c of CASES) {
 
       it('keeps other emails apart: their events run at the same time', async () => {
         const journal = new Journal()
-        const targets = await receivers(c, count, journal, { deferred: 300 })
+        // Each write waits (up to 3 s) for the other email's run to start: a second connection to
+        // open on a loaded machine cannot make them miss each other, and one at a time would not
+        // let them overlap however long the write lasts.
+        const targets = await receivers(c, count, journal, {}, 4_000, () => journal.started(2, 3_000))
         const one = await createEmailSequence({ types: ['email.deferred'] })
         const two = await createEmailSequence({ types: ['email.deferred'] })
         try {
