@@ -100,11 +100,13 @@ function recordCases(test: InboxTest, shortMs: number): void {
     await inbox.enqueue(entry, LONG)
     const first = await takeKey(inbox, entry.key)
     check(first?.attempt === 1, `the first take is attempt 1, got ${first?.attempt}`)
-    check((await inbox.fail(first, { error: 'crm down', retryInMs: shortMs })) === true, 'the holder fails it')
+    // A retry time long enough for a take past other tests' pending entries and a look, on a loaded machine.
+    const retryInMs = shortMs * 4
+    check((await inbox.fail(first, { error: 'crm down', retryInMs })) === true, 'the holder fails it')
     check((await takeKey(inbox, entry.key)) === undefined, 'it cannot be taken before its retry time')
     const waiting = await inbox.get(entry.key)
     check(waiting?.state === 'pending' && waiting.lastError === 'crm down', `pending with the last error, got ${JSON.stringify(waiting)}`)
-    await sleep(shortMs + 100)
+    await sleep(retryInMs + 100)
     const second = await takeKey(inbox, entry.key)
     check(second?.attempt === 2, `after the retry time it is taken again as attempt 2, got ${second?.attempt}`)
     check((await inbox.fail(second, { error: 'still down', retryInMs: null })) === true, 'failing with retryInMs null kills it')
@@ -142,14 +144,17 @@ function leaseCases(test: InboxTest, shortMs: number): void {
   test('fences finish, fail and defer by token and live lease, and takes a lapsed lease again as the next attempt', async (inbox) => {
     const entry = item()
     await inbox.enqueue(entry, LONG)
-    const lapsed = await takeKey(inbox, entry.key, false, shortMs)
+    // A lease long enough for the takes past other tests' pending entries and the checks below
+    // while it is live, on a loaded machine.
+    const leaseMs = shortMs * 4
+    const lapsed = await takeKey(inbox, entry.key, false, leaseMs)
     check(lapsed !== undefined, 'taken with a short lease')
     const forged = { ...lapsed, token: crypto.randomUUID() }
     check((await inbox.finish(forged, LONG)) === false, 'a forged token cannot finish')
     check((await inbox.fail(forged, { error: 'x', retryInMs: null })) === false, 'a forged token cannot fail')
     check((await inbox.defer(forged, { retryInMs: 0 })) === false, 'a forged token cannot defer')
     check((await inbox.get(entry.key))?.state === 'running', 'still running')
-    await sleep(shortMs + 150)
+    await sleep(leaseMs + 150)
     check((await inbox.get(entry.key))?.state === 'pending', 'pending again once its lease lapsed')
     check((await inbox.finish(lapsed, LONG)) === false, 'a lapsed lease cannot finish it, even before another take')
     const again = await takeKey(inbox, entry.key)
