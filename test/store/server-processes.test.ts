@@ -42,14 +42,21 @@ describe.each(['postgres', 'redis'] as const)('%s store shared by several OS pro
 
   it('keeps a key claimed by a process killed with SIGKILL in flight until its lease ends, then grants attempt 2', async () => {
     const prefix = newPrefix()
-    const leaseMs = 1500
-    const child = spawnChild(kind, prefix, 'hold', 'held-key', String(leaseMs))
-    const claimed = await nextMessage(child, 'claimed')
-    expect(claimed).toMatchObject({ status: 'acquired', attempt: 1 })
-    expect(await killed(child)).toBe('SIGKILL')
+    // Long enough for the kill and the first look after it on a loaded machine; the look polls, so
+    // the test lasts about the lease.
+    const leaseMs = 5_000
+    // This side's store is connected (and its table made) before the child's lease starts, so that
+    // its first look after the kill comes while the lease is live.
+    await withStore(openStore(kind), async (store) => {
+      expect((await store.claim(`${prefix}warm-up`, LONG)).status).toBe('acquired')
+      const child = spawnChild(kind, prefix, 'hold', 'held-key', String(leaseMs))
+      const claimed = await nextMessage(child, 'claimed')
+      expect(claimed).toMatchObject({ status: 'acquired', attempt: 1 })
+      expect(await killed(child)).toBe('SIGKILL')
 
-    // The lease is on the server's clock; on this machine it ends in [before + leaseMs, after + leaseMs].
-    await withStore(openStore(kind), (store) => expectTakeoverAfterLease(store, `${prefix}held-key`, claimed, leaseMs))
+      // The lease is on the server's clock; on this machine it ends in [before + leaseMs, after + leaseMs].
+      await expectTakeoverAfterLease(store, `${prefix}held-key`, claimed, leaseMs)
+    })
   }, 30_000)
 
   it('remembers every key a process reported completed before it was killed with SIGKILL', async () => {

@@ -61,14 +61,21 @@ describe('SqliteDedupStore shared by several OS processes', () => {
 
   it('keeps a key claimed by a process killed with SIGKILL in flight until its lease ends, then grants attempt 2', async () => {
     const path = newFile()
-    const leaseMs = 1500
-    const child = spawnChild(path, 'hold', 'held-key', String(leaseMs))
-    const claimed = await nextMessage(child, 'claimed')
-    expect(claimed).toMatchObject({ status: 'acquired', attempt: 1 })
-    expect(await killed(child)).toBe('SIGKILL')
+    // Long enough for the kill and the first look after it on a loaded machine; the look polls, so
+    // the test lasts about the lease.
+    const leaseMs = 5_000
+    // This side's store is open (the file made) and warm before the child's lease starts, so that
+    // its first look after the kill comes while the lease is live.
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      expect((await store.claim('warm-up', LONG)).status).toBe('acquired')
+      const child = spawnChild(path, 'hold', 'held-key', String(leaseMs))
+      const claimed = await nextMessage(child, 'claimed')
+      expect(claimed).toMatchObject({ status: 'acquired', attempt: 1 })
+      expect(await killed(child)).toBe('SIGKILL')
 
-    // The child's lease ends somewhere in [before + leaseMs, after + leaseMs] on the shared clock.
-    await withStore(new SqliteDedupStore({ path }), (store) => expectTakeoverAfterLease(store, 'held-key', claimed, leaseMs))
+      // The child's lease ends somewhere in [before + leaseMs, after + leaseMs] on the shared clock.
+      await expectTakeoverAfterLease(store, 'held-key', claimed, leaseMs)
+    })
   }, 30_000)
 
   it('remembers every key a process reported completed before it was killed with SIGKILL', async () => {
