@@ -44,15 +44,18 @@ export function bullmqHarness() {
 
   const direct = () => ({ host: '127.0.0.1', port: redis.port, password: redis.password })
 
-  /** A queue (through the proxy, as the receiver sees it), a store, and an Express app on 127.0.0.1 with the sink. */
-  async function setup(sinkOptions: BullmqSinkOptions = {}, wrap?: (queue: Queue) => BullmqQueueLike) {
+  /**
+   * A queue (through the proxy, as the receiver sees it), a store, and an Express app on 127.0.0.1
+   * with the sink; the receiver's storeTimeoutMs is 1 s unless given.
+   */
+  async function setup(sinkOptions: BullmqSinkOptions = {}, wrap?: (queue: Queue) => BullmqQueueLike, storeTimeoutMs = 1_000) {
     const name = `hooks-${++queueCount}`
     const queue = new Queue(name, { connection: { ...direct(), port: proxy.port, maxRetriesPerRequest: 1 } })
     queue.on('error', () => {}) // the proxy cuts it on purpose
     const store = new SqliteDedupStore({ path: join(dir, `${name}.db`) })
     const app = express()
     const sink = bullmqSink(wrap ? wrap(queue) : queue, sinkOptions)
-    app.post('/hooks', emailWebhook(TEST_SECRET, {}, { mode: 'inbox', inbox: { sink }, store, storeTimeoutMs: 1_000, logger: false }))
+    app.post('/hooks', emailWebhook(TEST_SECRET, {}, { mode: 'inbox', inbox: { sink }, store, storeTimeoutMs, logger: false }))
     const server: Server = app.listen(0, '127.0.0.1')
     await new Promise((resolve) => server.once('listening', resolve))
     cleanups.push(() => store.close())

@@ -14,17 +14,22 @@ describe('bullmqSink', () => {
   it('answers 200 queued only once the job is in Redis; a redelivery makes no second job and answers duplicate', async () => {
     const held = gate()
     let added = false
-    const { queue, url } = await setup({}, (queue) => ({
-      name: queue.name,
-      defaultJobOptions: queue.defaultJobOptions,
-      getJob: (id: string) => queue.getJob(id),
-      add: (async (...args: Parameters<Queue['add']>) => {
-        await held.promise
-        const job = await queue.add(...args)
-        added = true
-        return job
-      }) as Queue['add'],
-    }))
+    // storeTimeoutMs 5 s: the 300 ms hold and the add after it stay well within it on a loaded machine.
+    const { queue, url } = await setup(
+      {},
+      (queue) => ({
+        name: queue.name,
+        defaultJobOptions: queue.defaultJobOptions,
+        getJob: (id: string) => queue.getJob(id),
+        add: (async (...args: Parameters<Queue['add']>) => {
+          await held.promise
+          const job = await queue.add(...args)
+          added = true
+          return job
+        }) as Queue['add'],
+      }),
+      5_000,
+    )
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
     let answered = false
     const answer = post(url, delivery).finally(() => {
@@ -53,13 +58,21 @@ describe('bullmqSink', () => {
     })
   })
 
-  it('tells a duplicate from a new job when two deliveries of one event race (exactly one queued)', async () => {
+  it('tells a duplicate from a new job when two deliveries of one event race (one job)', async () => {
     const { queue, url } = await setup()
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
-    const answers = await Promise.all(Array.from({ length: 6 }, () => post(url, delivery)))
-    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
-    expect(answers.filter((a) => (a.json as { queued?: boolean }).queued === true)).toHaveLength(1)
-    expect(answers.filter((a) => (a.json as { duplicate?: boolean }).duplicate === true)).toHaveLength(5)
+    // A 503 (the enqueue slower than storeTimeoutMs, on a loaded machine) is sent again, as the sender would.
+    const deliver = async () => {
+      let answer = await post(url, delivery)
+      for (let attempt = 1; answer.status === 503 && attempt < 5; attempt++) answer = await post(url, delivery)
+      return answer
+    }
+    const answers = await Promise.all(Array.from({ length: 6 }, deliver))
+    expect(answers.map((a) => [a.status, a.json])).toEqual(Array(6).fill([200, expect.anything()]))
+    // One answer says queued, the others duplicate (none when the enqueue that made the job was
+    // answered 503 for its slowness and its retry found the job).
+    expect(answers.filter((a) => (a.json as { queued?: boolean }).queued === true).length).toBeLessThanOrEqual(1)
+    expect(answers.filter((a) => (a.json as { duplicate?: boolean }).duplicate === true).length).toBeGreaterThanOrEqual(5)
     expect(await queue.count()).toBe(1)
   })
 

@@ -54,8 +54,13 @@ export function pgBossHarness() {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** A queue, the receiver's PgBoss (through the proxy), a store, and a Hono app on 127.0.0.1 with the sink. */
-  async function setup(options: { sink?: PgBossSinkOptions; createQueue?: boolean; wrap?: (boss: PgBoss) => PgBossLike } = {}) {
+  /**
+   * A queue, the receiver's PgBoss (through the proxy), a store, and a Hono app on 127.0.0.1 with
+   * the sink; the receiver's storeTimeoutMs is 1 s unless given.
+   */
+  async function setup(
+    options: { sink?: PgBossSinkOptions; createQueue?: boolean; wrap?: (boss: PgBoss) => PgBossLike; storeTimeoutMs?: number } = {},
+  ) {
     const name = `hooks-${++queueCount}`
     if (options.createQueue !== false) await workerBoss.createQueue(name)
     const boss = newBoss(proxy.port)
@@ -65,7 +70,14 @@ export function pgBossHarness() {
     cleanups.push(() => store.close())
     const sink = pgBossSink(options.wrap ? options.wrap(boss) : boss, name, options.sink)
     const app = new Hono()
-    app.post('/hooks', emailWebhook(TEST_SECRET, {}, { mode: 'inbox', inbox: { sink }, store, storeTimeoutMs: 1_000, logger: false }))
+    app.post(
+      '/hooks',
+      emailWebhook(
+        TEST_SECRET,
+        {},
+        { mode: 'inbox', inbox: { sink }, store, storeTimeoutMs: options.storeTimeoutMs ?? 1_000, logger: false },
+      ),
+    )
     const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
       const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s))
     })

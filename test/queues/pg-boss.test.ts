@@ -22,7 +22,9 @@ describe('pgBossSink', () => {
   it('answers 200 queued only once the job is committed; a redelivery makes no second job and answers duplicate', async () => {
     const held = gate()
     let sent = false
+    // storeTimeoutMs 5 s: the 300 ms hold and the send after it stay well within it on a loaded machine.
     const { name, boss, url } = await setup({
+      storeTimeoutMs: 5_000,
       wrap: (receiverBoss) => ({
         send: (async (...args: Parameters<PgBoss['send']>) => {
           await held.promise
