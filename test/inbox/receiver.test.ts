@@ -185,7 +185,9 @@ for (const kind of STORES) {
           },
           'email.deferred': (event) => void handled.push(event.id),
         },
-        { inbox: { concurrency: 1, maxAttempts: 3, retryBaseMs: 200, pollMs: 5, worker: false } },
+        // A backoff long enough for the five others to run between the poison event's attempts on a
+        // loaded machine: its retries come after 1-2 s, then 2-4 s.
+        { inbox: { concurrency: 1, maxAttempts: 3, retryBaseMs: 2_000, pollMs: 5, worker: false } },
       )
       const poison = await createSignedDelivery({ type: 'email.rejected' })
       await send(receiver, poison)
@@ -195,7 +197,8 @@ for (const kind of STORES) {
       await until(() => handled.length === 5, 'the other events')
       // All five ran while the poison event waited between its attempts.
       expect((await receiver.store().inbox?.get(`default:${poison.event.id}`))?.state).not.toBe('dead')
-      await until(async () => (await receiver.inbox?.stats())?.dead === 1, 'the poison event to be dead')
+      // Its two backoffs take up to 6 s.
+      await until(async () => (await receiver.inbox?.stats())?.dead === 1, 'the poison event to be dead', 20_000)
       expect(handled.sort()).toEqual(others.map((d) => d.event.id).sort())
     })
 
