@@ -536,14 +536,15 @@ describe('createReceiver with a custom store whose release fails', () => {
 })
 
 describe('createReceiver handler deadline (ctx.signal)', () => {
-  it('aborts ctx.signal while the lease is still live (leaseMs 600), answers handler_timeout, and runs the handler again on the retry', async () => {
+  it('aborts ctx.signal while the lease is still live (leaseMs 3000), answers handler_timeout, and runs the handler again on the retry', async () => {
     const store = new MemoryDedupStore()
     const seen: { attempt: number; abortedAfterMs?: number; leaseLiveAtAbort?: string; reason?: unknown }[] = []
     let receiveStarted = 0
     const receiver = createReceiver({
       secret: TEST_SECRET,
       store,
-      leaseMs: 600,
+      // The handler deadline is 80% of it (2.4 s): 600 ms for the look at the lease after the abort, on a loaded machine.
+      leaseMs: 3_000,
       handlers: {
         'email.bounced': async (event, ctx) => {
           const entry: (typeof seen)[number] = { attempt: ctx.attempt }
@@ -574,7 +575,8 @@ describe('createReceiver handler deadline (ctx.signal)', () => {
     expect(seen).toHaveLength(1)
     const first = seen[0]!
     expect(first.leaseLiveAtAbort).toBe('in_flight')
-    expect(first.abortedAfterMs).toBeLessThan(600)
+    // Before the lease ended: it started after receiveStarted.
+    expect(first.abortedAfterMs).toBeLessThan(3_000)
     expect(first.reason).toBeInstanceOf(WebhookHandlingError)
     expect((first.reason as WebhookHandlingError).code).toBe('handler_timeout')
 
@@ -583,13 +585,15 @@ describe('createReceiver handler deadline (ctx.signal)', () => {
     expect(seen.map((entry) => entry.attempt)).toEqual([1, 2])
   })
 
-  it('aborts ctx.signal before the lease ends even when the store answers the claim 250 ms late', async () => {
+  it('aborts ctx.signal before the lease ends even when the store answers the claim 1 s late', async () => {
     const inner = new MemoryDedupStore()
-    // The lease starts when the store takes the claim; the answer reaches the receiver 250 ms later.
+    // The lease starts when the store takes the claim; the answer reaches the receiver 1 s later,
+    // more than the 600 ms between the handler deadline (2.4 s) and the end of the lease (3 s), so
+    // a deadline counted from the answer would come after the lease ended.
     const slow: DedupStore = {
       claim: async (key, opts) => {
         const result = await inner.claim(key, opts)
-        await sleep(250)
+        await sleep(1_000)
         return result
       },
       complete: (claim, opts) => inner.complete(claim, opts),
@@ -599,7 +603,9 @@ describe('createReceiver handler deadline (ctx.signal)', () => {
     const receiver = createReceiver({
       secret: TEST_SECRET,
       store: slow,
-      leaseMs: 600,
+      leaseMs: 3_000,
+      // The late answer is no store timeout.
+      storeTimeoutMs: 2_000,
       handlers: {
         'email.bounced': (event, ctx) =>
           new Promise<void>((_resolve, reject) => {
