@@ -141,8 +141,9 @@ describe('Lambda handler', () => {
     expect(seen).toEqual(['email-webhooks true'])
   })
 
-  it('leaves nothing running after the answer: a process that only invoked it exits on its own within 150 ms', async () => {
+  it('leaves nothing running after the answer: a process that only invoked it exits on its own within 1 s', async () => {
     // The receiver's one deadline timer ticks every min(100 ms, handlerTimeoutMs / 20) while a step is watched, then stops.
+    // 1 s leaves room for a loaded machine, and a timer left running (storeTimeoutMs 1.5 s, or longer) still fails it.
     const script = `
       import { emailWebhook } from '@email-webhooks/lambda'
       import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
@@ -158,6 +159,6 @@ describe('Lambda handler', () => {
     })
     const { status, lingeredMs } = JSON.parse(stdout) as { status: number; lingeredMs: number }
     expect(status).toBe(200)
-    expect(lingeredMs).toBeLessThan(150)
+    expect(lingeredMs).toBeLessThan(1_000)
   })
 })
