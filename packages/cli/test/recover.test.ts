@@ -220,7 +220,9 @@ describe('endpoint recover: exit codes and what it cannot bring back', () => {
     const { sender, api, endpointId } = await failedDeliveries(6)
     const retries = () => sender.apiRequests.filter((r) => r.path.endsWith('/retry'))
     let interruptedAt = -1
-    const result = await runCli(['endpoint', 'recover', endpointId, '--spacing-ms', '400', '--concurrency', '1'], {
+    // Retries 5 s apart: the next one cannot start before the Ctrl-C lands, even on a loaded machine
+    // (the run is interrupted after the first, so the spacing adds no time).
+    const result = await runCli(['endpoint', 'recover', endpointId, '--spacing-ms', '5000', '--concurrency', '1'], {
       env: { EMAIL_API_KEY: KEY, EMAIL_API_URL: api.baseUrl },
       cwd: dir,
       onSpawn: (child) => {
