@@ -108,7 +108,8 @@ describe('faithful sender: deliveries', () => {
   })
 
   it('counts a receiver slower than the timeout as a failure and retries', async () => {
-    const { sender, receiver } = await setup((i) => (i === 0 ? { hangMs: 1500 } : 200), { receiverTimeoutMs: 200 })
+    // 1 s per attempt: room for a real HTTP round trip on a loaded machine; the first answer waits 5 s.
+    const { sender, receiver } = await setup((i) => (i === 0 ? { hangMs: 5_000 } : 200), { receiverTimeoutMs: 1_000 })
     sender.emit()
     await sender.idle()
     expect(sender.attempts.map((a) => [a.status, a.failure])).toEqual([
