@@ -84,9 +84,7 @@ const call = await variants[variant]()
 const pool = Array.from({ length: poolSize }, () => {
   const { headers, body } = signedDelivery(1024)
   const buffer = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)
-  // Header strings as a server gets them off the socket: flat. The signer's are cons strings, and
-  // flattening one of the pool's (old) strings during the run would keep the flat copy alive with
-  // the pool, promoting it: garbage-collector work no server has.
+  // Header strings as a server gets them off the socket: flat (the signer's are cons strings).
   return { headers: JSON.parse(JSON.stringify(headers)), body: variant.startsWith('hand') ? body : buffer }
 })
 

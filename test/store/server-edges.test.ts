@@ -450,6 +450,63 @@ describe('RedisDedupStore: bounded storage', () => {
   })
 })
 
+describe('RedisDedupStore: leases stay on the server', () => {
+  /** Bytes in the server's AOF (INFO persistence). */
+  const aofBytes = async (client: Redis) => Number(/^aof_current_size:(\d+)/m.exec(await client.info('persistence'))?.[1])
+
+  it('writes no lease, lock or release to the AOF (no second fsync per event); the done record and the mark survive kill -9, a lease does not, and a claim nobody took over since is still recorded', async () => {
+    const redis = await startRedis()
+    const admin = new Redis(redis.url)
+    const store = new RedisDedupStore({ url: redis.url, prefix: 'local-leases:', warn: () => {} })
+    try {
+      const take = async (key: string, opts: Parameters<RedisDedupStore['claim']>[1] = LONG) => {
+        const result = await store.claim(key, opts)
+        if (result.status !== 'acquired') throw new Error(`expected acquired for ${key}, got ${JSON.stringify(result)}`)
+        return result.claim
+      }
+      // The durability check and the scripts' loading write nothing either: start from here.
+      await take('warm-up')
+      const before = await aofBytes(admin)
+      expect(Number.isInteger(before)).toBe(true)
+      const inFlight = await take('in-flight')
+      const released = await take('released')
+      expect(await store.release(released)).toBe(true)
+      const order = {
+        key: 'local-leases:em_1',
+        mark: { createdAtMs: Date.parse('2026-11-25T10:00:00Z'), eventId: 'evt_1', type: 'email.queued' },
+      }
+      const ordered = await take('ordered', { ...LONG, order })
+      expect(await aofBytes(admin), 'claims, an ordered claim and a release append nothing').toBe(before)
+
+      expect(await store.complete(await take('done'), LONG)).toBe(true)
+      const afterComplete = await aofBytes(admin)
+      expect(afterComplete, 'a complete is appended').toBeGreaterThan(before)
+      expect(await store.complete(ordered, { ...LONG, order })).toBe(true)
+      expect(await aofBytes(admin), 'an ordered complete is appended').toBeGreaterThan(afterComplete)
+
+      await redis.crashAndRestart()
+      // Completed events are still done; the leases died with the process.
+      expect((await store.claim('done', LONG)).status).toBe('duplicate')
+      expect((await store.claim('ordered', LONG)).status).toBe('duplicate')
+      expect(await store.lookup(inFlight.key)).toBe('absent')
+      expect(await store.lookup('released')).toBe('absent')
+      // A handler that ran while Redis restarted is recorded by its claim: nobody took the event over.
+      expect(await store.complete(inFlight, LONG)).toBe(true)
+      expect((await store.claim('in-flight', LONG)).status).toBe('duplicate')
+      const again = await store.claim('released', { ...LONG, order: { ...order, mark: { ...order.mark, eventId: 'evt_2' } } })
+      expect(again.status).toBe('acquired')
+      // The mark the ordered complete advanced came back from the AOF with it.
+      expect(again.status === 'acquired' && again.order?.mark).toMatchObject({ eventId: 'evt_1', type: 'email.queued' })
+      // Taken over, a claim's complete is refused as before.
+      expect(await store.complete({ ...inFlight, key: 'released' }, LONG)).toBe(false)
+    } finally {
+      await store.close()
+      admin.disconnect()
+      await redis.stop()
+    }
+  })
+})
+
 describe('RedisDedupStore: a server that forbids CONFIG', () => {
   it('warns once, without the password, when CONFIG is renamed away (as managed services do), and goes on', async () => {
     const hidden = await startRedis({ args: ['--rename-command', 'CONFIG', `config-${crypto.randomUUID()}`] })
@@ -520,8 +577,10 @@ describe('RedisDedupStore: waitFor', () => {
         expect(await store.complete(result.claim, LONG)).toBe(true)
         expect(await store.lookup(result.claim.key)).toBe('done')
       }
-      // A refused complete (wrong token) writes nothing, so it waits for nothing.
-      expect(await store.complete({ key: 'nobody', token: 'forged', attempt: 1 }, LONG)).toBe(false)
+      // A refused complete (another claim's token) writes nothing, so it waits for nothing.
+      const held = await store.claim(`wait-held-${crypto.randomUUID()}`, LONG)
+      if (held.status !== 'acquired') throw new Error('expected acquired')
+      expect(await store.complete({ ...held.claim, token: 'forged' }, LONG)).toBe(false)
       expect((await commandCalls(admin, 'wait')) - before).toBe(3)
     } finally {
       await store.close()

@@ -34,7 +34,15 @@ if cur then
   if done == '0' then attempt = tonumber(att) + 1 end
 end
 `
-const TAKE_LEASE = `redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
+// A lease (and an order key's lock) is written for this server only: not to the AOF, not to
+// replicas. It need not survive a restart or a failover (the sender's retry then runs the event
+// again, which at-least-once allows, and a handler that already ran in this process is recorded,
+// not run again), and with `appendfsync always` a propagated lease cost a second AOF append and
+// fsync per event. Everything a 2xx relies on (the done record, the mark, the facts) is
+// propagated as before. A server without `redis.set_repl` propagates the lease as it always did.
+const LOCAL_ONLY = `if redis.set_repl then pcall(redis.set_repl, redis.REPL_NONE) end
+`
+const TAKE_LEASE = `${LOCAL_ONLY}redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
 `
 const CLAIM_SCRIPT = `${CLAIM_CHECK}${TAKE_LEASE}return {2, attempt}`
 const CLAIM_ORDER_SCRIPT = `${CLAIM_CHECK}local held = redis.call('PTTL', KEYS[3])
@@ -48,11 +56,16 @@ return {2, attempt, m[1], m[2], m[3], f[1], f[2]}`
 // Complete: KEYS[1]; ARGV token, retention ms. The ordered complete adds KEYS[2] the mark,
 // advanced when ARGV[3..5] (created_at ms, event id, type) is newer, KEYS[3] the lock, freed, and
 // KEYS[4] the facts, where ARGV[6] (the fact, '' for none) gets ARGV[7] handled and ARGV[8] reconciled more.
+// No key at all: the lease went with a restart (leases are not in the AOF) and nobody claimed the
+// event since, so the handler that ran is the only run: recorded (attempt unknown, 1).
 const COMPLETE_DONE = `if ARGV[1] == '' then return 0 end
 local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
-if done ~= '0' or tok ~= ARGV[1] then return 0 end
+local att = '1'
+if cur then
+  local done, a, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
+  if done ~= '0' or tok ~= ARGV[1] then return 0 end
+  att = a
+end
 ${NOW}
 local retention = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], '1:' .. (now + retention) .. ':' .. att .. ':', 'PX', retention)
@@ -87,12 +100,13 @@ const COMPLETE_SCRIPT = `${COMPLETE_DONE}return 1`
 const COMPLETE_ORDER_SCRIPT = `${NEWER}${COMPLETE_DONE}${ADVANCE_MARK}${COUNT_FACT}${unlock(3)}return 1`
 
 // Release: KEYS[1]; ARGV token. The ordered release adds KEYS[2] the lock, freed if this token
-// holds it (a claim that took the key over holds it with its own token).
+// holds it (a claim that took the key over holds it with its own token). Local only, like the
+// lease it gives up (a released lease replayed from the AOF, KEEPTTL, would never expire).
 const RELEASE_LEASE = `local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local done, att, tok = string.match(cur, '^(%d):%d+:(%d+):(.*)$')
 if done ~= '0' or tok ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], '0:0:' .. att .. ':', 'KEEPTTL')
+${LOCAL_ONLY}redis.call('SET', KEYS[1], '0:0:' .. att .. ':', 'KEEPTTL')
 return 1`
 const RELEASE_SCRIPT = `if ARGV[1] == '' then return 0 end
 ${RELEASE_LEASE}`
