@@ -73,11 +73,7 @@ describe('receiver deadlines, many at once', () => {
     }
     const receiver = createReceiver({ secret: TEST_SECRET, store, storeTimeoutMs: 300, handlers: { 'email.submitted': async () => {} } })
     const ids = Array.from({ length: 30 }, (_, i) => `evt_deadline_${i}${i % 5 === 2 ? '_hang' : ''}`)
-    const answers = await Promise.all(
-      ids.map(async (id) =>
-        receiver.receive(await createSignedDelivery({ id, type: 'email.submitted', data: { id: 'em_store_deadlines' } })),
-      ),
-    )
+    const answers = await Promise.all(ids.map(async (id) => receiver.receive(await createSignedDelivery({ id, type: 'email.submitted' }))))
     for (const [i, id] of ids.entries()) {
       const answer = answers[i] as (typeof answers)[number]
       if (id.endsWith('hang')) expect([answer.status, answer.code]).toEqual([503, 'store_unavailable'])
