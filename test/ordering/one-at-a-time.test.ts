@@ -160,15 +160,15 @@ for (const c of CASES) {
 
       it('answers 409 in_flight with a short Retry-After when the older event outlasts the wait, and handles the retry after it', async () => {
         const journal = new Journal()
-        // handlerTimeoutMs 2,000: an event waits at most 1,000 ms for another event of its email.
-        // The older event's write lasts until the newer one has been answered (at most 1,800 ms),
+        // handlerTimeoutMs 4,000: an event waits at most 2,000 ms for another event of its email.
+        // The older event's write lasts until the newer one has been answered (at most 3,600 ms),
         // so it outlasts the wait whatever the machine's load.
         let answered = false
         const gate = async () => {
-          const until = performance.now() + 1_800
+          const until = performance.now() + 3_600
           while (!answered && performance.now() < until) await sleep(10)
         }
-        const targets = await receivers(c, count, journal, {}, 2_000, gate)
+        const targets = await receivers(c, count, journal, {}, 4_000, gate)
         const { emailId, deliveries, events } = await createEmailSequence({ types: ['email.deferred', 'email.submitted'] })
         const [deferred, submitted] = deliveries as unknown as [Delivery, Delivery]
         try {
