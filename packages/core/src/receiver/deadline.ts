@@ -21,11 +21,10 @@ interface Watch {
  * whose size swings with the load replaces its backing store over and over, and a replaced store
  * that had reached the old generation kept every request it pointed at alive through each
  * scavenge until the next full collection. With the SQLite store that promoted about a sixth of all
- * request garbage (1.7 MB per scavenge, 5–15 ms pauses; bench/RESULTS.md).
+ * request garbage (1.7 MB per scavenge, 5–16 ms pauses; bench/RESULTS.md).
  */
 export class Deadlines {
   #first: Watch | undefined
-  #count = 0
   readonly #tickMs: number
   #timer: ReturnType<typeof setTimeout> | undefined
 
@@ -45,7 +44,6 @@ export class Deadlines {
       const watch: Watch = { expiresAt, expire: () => reject(onExpire()), prev: undefined, next: this.#first }
       if (this.#first) this.#first.prev = watch
       this.#first = watch
-      this.#count++
       this.#timer ??= setTimeout(this.#fire, this.#tickMs)
       promise.then(
         (value) => {
@@ -70,15 +68,14 @@ export class Deadlines {
     watch.prev = undefined
     watch.next = undefined
     watch.expire = undefined
-    this.#count--
   }
 
   readonly #fire = (): void => {
     this.#timer = undefined
-    if (this.#count === 0) return
+    if (this.#first === undefined) return
     const now = performance.now()
-    for (let watch = this.#first; watch !== undefined; ) {
-      const next = watch.next
+    for (let watch: Watch | undefined = this.#first; watch !== undefined; ) {
+      const next: Watch | undefined = watch.next
       const expire = watch.expire
       if (watch.expiresAt <= now && expire) {
         this.#remove(watch)
@@ -86,7 +83,7 @@ export class Deadlines {
       }
       watch = next
     }
-    if (this.#count > 0) this.#timer = setTimeout(this.#fire, this.#tickMs)
+    if (this.#first !== undefined) this.#timer = setTimeout(this.#fire, this.#tickMs)
   }
 }
 

@@ -137,7 +137,11 @@ export interface DedupStore {
   readonly orderingIssue?: string | undefined
   /** Atomically takes the key if it is new, released, or its lease or retention expired. */
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult>
-  /** Marks the claim's key done; durable before the promise resolves. False if the token no longer owns the key. */
+  /**
+   * Marks the claim's key done; durable before the promise resolves. False if the token no longer
+   * owns the key (another claim took it over, or it is done). A store whose leases do not survive
+   * its own restart (Redis) records a key it no longer has at all: nobody else claimed it since.
+   */
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean>
   /** Gives the key up so it can be claimed again at once. False if the token no longer owns the key. */
   release(claim: Claim): Promise<boolean>

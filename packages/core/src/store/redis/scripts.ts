@@ -35,11 +35,11 @@ if cur then
 end
 `
 // A lease (and an order key's lock) is written for this server only: not to the AOF, not to
-// replicas. It need not survive a restart or a failover (the sender's retry then runs the event
-// again, which at-least-once allows, and a handler that already ran in this process is recorded,
-// not run again), and with `appendfsync always` a propagated lease cost a second AOF append and
-// fsync per event. Everything a 2xx relies on (the done record, the mark, the facts) is
-// propagated as before. A server without `redis.set_repl` propagates the lease as it always did.
+// replicas. It need not survive a restart or a failover (a complete then records a key nobody
+// holds, see COMPLETE_DONE; a retry that claimed first runs the event again, as at-least-once
+// allows), and with `appendfsync always` a propagated lease was a second AOF write per event and
+// more fsyncs. Everything a 2xx relies on (the done record, the mark, the facts) is propagated as
+// before. A server without `redis.set_repl` propagates the lease as it always did.
 const LOCAL_ONLY = `if redis.set_repl then pcall(redis.set_repl, redis.REPL_NONE) end
 `
 const TAKE_LEASE = `${LOCAL_ONLY}redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
