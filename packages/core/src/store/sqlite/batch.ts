@@ -35,12 +35,19 @@ export interface PendingComplete extends Pending<boolean> {
   done: boolean
 }
 
+/** Takes the key's lease (a new one, or a lapsed or released one over): its attempt, or undefined while another holds it. */
+function takeLease(sql: Statements, key: string, token: string, expiresAt: number, now: number): number | undefined {
+  if (sql.newLease.run(key, token, expiresAt).changes === 1) return 1
+  if (sql.retakeLease.run(token, expiresAt, key, now).changes === 0) return undefined
+  return sql.findAttempt.get(key) as number
+}
+
 /**
  * One claim inside the batch's transaction: duplicate, the live lease that holds the key, another
  * event's claim that holds the order key, or a new lease (holding the order key, with the mark).
  */
 function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, now: number): ClaimResult {
-  const { findDone, takeLease, findLease, marks } = sql
+  const { findDone, findLease, marks } = sql
   const done = findDone.get(key) as number | undefined
   if (done !== undefined && done > now) return DUPLICATE
   if (order) {
@@ -53,7 +60,7 @@ function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, no
     }
   }
   const token = crypto.randomUUID()
-  const [attempt] = takeLease.all(key, token, now + leaseMs, now) as number[]
+  const attempt = takeLease(sql, key, token, now + leaseMs, now)
   if (attempt !== undefined) {
     if (!order) return { status: 'acquired', claim: { key, token, attempt } }
     marks.takeLock.run(order.key, token, now + leaseMs)

@@ -121,16 +121,16 @@ function prepare(db: Database, table: string): Statements {
   const lease = `${table}_lease`
   return {
     findDone: db.prepare(`SELECT expires_at FROM ${table} WHERE key = ?`).pluck(),
-    // One atomic statement decides ownership of a lease. RETURNING is read with .all(), so the
-    // statement never stays open (an open statement blocks WAL checkpoints).
-    takeLease: db
-      .prepare(
-        `INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?)
-         ON CONFLICT (key) DO UPDATE SET attempt = attempt + 1, token = excluded.token, expires_at = excluded.expires_at
-         WHERE token IS NULL OR expires_at <= ?
-         RETURNING attempt`,
-      )
-      .pluck(),
+    // The batch's transaction holds the write lock, so these decide ownership of a lease
+    // atomically. No RETURNING: SQLite fills a temporary table for it on every run (a pager opened
+    // and closed per claim: 8 % of the instructions of receiving an event into SQLite, callgrind).
+    newLease: db.prepare(
+      `INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?) ON CONFLICT (key) DO NOTHING`,
+    ),
+    retakeLease: db.prepare(
+      `UPDATE ${lease} SET attempt = attempt + 1, token = ?, expires_at = ? WHERE key = ? AND (token IS NULL OR expires_at <= ?)`,
+    ),
+    findAttempt: db.prepare(`SELECT attempt FROM ${lease} WHERE key = ?`).pluck(),
     findLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ?`).pluck(),
     endLease: db.prepare(`DELETE FROM ${lease} WHERE key = ? AND token = ?`),
     markDone: db.prepare(

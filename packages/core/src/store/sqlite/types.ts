@@ -36,8 +36,12 @@ export interface Walked {
 export interface Statements extends Walked {
   /** (key) → expires_at of the done record, if any. */
   findDone: Statement
-  /** (key, token, expiresAt, now) → [attempt] when the lease was taken (new key, or lapsed or released lease). */
-  takeLease: Statement
+  /** (key, token, expiresAt): a first lease (attempt 1); changes 1 when the key had no lease row. */
+  newLease: Statement
+  /** (token, expiresAt, key, now): takes a lapsed or released lease over (attempt + 1); changes 1 when it did. */
+  retakeLease: Statement
+  /** (key) → the lease row's attempt. */
+  findAttempt: Statement
   /** (key) → expires_at of the lease row. */
   findLease: Statement
   /** (key, token): the lease, if this token still owns it; changes 1 when it did. */
