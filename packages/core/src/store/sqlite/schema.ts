@@ -124,9 +124,7 @@ function prepare(db: Database, table: string): Statements {
     // The batch's transaction holds the write lock, so these decide ownership of a lease
     // atomically. No RETURNING: SQLite fills a temporary table for it on every run (a pager opened
     // and closed per claim: 8 % of the instructions of receiving an event into SQLite, callgrind).
-    newLease: db.prepare(
-      `INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?) ON CONFLICT (key) DO NOTHING`,
-    ),
+    newLease: db.prepare(`INSERT INTO ${lease} (key, token, attempt, expires_at) VALUES (?, ?, 1, ?) ON CONFLICT (key) DO NOTHING`),
     retakeLease: db.prepare(
       `UPDATE ${lease} SET attempt = attempt + 1, token = ?, expires_at = ? WHERE key = ? AND (token IS NULL OR expires_at <= ?)`,
     ),
