@@ -9,6 +9,7 @@ import {
   type CompleteOptions,
   type DedupKeyState,
   type DedupStore,
+  type ExtendOptions,
   MemoryDedupStore,
 } from '@email-webhooks/core'
 import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
@@ -32,9 +33,13 @@ export function ordering(name: string, createStore: () => DedupStore): void {
 export class AlternatingStore implements DedupStore {
   #turn = 0
   readonly lookup?: (key: string) => Promise<DedupKeyState>
+  readonly extend?: (claim: Claim, opts: ExtendOptions) => Promise<boolean>
   readonly ordering?: boolean
   constructor(readonly stores: readonly [DedupStore, DedupStore]) {
     if (stores.every((store) => store.ordering === true)) this.ordering = true
+    if (stores.every((store) => typeof store.extend === 'function')) {
+      this.extend = (claim, opts) => (this.#next().extend as NonNullable<DedupStore['extend']>)(claim, opts)
+    }
     if (stores.every((store) => typeof store.lookup === 'function')) {
       this.lookup = (key) => (this.#next().lookup as (key: string) => Promise<DedupKeyState>)(key)
     }

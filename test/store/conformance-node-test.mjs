@@ -1,8 +1,8 @@
 // Runs the dedup-store conformance suite under node:test (not vitest), the way a user of
 // another runner would. Started by conformance.test.ts with `node --test`.
 // CONFORMANCE_STORE picks the store: unset for the memory store; 'broken' for a store that
-// forgets completions (which must fail); 'no-lookup' for one without the optional lookup()
-// (its lookup tests must be reported as skipped).
+// forgets completions (which must fail); 'no-lookup' for one without the optional lookup() and extend()
+// (its lookup and extend tests must be reported as skipped).
 import { describe, it } from 'node:test'
 import { MemoryDedupStore } from '@email-webhooks/core'
 import { dedupStoreConformance } from '@email-webhooks/core/testing'
@@ -14,7 +14,7 @@ class ForgetfulStore extends MemoryDedupStore {
   }
 }
 
-/** The memory store's claim, complete and release, and no lookup. */
+/** The memory store's claim, complete and release, and no lookup nor extend. */
 class NoLookupStore {
   #inner = new MemoryDedupStore()
   claim(key, opts) {

@@ -85,9 +85,10 @@ describe('dedupStoreConformance under node:test', () => {
     expect(result.stdout).toMatch(/^not ok/m)
   })
 
-  it('reports the lookup tests as skipped, not passed, for a store without lookup()', async () => {
+  it('reports the lookup and extend tests as skipped, not passed, for a store without lookup() and extend()', async () => {
     let expected = 0
     let lookups = 0
+    let extends_ = 0
     dedupStoreConformance(
       'count',
       {
@@ -95,11 +96,13 @@ describe('dedupStoreConformance under node:test', () => {
         it: (name) => {
           expected++
           if (name.startsWith('lookup: ')) lookups++
+          if (name.startsWith('extend: ')) extends_++
         },
       },
       { createStore: () => new MemoryDedupStore() },
     )
     expect(lookups).toBeGreaterThanOrEqual(6)
+    expect(extends_).toBeGreaterThanOrEqual(3)
     const file = join(here, 'conformance-node-test.mjs')
     const { stdout } = await promisify(execFile)(process.execPath, ['--test', '--test-reporter=tap', file], {
       cwd: here,
@@ -108,10 +111,11 @@ describe('dedupStoreConformance under node:test', () => {
     })
     expect(stdout).toMatch(/DedupStore conformance: NoLookupStore under node:test/)
     expect(stdout).toContain(`# tests ${expected}\n`)
-    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${lookups}$`, 'm'))
-    expect(stdout).toContain(`# pass ${expected - lookups}\n`)
+    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${lookups + extends_}$`, 'm'))
+    expect(stdout).toContain(`# pass ${expected - lookups - extends_}\n`)
     expect(stdout).toContain('# fail 0\n')
     expect(stdout).toMatch(/^\s*ok \d+ - lookup: answers 'absent' for a key never claimed.* # SKIP not applicable/m)
+    expect(stdout).toMatch(/^\s*ok \d+ - extend: refuses a forged token.* # SKIP not applicable/m)
   })
 })
 

@@ -114,7 +114,16 @@ export { type SignedWebhook, type SignWebhookInput, signWebhook } from './sign.j
 export { DedupStoreError, type DedupStoreErrorCode } from './store/errors.js'
 export type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxSink, InboxState, InboxStats } from './store/inbox.js'
 export { DEFAULT_MEMORY_STORE_MAX_KEYS, MemoryDedupStore, type MemoryDedupStoreOptions } from './store/memory/index.js'
-export type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, FactCounts } from './store/types.js'
+export type {
+  Claim,
+  ClaimOptions,
+  ClaimResult,
+  CompleteOptions,
+  DedupKeyState,
+  DedupStore,
+  ExtendOptions,
+  FactCounts,
+} from './store/types.js'
 export {
   DEFAULT_TOLERANCE_SECONDS,
   type VerifiedWebhook,

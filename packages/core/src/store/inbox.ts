@@ -66,8 +66,9 @@ export interface InboxStats {
  *    `leaseMs`, adding one attempt; concurrent takes never hold the same entry. With `ordered`, an
  *    entry with an order key is taken only when no entry of that key is running and none older by
  *    (`createdAtMs`, key) is pending or running. A running entry whose lease lapsed is pending again.
- * 3. `finish`, `fail` and `defer` act only while the lease's token holds the entry: running with
- *    that token, the lease not lapsed (false after, even before another take).
+ * 3. `finish`, `fail`, `defer` and `renew` act only while the lease's token holds the entry: running
+ *    with that token, the lease not lapsed (false after, even before another take).
+ *    `renew` makes the lease end `leaseMs` from now (the worker's heartbeat while a handler runs);
  *    `finish` makes it done (kept `retentionMs` as a duplicate, then forgotten); `fail` records the
  *    error and makes it pending again after `retryInMs`, or dead when `retryInMs` is null; `defer`
  *    makes it pending again after `retryInMs` and gives its attempt back.
@@ -80,6 +81,7 @@ export interface InboxQueue {
   finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean>
   fail(lease: InboxLease, opts: { error: string; retryInMs: number | null }): Promise<boolean>
   defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean>
+  renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean>
   list(opts?: { state?: InboxState; limit?: number }): Promise<InboxEntry[]>
   get(key: string): Promise<InboxEntry | undefined>
   retry(keys: string[] | 'dead'): Promise<number>

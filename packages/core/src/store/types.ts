@@ -102,6 +102,12 @@ export interface ClaimOptions {
   order?: StoreOrderInput
 }
 
+/** Options of {@link DedupStore.extend}. */
+export interface ExtendOptions {
+  /** The lease's new length, from now. */
+  leaseMs: number
+}
+
 /** Options of {@link DedupStore.complete}. */
 export interface CompleteOptions {
   /** How long the completed key is remembered as a duplicate. */
@@ -145,6 +151,15 @@ export interface DedupStore {
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean>
   /** Gives the key up so it can be claimed again at once. False if the token no longer owns the key. */
   release(claim: Claim): Promise<boolean>
+  /**
+   * Optional: renews a live lease. While `claim.token` holds `claim.key` (claimed, not completed,
+   * released nor lapsed), the lease, and the order key the claim holds (`claim.orderKey`), now end
+   * `leaseMs` from now on the store's clock, and it resolves true; otherwise false, changing
+   * nothing. The inbox worker and `createInboxProcessor` call it while a handler runs (a heartbeat),
+   * so their leases can be short: a dead worker's event is taken again after one short lease, a
+   * live worker's never. Without it they hold one long lease (the handler's deadline and a minute).
+   */
+  extend?(claim: Claim, opts: ExtendOptions): Promise<boolean>
   /**
    * Optional read without side effects: what the store knows of `key` now. Recovery tooling uses it
    * to skip events already handled; a store without it still works (everything is retried and the

@@ -155,6 +155,63 @@ export function expiryCases(
   })
 }
 
+/** Registers one test of the optional `extend` (skipped on a store without it). */
+export type ExtendTest = (
+  title: string,
+  body: (store: DedupStore, extend: (claim: Claim, leaseMs: number) => Promise<boolean>) => Promise<void>,
+) => void
+
+/** What the optional `extend` does: renews only a live lease of its own token, and nothing else. */
+export function extendCases(extendTest: ExtendTest, { shortMs, newKey }: { shortMs: number; newKey: () => string }): void {
+  extendTest('keeps a live lease past its first end when extended, and the owner still completes', async (store, extend) => {
+    const key = newKey()
+    const claim = acquired(await store.claim(key, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'first claim')
+    check((await extend(claim, LONG.leaseMs)) === true, 'extend with the owning token of a live lease returns true')
+    await sleep(shortMs + 150)
+    const other = await store.claim(key, LONG)
+    check(other.status === 'in_flight', `after the first lease would have ended, the key is still in_flight, got ${other.status}`)
+    check(
+      other.status === 'in_flight' && other.retryAfterMs > shortMs,
+      `retryAfterMs is the extended lease left, got ${JSON.stringify(other)}`,
+    )
+    check((await store.complete(claim, LONG)) === true, 'the owner completes')
+  })
+
+  extendTest('extends from now: a lease renewed with a short length ends after it', async (store, extend) => {
+    const key = newKey()
+    const claim = acquired(await store.claim(key, LONG), 'first claim')
+    check((await extend(claim, shortMs)) === true, 'extend returns true')
+    await sleep(shortMs + 150)
+    const next = acquired(await store.claim(key, LONG), 'claim after the renewed lease ended')
+    check(next.attempt === 2, `the next claim is attempt 2, got ${next.attempt}`)
+    check((await extend(claim, LONG.leaseMs)) === false, 'the old token cannot extend the new owner’s lease')
+    check((await store.claim(key, LONG)).status === 'in_flight', 'the new owner still holds the key')
+  })
+
+  extendTest('refuses a forged token, a lapsed lease, a released key and a completed key, changing nothing', async (store, extend) => {
+    const key = newKey()
+    const claim = acquired(await store.claim(key, LONG), 'first claim')
+    for (const token of ['forged', '', crypto.randomUUID()]) {
+      check((await extend({ ...claim, token }, LONG.leaseMs)) === false, `extend with token ${JSON.stringify(token)} is refused`)
+    }
+    check((await store.complete(claim, LONG)) === true, 'the owner completes')
+    check((await extend(claim, LONG.leaseMs)) === false, 'a completed key cannot be extended')
+    check((await store.claim(key, LONG)).status === 'duplicate', 'and stays a duplicate')
+
+    const released = newKey()
+    const held = acquired(await store.claim(released, LONG), 'claim of a second key')
+    check((await store.release(held)) === true, 'release returns true')
+    check((await extend(held, LONG.leaseMs)) === false, 'a released key cannot be extended')
+    check(acquired(await store.claim(released, LONG), 'claim after release').attempt === 2, 'the key is free: attempt 2')
+
+    const lapsed = newKey()
+    const short = acquired(await store.claim(lapsed, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'claim of a third key')
+    await sleep(shortMs + 150)
+    check((await extend(short, LONG.leaseMs)) === false, 'a lapsed lease cannot be extended, even before another claim')
+    check(acquired(await store.claim(lapsed, LONG), 'claim after the lapse').attempt === 2, 'the lapsed key is free: attempt 2')
+  })
+}
+
 /** A built-in store refuses durations that are not whole milliseconds ≥ 1 and takes nothing. */
 export function durationCase(test: StoreTest, newKey: () => string): void {
   test("refuses leaseMs and retentionMs that are not whole milliseconds ≥ 1 with code 'invalid_options', and takes nothing", async (store) => {

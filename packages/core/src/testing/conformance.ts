@@ -4,8 +4,8 @@
  * It uses real time with short leases, because every store computes expiry on its own clock.
  * The `lookup` tests are skipped (vitest, node:test) or pass empty (jest) for a store without `lookup`.
  */
-import type { DedupKeyState, DedupStore } from '@email-webhooks/core'
-import { check, claimCases, durationCase, expiryCases, lookupCases } from './conformance-cases.js'
+import type { Claim, DedupKeyState, DedupStore } from '@email-webhooks/core'
+import { check, claimCases, durationCase, expiryCases, extendCases, lookupCases } from './conformance-cases.js'
 
 /**
  * The test functions of your runner: vitest, jest and node:test all fit. `it` passes its test
@@ -86,10 +86,33 @@ export function dedupStoreConformance(name: string, runner: ConformanceRunner, o
     })
   }
 
+  /** A test of the optional `extend`: skipped, as not applicable, on a store without it. */
+  function extendTest(
+    title: string,
+    body: (store: DedupStore, extend: (claim: Claim, leaseMs: number) => Promise<boolean>) => Promise<void>,
+  ): void {
+    runner.it(`extend: ${title}`, async (...args: unknown[]) => {
+      const context = args[0]
+      const store = await options.createStore()
+      try {
+        const extend = store.extend?.bind(store)
+        if (!extend) return skipTest(context, 'not applicable: the store has no extend()')
+        await body(store, async (claim, leaseMs) => {
+          const renewed = await extend(claim, { leaseMs })
+          check(typeof renewed === 'boolean', `extend answers true or false, got ${JSON.stringify(renewed)}`)
+          return renewed
+        })
+      } finally {
+        if (closeAfterEach) await store.close?.()
+      }
+    })
+  }
+
   runner.describe(`DedupStore conformance: ${name}`, () => {
     claimCases(test, { shortMs, newKey })
     expiryCases(test, { concurrency, shortMs, newKey })
     if (options.checkDurations) durationCase(test, newKey)
     lookupCases(lookupTest, { shortMs, newKey })
+    extendCases(extendTest, { shortMs, newKey })
   })
 }

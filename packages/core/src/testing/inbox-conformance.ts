@@ -163,6 +163,26 @@ function leaseCases(test: InboxTest, shortMs: number): void {
     check((await inbox.finish(again, LONG)) === true, 'the new holder finishes it')
   })
 
+  test('renews a held lease from now (a heartbeat), and refuses a forged token, a lapsed lease and a finished entry', async (inbox) => {
+    const entry = item()
+    await inbox.enqueue(entry, LONG)
+    const leaseMs = shortMs * 4
+    const lease = await takeKey(inbox, entry.key, false, leaseMs)
+    check(lease !== undefined, 'taken with a short lease')
+    check((await inbox.renew({ ...lease, token: crypto.randomUUID() }, LONG)) === false, 'a forged token cannot renew')
+    check((await inbox.renew(lease, LONG)) === true, 'the holder renews its live lease')
+    await sleep(leaseMs + 150)
+    check((await inbox.get(entry.key))?.state === 'running', 'still running after the first lease would have ended')
+    check((await inbox.renew(lease, { leaseMs })) === true, 'renewed again, now with the short length')
+    await sleep(leaseMs + 150)
+    check((await inbox.get(entry.key))?.state === 'pending', 'pending again once the renewed lease lapsed')
+    check((await inbox.renew(lease, LONG)) === false, 'a lapsed lease cannot be renewed, even before another take')
+    const again = await takeKey(inbox, entry.key)
+    check(again?.attempt === 2, `taken again as attempt 2, got ${again?.attempt}`)
+    check((await inbox.finish(again, LONG)) === true, 'the new holder finishes it')
+    check((await inbox.renew(again, LONG)) === false, 'a finished entry cannot be renewed')
+  })
+
   test('gives an attempt back on defer, and never hands one entry to two concurrent takes', async (inbox) => {
     const entry = item()
     await inbox.enqueue(entry, LONG)

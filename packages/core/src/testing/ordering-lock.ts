@@ -49,6 +49,19 @@ export function orderLockCases(ordered: Ordered, shortMs: number): void {
     check((await email.complete(retry.claim, a)) === true, 'and completes')
   })
 
+  ordered('keeps the email held past the first lease when the holder extends its claim (a store with extend)', async (newEmail, store) => {
+    if (store.extend === undefined) return
+    const email = newEmail()
+    const a = email.step('email.queued', 0)
+    const b = email.step('email.submitted', 1_000)
+    const held = await email.claim(a, shortMs)
+    check((await store.extend(held.claim, { leaseMs: 60_000 })) === true, 'the holder extends its claim')
+    await sleep(shortMs + 150)
+    check(busy(await email.ask(b)), 'after the first lease would have ended, the email is still held (in_flight, reason order)')
+    check((await email.complete(held.claim, a)) === true, 'the holder completes')
+    check((await email.claim(b)).order.status === 'latest', 'then the next event is acquired')
+  })
+
   ordered('answers duplicate and in_flight of an event itself before the order lock, and holds no other email', async (newEmail) => {
     const email = newEmail()
     const done = email.step('email.queued', 0)

@@ -89,6 +89,13 @@ export class MemoryInbox implements InboxQueue {
     return Promise.resolve(true)
   }
 
+  renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
+    const entry = this.#held(lease)
+    if (!entry) return Promise.resolve(false)
+    entry.until = this.#now() + opts.leaseMs
+    return Promise.resolve(true)
+  }
+
   list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
     this.#lapse(this.#now())
     const out: InboxEntry[] = []

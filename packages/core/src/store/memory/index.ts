@@ -6,7 +6,7 @@
 
 import type { OrderMark } from '../../ordering/position.js'
 import { compareOrderPositions } from '../../ordering/position.js'
-import { callDurationProblem } from '../durations.js'
+import { callDurationProblem, durationProblem } from '../durations.js'
 import { DedupStoreError } from '../errors.js'
 import type {
   Claim,
@@ -16,6 +16,7 @@ import type {
   CompleteOptions,
   DedupKeyState,
   DedupStore,
+  ExtendOptions,
   FactCounts,
   StoreOrderInput,
 } from '../types.js'
@@ -186,6 +187,19 @@ export class MemoryDedupStore implements DedupStore {
     entry.token = null
     entry.expiresAt = 0
     this.#unlock(claim)
+    return Promise.resolve(true)
+  }
+
+  extend(claim: Claim, opts: ExtendOptions): Promise<boolean> {
+    const problem = durationProblem('leaseMs', opts?.leaseMs)
+    if (problem) return Promise.reject(new DedupStoreError('invalid_options', `${PACKAGE} MemoryDedupStore: ${problem}`))
+    const entry = this.#entries.get(claim.key)
+    const now = this.#now()
+    if (entry === undefined || typeof entry === 'number' || entry.token !== claim.token || entry.expiresAt <= now)
+      return Promise.resolve(false)
+    entry.expiresAt = now + opts.leaseMs
+    const lock = claim.orderKey === undefined ? undefined : this.#locks.get(claim.orderKey)
+    if (lock?.token === claim.token) lock.expiresAt = entry.expiresAt
     return Promise.resolve(true)
   }
 

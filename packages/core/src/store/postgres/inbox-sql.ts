@@ -48,6 +48,8 @@ export interface PostgresInboxSql {
   failDead: string
   /** $1 key, $2 token, $3 retry in ms. */
   defer: string
+  /** $1 key, $2 token, $3 lease ms: the lease now ends then. */
+  renew: string
   /** $1 state or null, $2 limit. */
   list: string
   /** $1 key. */
@@ -123,6 +125,7 @@ WHERE i.state = 'done' AND i.expires_at <= now()`,
     failRetry: held(t, `${pending}, last_error = $3, next_attempt_at = ${after('$4')}`),
     failDead: held(t, `state = 'dead', token = NULL, last_error = $3, ended_at = now()`),
     defer: held(t, `${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')}`),
+    renew: held(t, `next_attempt_at = ${after('$3')}`),
     list: `SELECT ${ENTRY} FROM ${t} WHERE ${REMEMBERED} AND ($1::text IS NULL OR ${SHOWN_STATE} = $1::text)
 ORDER BY enqueued_at, key LIMIT $2`,
     get: `SELECT ${ENTRY} FROM ${t} WHERE key = $1 AND ${REMEMBERED}`,

@@ -3,8 +3,8 @@
  * shared by every instance on the database. An enqueue is one statement committed with
  * `synchronous_commit = on`: flushed to the WAL before it resolves. A take is one statement that
  * locks the due entry `FOR UPDATE SKIP LOCKED` (the ordered rule in the same statement), so
- * concurrent workers in any number of processes never hold one entry; finish, fail and defer are
- * updates fenced by the lease's random token while the lease is live. Those four commit without
+ * concurrent workers in any number of processes never hold one entry; finish, fail, defer and renew are
+ * updates fenced by the lease's random token while the lease is live. Those commit without
  * waiting for a WAL flush (as the SQLite inbox's need no sync): one lost in a server crash leaves
  * the entry to be taken again, and the dedup claim finds its event done. Done entries are deleted
  * by the store's purge once their retention ended. The table comes with the store's others
@@ -120,6 +120,11 @@ export class PostgresInbox implements InboxQueue {
   async defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
     this.#check(opts)
     return (await this.#query(this.#sql.defer, [lease.key, lease.token, opts.retryInMs])).rowCount === 1
+  }
+
+  async renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
+    this.#check(opts)
+    return (await this.#query(this.#sql.renew, [lease.key, lease.token, opts.leaseMs])).rowCount === 1
   }
 
   async list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {

@@ -14,9 +14,9 @@
 // By package name, not '../errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
-import { callDurationProblem } from '../durations.js'
+import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
-import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
 import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
@@ -189,6 +189,18 @@ export class PostgresDedupStore implements DedupStore {
     if (claim.orderKey === undefined) return (await this.#query(this.#sql.release, [claim.key, claim.token])).rowCount === 1
     const released = await this.#query<{ n: number }>(this.#orderSql.release, [claim.key, claim.token, claim.orderKey])
     return released.rows[0]?.n === 1
+  }
+
+  /** Renews the claim's lease (and the order key it holds) from now on the database's clock, while its token holds it live. */
+  async extend(claim: Claim, opts: ExtendOptions): Promise<boolean> {
+    const problem = durationProblem('leaseMs', opts?.leaseMs)
+    if (problem) throw new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore: ${problem}`)
+    await this.#prepare()
+    if (claim.orderKey === undefined || this.#tables.usable !== true) {
+      return (await this.#query(this.#sql.extend, [claim.key, claim.token, opts.leaseMs])).rowCount === 1
+    }
+    const extended = await this.#query<{ n: number }>(this.#orderSql.extend, [claim.key, claim.token, opts.leaseMs, claim.orderKey])
+    return extended.rows[0]?.n === 1
   }
 
   /** What the table holds for `key` now, on the database's clock: one read, no writes. Expired rows are `'absent'`. */

@@ -59,6 +59,8 @@ export interface PostgresOrderSql {
   release: string
   /** Parameters: order key, token. Frees a lock taken by a claim statement whose lease insert lost a race. */
   unlock: string
+  /** Parameters: key, token, lease ms, order key. Renews a live lease and the order key it holds; returns `n` = 1 when renewed. */
+  extend: string
   /** Batch deletes of expired marks, and of locks whose lease lapsed. */
   purge: string[]
 }
@@ -78,6 +80,8 @@ export interface PostgresOrderParts {
   leftMs: string
   /** The release statement's SET and WHERE, after `UPDATE <table>`. */
   releaseSet: string
+  /** The renewal of a live lease ($1 key, $2 token, $3 lease ms), an UPDATE that reads the `lazy` CTE. */
+  extendLease: string
   /** The store's batch delete of `table`'s rows expired at now(). */
   purgeBatch: (table: string) => string
 }
@@ -91,6 +95,7 @@ export function postgresOrderSql({
   expiresIn,
   leftMs,
   releaseSet,
+  extendLease,
   purgeBatch,
 }: PostgresOrderParts): PostgresOrderSql {
   const newer = 'm.expires_at <= clock_timestamp() OR (excluded.created_at_ms, excluded.event_id) > (m.created_at_ms, m.event_id)'
@@ -140,6 +145,9 @@ SELECT count(*)::int AS n FROM done`,
 unlock AS (DELETE FROM ${lock} WHERE key = $3 AND token = $2)
 SELECT count(*)::int AS n FROM released`,
     unlock: `DELETE FROM ${lock} WHERE key = $1 AND token = $2`,
+    extend: `WITH ${lazy}, extended AS (${extendLease} RETURNING 1),
+relock AS (UPDATE ${lock} SET expires_at = ${expiresIn('$3')} WHERE key = $4 AND token = $2 AND EXISTS (SELECT 1 FROM extended))
+SELECT count(*)::int AS n FROM extended`,
     purge: [purgeBatch(`${table}_order`), purgeBatch(lock), purgeBatch(`${table}_order_fact`)],
   }
 }

@@ -90,6 +90,8 @@ export interface DedupSql {
   lookup: string
   complete: string
   release: string
+  /** Renews a live lease of the token ($1 key, $2 token, $3 lease ms); one row when it did. */
+  extend: string
   purge: string
   purgeLapsed: string
   createTable: string
@@ -113,6 +115,9 @@ export function postgresStatements(table: string): { sql: DedupSql; order: Postg
   WHERE d.expires_at <= clock_timestamp() OR (NOT d.done AND d.token IS NULL)
   RETURNING attempt)`
   const releaseSet = `token = NULL, expires_at = clock_timestamp() + ${LEASE_MEMORY} WHERE key = $1 AND token = $2 AND NOT done`
+  // A renewal, like a claim, need not wait for its WAL flush: one lost to a crash only ends the lease sooner.
+  const extendLease = `UPDATE ${table} SET expires_at = ${expiresIn('$3')} FROM lazy
+  WHERE key = $1 AND token = $2 AND NOT done AND expires_at > clock_timestamp()`
   const sql: DedupSql = {
     claim: `WITH ${LAZY}, ${cur},
 ${insert()}
@@ -127,6 +132,7 @@ SELECT ins.attempt, cur.done, cur.left_ms FROM lazy LEFT JOIN ins ON true LEFT J
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     release: `UPDATE ${table} SET ${releaseSet}`,
+    extend: `WITH ${LAZY} ${extendLease}`,
     purge: purgeBatch(table, 'now()', '(done OR token IS NULL)'),
     purgeLapsed: purgeBatch(table, `now() - ${LEASE_MEMORY}`, 'NOT done AND token IS NOT NULL'),
     createTable: createTableSql(table),
@@ -139,6 +145,7 @@ FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
     expiresIn,
     leftMs: LEFT_MS,
     releaseSet,
+    extendLease,
     purgeBatch: (name) => purgeBatch(name, 'now()'),
   })
   return { sql, order }

@@ -38,13 +38,15 @@ local function lapse()
 end
 `
 
-// ARGV[2] key, ARGV[3] token: stops unless that token holds the entry with a live lease; then it
-// is no longer running (`e` its hash, `ok` its order key or false).
-const HELD = `local k = ARGV[2]
+// ARGV[2] key, ARGV[3] token: stops unless that token holds the entry with a live lease (`e` its
+// hash, `f` its state, token, lease end and order key).
+const HOLDS = `local k = ARGV[2]
 local e = E(k)
 local f = redis.call('HMGET', e, 'state', 'tok', 'next', 'ok')
 if ARGV[3] == '' or f[1] ~= 'running' or f[2] ~= ARGV[3] or tonumber(f[3]) <= now then return 0 end
-local ok = f[4]
+`
+// As HOLDS; then it is no longer running (`ok` its order key or false).
+const HELD = `${HOLDS}local ok = f[4]
 unrun(k, ok)
 `
 
@@ -126,6 +128,12 @@ redis.call('HSET', e, 'state', 'pending', 'tok', '', 'next', at)
 repend(k, e, at)
 return 1`
 
+// ARGV key, token, lease ms: the lease now ends lease ms from now (a heartbeat).
+const RENEW = `${COMMON}${HOLDS}local lease_end = now + tonumber(ARGV[4])
+redis.call('HSET', e, 'next', lease_end)
+redis.call('ZADD', R, lease_end, k)
+return 1`
+
 // ARGV '1' (the first thousand dead entries) or '0' and the keys: how many dead ones are pending now.
 const RETRY = `${COMMON}local keys = {}
 if ARGV[2] == '1' then keys = redis.call('ZRANGE', D, 0, 999) else for i = 3, #ARGV do keys[#keys + 1] = ARGV[i] end end
@@ -185,7 +193,7 @@ return {redis.call('ZCARD', P), redis.call('ZCARD', R), redis.call('ZCARD', D), 
 
 /** The inbox's scripts. */
 export const INBOX_SCRIPTS: Record<
-  'enqueue' | 'take' | 'finish' | 'fail' | 'defer' | 'retry' | 'purge' | 'get' | 'list' | 'stats',
+  'enqueue' | 'take' | 'finish' | 'fail' | 'defer' | 'renew' | 'retry' | 'purge' | 'get' | 'list' | 'stats',
   Script
 > = {
   enqueue: script(ENQUEUE),
@@ -193,6 +201,7 @@ export const INBOX_SCRIPTS: Record<
   finish: script(FINISH),
   fail: script(FAIL),
   defer: script(DEFER),
+  renew: script(RENEW),
   retry: script(RETRY),
   purge: script(PURGE),
   get: script(GET),

@@ -106,6 +106,11 @@ export class RedisInbox implements InboxQueue {
     return (await this.#run(INBOX_SCRIPTS.defer, lease.key, lease.token, opts.retryInMs)) === 1
   }
 
+  async renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
+    this.#check(opts)
+    return (await this.#run(INBOX_SCRIPTS.renew, lease.key, lease.token, opts.leaseMs)) === 1
+  }
+
   async list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
     const limit = opts.limit ?? 100
     if (!Number.isSafeInteger(limit) || limit < 1) throw this.#invalid(`limit must be a whole number ≥ 1, got ${String(limit)}.`)

@@ -14,8 +14,9 @@
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 import type { OrderMark } from '../../ordering/position.js'
+import { durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
-import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
 import { RedisInbox } from './inbox.js'
@@ -135,6 +136,15 @@ export class RedisDedupStore implements DedupStore {
   async release(claim: Claim): Promise<boolean> {
     if (claim.orderKey === undefined || !this.ordering) return (await this.#run(SCRIPTS.release, [claim.key], claim.token)) === 1
     return (await this.#run(SCRIPTS.releaseOrder, [claim.key, LOCK_KEY + claim.orderKey], claim.token)) === 1
+  }
+
+  /** Renews the claim's lease (and the order key it holds) from now on the server's clock, while its token holds it live. */
+  async extend(claim: Claim, opts: ExtendOptions): Promise<boolean> {
+    const problem = durationProblem('leaseMs', opts?.leaseMs)
+    if (problem) throw new DedupStoreError('invalid_options', `${PACKAGE} RedisDedupStore: ${problem}`)
+    if (claim.orderKey === undefined || !this.ordering)
+      return (await this.#run(SCRIPTS.extend, [claim.key], claim.token, opts.leaseMs)) === 1
+    return (await this.#run(SCRIPTS.extendOrder, [claim.key, LOCK_KEY + claim.orderKey], claim.token, opts.leaseMs)) === 1
   }
 
   /** What Redis holds for `key` now, on the server's clock: one read-only script. Expired keys are `'absent'`. */

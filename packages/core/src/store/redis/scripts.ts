@@ -113,6 +113,26 @@ ${RELEASE_LEASE}`
 const RELEASE_ORDER_SCRIPT = `if ARGV[1] == '' then return 0 end
 ${unlock(2)}${RELEASE_LEASE}`
 
+// Extend: KEYS[1]; ARGV token, lease ms. A live lease of the token now ends lease ms from now; the
+// key keeps the retention it had beyond its lease (for the attempt count). The ordered extend adds
+// KEYS[2] the lock, renewed if this token holds it. Local only, like the lease it renews.
+const EXTEND_LEASE = `local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local done, exp, att, tok = string.match(cur, '^(%d):(%d+):(%d+):(.*)$')
+${NOW}
+exp = tonumber(exp)
+if done ~= '0' or tok ~= ARGV[1] or exp <= now then return 0 end
+local lease = tonumber(ARGV[2])
+local rest = redis.call('PTTL', KEYS[1]) - (exp - now)
+if rest < 0 then rest = 0 end
+${LOCAL_ONLY}redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. att .. ':' .. tok, 'PX', lease + rest)
+`
+const EXTEND_SCRIPT = `if ARGV[1] == '' then return 0 end
+${EXTEND_LEASE}return 1`
+const EXTEND_ORDER_SCRIPT = `if ARGV[1] == '' then return 0 end
+${EXTEND_LEASE}if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('PEXPIRE', KEYS[2], lease) end
+return 1`
+
 // 0 absent (no key, released, lease or retention over), 1 in flight, 2 done. Reads only.
 const LOOKUP_SCRIPT = `local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
@@ -133,14 +153,19 @@ export const script = (source: string): Script => ({ source, sha: createHash('sh
 /**
  * The store's scripts: each run on one key; the ordered ones (built from the same parts as the
  * plain ones, never by editing their text) also on the mark key and the lock key: `claimOrder`
- * and `completeOrder` on [dedup, mark, lock, facts], `releaseOrder` on [dedup, lock].
+ * and `completeOrder` on [dedup, mark, lock, facts], `releaseOrder` and `extendOrder` on [dedup, lock].
  */
-export const SCRIPTS: Record<'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'lookup', Script> = {
+export const SCRIPTS: Record<
+  'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'extend' | 'extendOrder' | 'lookup',
+  Script
+> = {
   claim: script(CLAIM_SCRIPT),
   complete: script(COMPLETE_SCRIPT),
   claimOrder: script(CLAIM_ORDER_SCRIPT),
   completeOrder: script(COMPLETE_ORDER_SCRIPT),
   release: script(RELEASE_SCRIPT),
   releaseOrder: script(RELEASE_ORDER_SCRIPT),
+  extend: script(EXTEND_SCRIPT),
+  extendOrder: script(EXTEND_ORDER_SCRIPT),
   lookup: script(LOOKUP_SCRIPT),
 }

@@ -1,7 +1,8 @@
 /**
  * The inbox of `SqliteDedupStore` (`store.inbox`): entries in `<table>_inbox`, beside the dedup
  * tables in the same file. An enqueue commits at once and resolves after the next WAL sync (the
- * one the store's completes wait for, so concurrent enqueues share it): durable before the 2xx.
+ * one the store's completes wait for, so concurrent enqueues share it): durable before the 2xx; a
+ * duplicate waits for the same sync, as the entry it found may not be on disk yet.
  * Takes, finishes, failures and defers are short transactions without a sync of their own: a lost
  * one returns the entry to running-then-lapsed, and the worker's dedup claim then finds the event
  * done (its complete was synced). A lapsed lease holds nothing: reads show its entry pending, and
@@ -94,6 +95,7 @@ function prepare(db: Database, table: string) {
     finish: db.prepare(`UPDATE ${t} SET state = 'done', token = NULL, ended_at = :now, until = :until WHERE ${HELD}`),
     fail: db.prepare(`UPDATE ${t} SET state = :state, token = NULL, last_error = :error, next_at = :next, ended_at = :ended WHERE ${HELD}`),
     defer: db.prepare(`UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = :next WHERE ${HELD}`),
+    renew: db.prepare(`UPDATE ${t} SET until = :until WHERE ${HELD}`),
     list: db.prepare(
       `SELECT ${VIEW} FROM ${t} WHERE (:state IS NULL OR ${SHOWN_STATE} = :state) AND NOT (state = 'done' AND until <= :now)
        ORDER BY enqueued_at LIMIT :limit`,
@@ -160,8 +162,10 @@ export class SqliteInbox implements InboxQueue {
     } catch (error) {
       return Promise.reject(commandError(this.#host.path, error))
     }
-    if (!queued) return Promise.resolve('duplicate')
-    return new Promise((resolve, reject) => this.#host.afterDurable((error) => (error ? reject(error) : resolve('queued'))))
+    // A duplicate too waits for the sync: the entry it found may have been committed by a concurrent
+    // enqueue whose sync has not run yet, and its 2xx must not leave before that entry is on disk.
+    const answer = queued ? 'queued' : 'duplicate'
+    return new Promise((resolve, reject) => this.#host.afterDurable((error) => (error ? reject(error) : resolve(answer))))
   }
 
   take(opts: { leaseMs: number; ordered: boolean }): Promise<InboxLease | undefined> {
@@ -200,6 +204,13 @@ export class SqliteInbox implements InboxQueue {
     return this.#run(() => {
       const now = this.#host.now()
       return this.#sql.defer.run({ next: now + opts.retryInMs, now, key: lease.key, token: lease.token }).changes === 1
+    })
+  }
+
+  renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
+    return this.#run(() => {
+      const now = this.#host.now()
+      return this.#sql.renew.run({ until: now + opts.leaseMs, now, key: lease.key, token: lease.token }).changes === 1
     })
   }
 

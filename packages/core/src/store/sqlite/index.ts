@@ -16,14 +16,14 @@
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 
-import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore } from '../types.js'
+import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
 
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
 import { closedError, commandError, openError } from './errors.js'
 import { SqliteInbox } from './inbox.js'
-import { invalidDurations, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
+import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
 import { RememberedKeys } from './remembered.js'
@@ -52,6 +52,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], now: number) => void
   /** Gives a lease up and frees the order key it holds, in one transaction. */
   readonly #release: (claim: Claim, now: number) => boolean
+  /** Renews a live lease and the order key it holds, in one transaction. */
+  readonly #extend: (claim: Claim, leaseMs: number, now: number) => boolean
   /** Reads a key's state from one snapshot. */
   readonly #read: (key: string, now: number) => DedupKeyState
   /** Keys completed (and synced) by this store → when their record expires. */
@@ -99,6 +101,11 @@ export class SqliteDedupStore implements DedupStore {
       if (released && claim.orderKey !== undefined) statements.marks.freeLock.run(claim.orderKey, claim.token)
       return released
     }).immediate
+    this.#extend = db.transaction((claim: Claim, leaseMs: number, now: number): boolean => {
+      const extended = statements.extendLease.run(now + leaseMs, claim.key, claim.token, now).changes === 1
+      if (extended && claim.orderKey !== undefined) statements.marks.extendLock.run(now + leaseMs, claim.orderKey, claim.token)
+      return extended
+    }).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
       const done = this.#sql.findDone.get(key) as number | undefined
       if (done !== undefined && done > now) return 'done'
@@ -144,6 +151,17 @@ export class SqliteDedupStore implements DedupStore {
       const released = this.#release(claim, this.#now())
       if (this.#purger?.wrote(0, 1)) this.#schedulePurge()
       return Promise.resolve(released)
+    } catch (error) {
+      return Promise.reject(commandError(this.#path, error))
+    }
+  }
+
+  /** Renews the claim's lease (and its order key) from now, while its token holds it live. Not synced: a renewal lost to a power cut only ends the lease sooner. */
+  extend(claim: Claim, opts: ExtendOptions): Promise<boolean> {
+    const refused = this.#writeRefused() ?? invalidLease(opts)
+    if (refused) return Promise.reject(refused)
+    try {
+      return Promise.resolve(this.#extend(claim, opts.leaseMs, this.#now()))
     } catch (error) {
       return Promise.reject(commandError(this.#path, error))
     }

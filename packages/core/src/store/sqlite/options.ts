@@ -4,12 +4,18 @@
  */
 
 import type { DedupStoreError } from '@email-webhooks/core'
-import { callDurationProblem } from '../durations.js'
+import { callDurationProblem, durationProblem } from '../durations.js'
 import { invalidOption } from './errors.js'
 
 /** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds ≥ 1. */
 export function invalidDurations(opts: { leaseMs?: unknown; retentionMs?: unknown }, withLease: boolean): DedupStoreError | undefined {
   const problem = callDurationProblem(opts, withLease)
+  return problem === undefined ? undefined : invalidOption(problem)
+}
+
+/** The `invalid_options` error for an `extend`'s lease, or undefined when it is whole milliseconds ≥ 1. */
+export function invalidLease(opts: { leaseMs?: unknown } | undefined): DedupStoreError | undefined {
+  const problem = durationProblem('leaseMs', opts?.leaseMs)
   return problem === undefined ? undefined : invalidOption(problem)
 }
 

@@ -51,6 +51,7 @@ export function prepareMarks(db: Database, table: string): MarkStatements {
        ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at`,
     ),
     freeLock: db.prepare(`DELETE FROM ${lock} WHERE key = ? AND token = ?`),
+    extendLock: db.prepare(`UPDATE ${lock} SET expires_at = ? WHERE key = ? AND token = ?`),
     locks: prepareWalk(db, lock),
     readFact: db.prepare(`SELECT handled, reconciled FROM ${fact} WHERE key = ? AND expires_at > ?`).raw(),
     changeFact: db.prepare(

@@ -136,6 +136,7 @@ function prepare(db: Database, table: string): Statements {
     ),
     releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = ? WHERE key = ? AND token = ?`),
     findHeldLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ? AND token IS NOT NULL`).pluck(),
+    extendLease: db.prepare(`UPDATE ${lease} SET expires_at = ? WHERE key = ? AND token = ? AND expires_at > ?`),
     ...prepareWalk(db, table),
     leases: prepareWalk(db, lease),
     marks: prepareMarks(db, table),

@@ -52,6 +52,8 @@ export interface Statements extends Walked {
   releaseLease: Statement
   /** (key) → expires_at of a held (not released) lease. */
   findHeldLease: Statement
+  /** (expiresAt, key, token, now): renews the lease if this token holds it live; changes 1 when it did. */
+  extendLease: Statement
   /** The lease table's purge walk (rows that ended before the cutoff given as `now`). */
   leases: Walked
   /** The mark table's statements (ordering capability). */
@@ -70,6 +72,8 @@ export interface MarkStatements extends Walked {
   takeLock: Statement
   /** (key, token): frees the order key if this claim still holds it. */
   freeLock: Statement
+  /** (expiresAt, key, token): the order key stays held by this claim until then, if it still holds it. */
+  extendLock: Statement
   /** The lock table's purge walk (locks whose lease lapsed). */
   locks: Walked
   /** (key, now) → [handled, reconciled] of a live fact. */
