@@ -116,7 +116,7 @@ const syncChild = join(import.meta.dirname, 'sqlite-sync-child.mjs')
 type Settled = { step: string; value?: unknown; error?: { name: string; code: string; message: string } }
 
 /** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
-function underFault(mode: 'fail' | 'delay', inject: string): { path: string; settled: Settled[] } {
+function underFault(mode: 'fail' | 'delay' | 'inbox-delay', inject: string): { path: string; settled: Settled[] } {
   const path = join(dir, `${mode}.db`)
   const result = spawnSync(
     'strace',
@@ -171,6 +171,15 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     // The second claim and the lookup read the committed record while its sync was still running.
     expect(settled.map((entry) => entry.step)).toEqual(['complete', 'lookup', 'claim again'])
     expect(settled.map((entry) => entry.value)).toEqual([true, 'done', { status: 'duplicate' }])
+  })
+
+  it('answers a second enqueue of an inbox entry "duplicate" only after the sync that makes the first one durable has ended', () => {
+    const { settled } = underFault('inbox-delay', 'delay_exit=400000')
+    // The second enqueue found the committed entry while its sync was still running: it waits for it too.
+    expect(settled).toEqual([
+      { step: 'enqueue', value: 'queued' },
+      { step: 'enqueue again', value: 'duplicate' },
+    ])
   })
 })
 

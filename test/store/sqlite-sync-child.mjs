@@ -1,6 +1,7 @@
 // Run under strace by sqlite-durability.test.ts, which fails or delays the fdatasync of the WAL.
 //   <path> fail   claim+complete one event while every WAL sync fails, then try each method
 //   <path> delay  complete an event, then claim it again while the complete's sync is still running
+//   <path> inbox-delay  enqueue an inbox entry, then enqueue it again while the first one's sync is still running
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
@@ -15,9 +16,16 @@ const outcome = (step, promise) =>
   )
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
-const first = await store.claim('event-1', LONG)
-if (first.status !== 'acquired') throw new Error(`event-1 was ${first.status}`)
-if (mode === 'fail') {
+const first = mode === 'inbox-delay' ? undefined : await store.claim('event-1', LONG)
+if (first !== undefined && first.status !== 'acquired') throw new Error(`event-1 was ${first.status}`)
+if (mode === 'inbox-delay') {
+  const item = { key: 'default:event-1', type: 'email.bounced', payload: '{}', timestamp: 1_767_225_600 }
+  const queued = outcome('enqueue', store.inbox.enqueue(item, LONG))
+  // Two turns: the enqueue is committed and its sync (delayed by strace) is running.
+  await turn()
+  await turn()
+  await Promise.all([queued, outcome('enqueue again', store.inbox.enqueue(item, LONG))])
+} else if (mode === 'fail') {
   await outcome('complete', store.complete(first.claim, LONG))
   await outcome('claim', store.claim('event-2', LONG))
   await outcome('complete again', store.complete(first.claim, LONG))

@@ -33,6 +33,13 @@ export interface Claimed {
    * deadline) takes it and calls it then; undefined when there is nothing to free.
    */
   settle: (() => void) | undefined
+  /**
+   * Ordering on: frees this process's hold on the event's email (once; later calls do nothing).
+   * Part of `settle`; called on its own at the end of the claim's lease by a settle that outlives
+   * the answer (`holdEmailUntilLeaseEnd`): the store's order lock lapses with the lease, so this
+   * process must not hold the email longer.
+   */
+  freeEmail: (() => void) | undefined
   /** The delivery's (or inbox entry's) trace, when telemetry is on. */
   trace: DeliveryTrace | undefined
 }
@@ -93,7 +100,13 @@ async function claimOrdered<Ctx>(
     throw error
   }
   if ('claim' in result) {
-    result.settle = () => p.gate.leave(orderKey)
+    let held = true
+    result.freeEmail = () => {
+      if (!held) return
+      held = false
+      p.gate.leave(orderKey)
+    }
+    result.settle = result.freeEmail
     return result
   }
   p.gate.leave(orderKey)
@@ -132,7 +145,16 @@ async function ask<Ctx>(
     const order = eventOrderOf(p, ordering, result)
     const fact = result.order?.fact
     trace?.claimed(result.claim.attempt, order.status)
-    return { claim: result.claim, startedAt, order, completeOptions: ordering.completeOptions, fact, settle: undefined, trace }
+    return {
+      claim: result.claim,
+      startedAt,
+      order,
+      completeOptions: ordering.completeOptions,
+      fact,
+      settle: undefined,
+      freeEmail: undefined,
+      trace,
+    }
   }
   if (result.status === 'duplicate') {
     p.reporter.duplicates++
@@ -144,6 +166,18 @@ async function ask<Ctx>(
     'This event is being handled by another request right now; retry after the Retry-After delay.',
   )
   return p.fail(error, event, result.retryAfterMs)
+}
+
+/**
+ * A settle that outlives the answer (a handler past its deadline, a complete tried again in the
+ * background) holds the event's email in this process at most until the claim's lease ends: then
+ * the store's order lock has lapsed too, and the email's next events must not meet 409 here.
+ */
+export function holdEmailUntilLeaseEnd<Ctx>(p: Pipeline<Ctx>, claimed: Claimed): void {
+  const free = claimed.freeEmail
+  if (free === undefined) return
+  const timer = setTimeout(free, Math.max(0, claimed.startedAt + p.leaseMs - performance.now()))
+  ;(timer as { unref?: () => void }).unref?.()
 }
 
 /** 409 to an event whose email another event still holds after the wait: the sender retries it shortly. */

@@ -7,11 +7,11 @@
 import { WebhookHandlingError } from '../errors.js'
 import { isEmailEventType, type WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
-import type { Claimed } from './claim.js'
+import { type Claimed, holdEmailUntilLeaseEnd } from './claim.js'
 import { attempt } from './deadline.js'
 import type { EventSource } from './facts.js'
 import type { Pipeline } from './pipeline.js'
-import { doneByThisClaim } from './recorder.js'
+import { completeLate } from './settle.js'
 import type { HandlerContext, ReceiverResponse } from './types.js'
 
 /**
@@ -145,35 +145,27 @@ function afterFailure<Ctx>(p: Pipeline<Ctx>, released: boolean): string {
 
 /**
  * A handler past its deadline (answered 503) settles when it ends: recorded as done if it then
- * succeeds (a complete that fails is tried again in the background), released for the retry if it
- * fails. Its late settle frees the event's email in this process, not the answer.
+ * succeeds (through the same path as any complete: the store deadline, then the background
+ * recorder), released for the retry if it fails. Its late settle frees the event's email in this
+ * process, and at the latest when the claim's lease ends.
  */
 function settleLate<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent, running: Promise<unknown>): void {
-  const { store, reporter } = p
-  const { completeOptions, settle } = claimed
+  const { settle } = claimed
   claimed.settle = undefined
-  const info = { status: 503, eventId: event.id, type: event.type }
+  holdEmailUntilLeaseEnd(p, claimed)
   running.then(
     () => {
-      const late = attempt(() => store.complete(claimed.claim, completeOptions))
-      late.then(
-        (completed) => {
-          if (completed) return settle?.()
-          // A false may answer a resend of a complete that landed: then it is recorded, not lost.
-          void doneByThisClaim(p, claimed.claim.key, claimed.startedAt).then((done) => {
-            if (!done) reporter.storeStepFailed('complete', info, false)
-            settle?.()
-          })
-        },
-        (error: unknown) => {
-          reporter.storeStepFailed('complete', info, error)
-          p.recorder.start(claimed.claim, completeOptions, event, late, settle, claimed.startedAt)
-        },
-      )
+      claimed.settle = settle
+      return completeLate(p, claimed, event)
     },
-    () =>
-      attempt(() => store.release(claimed.claim))
-        .catch((error: unknown) => reporter.storeStepFailed('release', info, error))
-        .finally(settle),
+    () => {
+      const releasing = attempt(() => p.store.release(claimed.claim))
+      return p.deadlines
+        .within(releasing, p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined, () => {
+          return new Error(`store release took longer than ${p.storeTimeoutMs} ms`)
+        })
+        .catch((error: unknown) => p.reporter.storeStepFailed('release', { status: 503, eventId: event.id, type: event.type }, error))
+        .finally(settle)
+    },
   )
 }

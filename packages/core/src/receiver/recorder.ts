@@ -119,34 +119,50 @@ export class Recorder {
     const { store, reporter, storeTimeoutMs } = this.#host
     const started = performance.now()
     let tries = 0
-    // A try that timed out may still land: then a later try finds the key no longer its own.
+    // A try that timed out may still land: then a later try finds the key no longer its own, and
+    // the loop, woken, stops. The first try is never awaited alone: it already had its deadline,
+    // and one that hangs (a stalled connection) must not stop the tries that follow.
     let landed = false
     const watch = (attempt: Promise<boolean>) => {
       attempt.then(
         (done) => {
-          if (done) landed = true
+          if (!done) return
+          landed = true
+          pending.wake?.()
         },
         () => {},
       )
       return attempt
     }
-    let outcome: boolean | undefined = await watch(first).catch(() => undefined)
-    for (let pause = FIRST_PAUSE_MS; outcome === undefined && !pending.stopped; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
+    watch(first)
+    let outcome: boolean | undefined
+    for (let pause = FIRST_PAUSE_MS; !pending.stopped; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       if (performance.now() - started >= RECORD_TRIES_MS) break
-      await new Promise<void>((resolve) => {
-        const timer = unref(setTimeout(resolve, pause))
-        pending.wake = () => {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
-      pending.wake = undefined
+      // A microtask first, so that a first try that has already settled is seen before any pause.
+      await Promise.resolve()
+      if (!landed) {
+        await new Promise<void>((resolve) => {
+          const timer = unref(setTimeout(resolve, pause))
+          pending.wake = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        pending.wake = undefined
+      }
       if (pending.stopped) return
+      if (landed) {
+        outcome = true
+        break
+      }
       tries++
+      // Each try has its own deadline; while it runs, a nudge or an earlier try that lands only
+      // marks `landed`, which the next turn reads.
       outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).catch(
         () => undefined,
       )
       if (outcome === false && (landed || (await doneByThisClaim(this.#host, pending.claim.key, pending.claimedAt)))) outcome = true
+      if (outcome !== undefined) break
     }
     if (pending.stopped) return
     this.#end(pending)

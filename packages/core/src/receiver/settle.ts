@@ -3,41 +3,71 @@ import { WebhookHandlingError, type WebhookVerificationError } from '../errors.j
 import type { WebhookEvent } from '../events.js'
 import type { CompleteOptions } from '../store/types.js'
 import { duplicateAnswer, ignoredAnswer, notRecorded, okAnswer, staleSkippedAnswer } from './answers.js'
-import type { Claimed } from './claim.js'
+import { type Claimed, holdEmailUntilLeaseEnd } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
 import { doneByThisClaim } from './recorder.js'
 import type { ReceiverResponse } from './types.js'
 
+/** What a complete came to: recorded, not this claim's any more, or failed (its complete is then the background recorder's). */
+type Recording = true | false | { cause: unknown; timedOut: boolean }
+
 /**
- * Completes the claim; the failure answer, or undefined once the record is durable. A complete
- * that fails or times out is tried again in the background (recorder.ts), never released: the
- * event's work is done, so its retries must not run it again.
+ * Completes the claim within `storeTimeoutMs`: true once the record is durable (or this claim
+ * recorded it and the answer was lost), false when the token no longer owns the key. A complete
+ * that fails or runs past its deadline is tried again in the background (recorder.ts), never
+ * released: the event's work is done, so its retries must not run it again. The recorder then
+ * owns what the claim holds in this process, and its email is held at most until the lease ends.
  */
-async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<ReceiverResponse | undefined> {
+async function record<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<Recording> {
   let timedOut = false
-  let completed: boolean
   const completing = attempt(() => p.store.complete(claimed.claim, claimed.completeOptions))
   const pending = claimed.trace === undefined ? completing : claimed.trace.store('complete', completing)
+  let completed: boolean
   try {
     completed = await p.deadlines.within(pending, p.storeMayHang ? performance.now() + p.storeTimeoutMs : undefined, () => {
       timedOut = true
       return new Error(`store complete took longer than ${p.storeTimeoutMs} ms`)
     })
   } catch (cause) {
-    // The background tries take over what the claim holds in this process (its email).
     const { settle } = claimed
     claimed.settle = undefined
+    holdEmailUntilLeaseEnd(p, claimed)
     p.recorder.start(claimed.claim, claimed.completeOptions, event, pending, settle, claimed.startedAt)
-    return p.fail(notRecorded(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
+    return { cause, timedOut }
   }
   // A false from a resend of a complete that had landed (its answer lost): recorded by this claim.
-  if (completed || (await doneByThisClaim(p, claimed.claim.key, claimed.startedAt))) return undefined
+  return completed || (await doneByThisClaim(p, claimed.claim.key, claimed.startedAt))
+}
+
+/** Completes the claim; the failure answer, or undefined once the record is durable. */
+async function complete<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent | undefined): Promise<ReceiverResponse | undefined> {
+  const recorded = await record(p, claimed, event)
+  if (recorded === true) return undefined
+  if (recorded !== false) return p.fail(notRecorded(recorded.cause, recorded.timedOut ? p.storeTimeoutMs : undefined), event, 1000)
   const error = new WebhookHandlingError(
     'lease_lost',
     `The handler${event ? ` for ${event.type}` : ''} finished after its lease (${p.leaseMs} ms) ended and another request took the event over; keep handlers well under leaseMs.`,
   )
   return p.fail(error, event, 1000)
+}
+
+/**
+ * The complete of a handler that finished after its deadline (its request was answered 503): the
+ * same path as any complete (the store deadline, then the background recorder), a failure logged.
+ * Frees what the claim holds in this process once settled, unless the recorder took that over.
+ */
+export async function completeLate<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEvent): Promise<void> {
+  const recorded = await record(p, claimed, event)
+  if (recorded !== true) {
+    p.reporter.storeStepFailed(
+      'complete',
+      { status: 503, eventId: event.id, type: event.type },
+      recorded === false ? false : recorded.cause,
+    )
+  }
+  claimed.settle?.()
+  claimed.settle = undefined
 }
 
 /** 200 once the handled event is recorded as done. */
