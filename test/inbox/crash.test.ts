@@ -23,7 +23,13 @@ afterEach(() => {
 })
 
 function child(...args: string[]): ChildProcess {
-  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  return childWith({}, ...args)
+}
+
+/** A child with `inbox` as its worker's inbox options. */
+function childWith(inbox: Record<string, number>, ...args: string[]): ChildProcess {
+  const env = Object.keys(inbox).length > 0 ? { ...process.env, INBOX_OPTIONS: JSON.stringify(inbox) } : process.env
+  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['pipe', 'pipe', 'inherit'], env })
   children.push(proc)
   return proc
 }
@@ -114,4 +120,61 @@ describe('inbox mode under kill -9 (SQLite file, real processes)', () => {
       await store.close()
     }
   }, 30_000)
+
+  /** Records `count` signed events in the inbox of `db`, as a web process does; their ids. */
+  async function enqueue(db: string, count: number): Promise<string[]> {
+    const store = new SqliteDedupStore({ path: db })
+    try {
+      const ids: string[] = []
+      for (let i = 0; i < count; i++) {
+        const delivery = await createSignedDelivery({ type: 'email.bounced' })
+        const key = `default:${delivery.event.id}`
+        await store.inbox?.enqueue({ key, type: 'email.bounced', payload: delivery.body, timestamp: 1 }, { retentionMs: 3_600_000 })
+        ids.push(delivery.event.id)
+      }
+      return ids
+    } finally {
+      await store.close()
+    }
+  }
+
+  it('renews the lease of a handler that runs longer than it: another worker never takes its entry while the first lives', async () => {
+    const db = join(dir, 'renew.db')
+    const journal = join(dir, 'renew.journal')
+    const [id] = await enqueue(db, 1)
+    // A 1.5 s lease, renewed every 0.5 s; the handler runs 4 s, its deadline is 10 s.
+    const inbox = { handlerTimeoutMs: 10_000, leaseMs: 1_500, pollMs: 20, concurrency: 1 }
+    childWith(inbox, 'worker', db, journal, 'slow')
+    await journalUntil(journal, (l) => l.length === 1)
+    // A second worker, polling every 20 ms the whole time the first one's handler runs.
+    childWith(inbox, 'worker', db, journal, 'work')
+    const lines = await journalUntil(journal, (l) => l.some((line) => line.startsWith('done')))
+    expect(lines).toEqual([`start ${id}`, `done ${id}`])
+    expect(await entryWhen(db, `default:${id}`, 'done')).toMatchObject({ state: 'done', attempts: 1 })
+  }, 30_000)
+
+  it('handles every entry of a worker killed -9 mid-handler within one short lease and a backoff of its restart, not the handler deadline and a minute', async () => {
+    const db = join(dir, 'short.db')
+    const journal = join(dir, 'short.journal')
+    const ids = await enqueue(db, 20)
+    // The default handler deadline (5 min): before leases were renewed, an entry held by a dead worker waited 6 min.
+    const inbox = { leaseMs: 2_000, pollMs: 20, concurrency: 4 }
+    const first = childWith(inbox, 'worker', db, journal, 'hang')
+    await journalUntil(journal, (l) => l.length === 4)
+    await killed(first)
+    const restartedAt = Date.now()
+    childWith(inbox, 'worker', db, journal, 'work')
+    const lines = await journalUntil(journal, (l) => l.filter((line) => line.startsWith('done')).length === 20, 20_000)
+    const tookMs = Date.now() - restartedAt
+    expect(new Set(lines.filter((line) => line.startsWith('done')))).toEqual(new Set(ids.map((id) => `done ${id}`)))
+    // The four held by the dead worker waited for their 2 s lease; nothing waited for the handler's deadline.
+    expect(tookMs).toBeLessThan(15_000)
+    const store = new SqliteDedupStore({ path: db })
+    try {
+      const stats = await store.inbox?.stats()
+      expect(stats).toMatchObject({ pending: 0, dead: 0 })
+    } finally {
+      await store.close()
+    }
+  }, 40_000)
 })

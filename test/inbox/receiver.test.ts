@@ -336,9 +336,24 @@ describe('inbox mode options', () => {
     expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'queue' as 'inbox' })).toThrow(
       /mode must be 'request' or 'inbox'/,
     )
+    // A store that renews leases while a handler runs takes a lease shorter than the handler's deadline, but not under 1 s.
     expect(() =>
-      createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { handlerTimeoutMs: 60_000, leaseMs: 60_000 } }),
-    ).toThrow(/leaseMs \(60000\) must exceed inbox.handlerTimeoutMs/)
+      createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { handlerTimeoutMs: 60_000, leaseMs: 30_000 } }),
+    ).not.toThrow()
+    expect(() => createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { leaseMs: 500 } })).toThrow(
+      /leaseMs \(500\) must be at least 1000: the worker renews the lease every third of it/,
+    )
+    // One that cannot renew them (no extend) needs one lease that covers the handler.
+    const noExtend = Object.assign(Object.create(store) as MemoryDedupStore, { extend: undefined })
+    expect(() =>
+      createReceiver({
+        secret: TEST_SECRET,
+        handlers,
+        store: noExtend,
+        mode: 'inbox',
+        inbox: { handlerTimeoutMs: 60_000, leaseMs: 60_000 },
+      }),
+    ).toThrow(/leaseMs \(60000\) must exceed inbox.handlerTimeoutMs \(60000\): this store cannot renew a lease/)
     expect(() =>
       createReceiver({ secret: TEST_SECRET, handlers, store, mode: 'inbox', inbox: { inRequest: ['email.bouncd' as 'email.bounced'] } }),
     ).toThrow(

@@ -25,7 +25,12 @@ const INBOX_OPTIONS = [
 const DEFAULT_CONCURRENCY = 4
 const DEFAULT_MAX_ATTEMPTS = 10
 const DEFAULT_HANDLER_TIMEOUT_MS = 300_000
-const LEASE_MARGIN_MS = 60_000
+/** How long a handler past its deadline may still hold its event before another worker takes it over. */
+export const LEASE_MARGIN_MS = 60_000
+/** The lease of an entry and of its event's claim when the store can renew them while the handler runs (a heartbeat every third). */
+export const DEFAULT_RENEWED_LEASE_MS = 30_000
+/** The shortest renewed lease: a beat every third of it must have time to reach the store. */
+const MIN_RENEWED_LEASE_MS = 1_000
 const DEFAULT_RETRY_BASE_MS = 1_000
 const DEFAULT_RETRY_MAX_MS = 600_000
 const DEFAULT_POLL_MS = 1_000
@@ -42,6 +47,12 @@ export interface ResolvedInbox {
   maxAttempts: number
   handlerTimeoutMs: number
   leaseMs: number
+  /**
+   * Whether the worker renews an entry's lease and its event's claim while the handler runs (the
+   * store has `extend` and its inbox `renew`): then `leaseMs` is short (30 s by default) and a dead
+   * worker's entry is taken again after it; else one lease covers the handler's deadline and a minute.
+   */
+  heartbeat: boolean
   retryBaseMs: number
   retryMaxMs: number
   pollMs: number
@@ -53,6 +64,11 @@ function whole(prefix: string, name: string, value: unknown, fallback: number): 
     throw new TypeError(`${prefix} inbox.${name} must be a positive whole number, got ${String(value)}.`)
   }
   return value
+}
+
+/** Whether the worker can renew its leases while a handler runs: the store has `extend` and its inbox `renew`. */
+export function renewable(store: DedupStore, queue: InboxQueue | undefined): boolean {
+  return typeof store.extend === 'function' && (queue === undefined || typeof queue.renew === 'function')
 }
 
 /**
@@ -103,10 +119,16 @@ export function resolveInbox(
     )
   }
   const handlerTimeoutMs = whole(prefix, 'handlerTimeoutMs', inbox.handlerTimeoutMs, DEFAULT_HANDLER_TIMEOUT_MS)
-  const leaseMs = whole(prefix, 'leaseMs', inbox.leaseMs, handlerTimeoutMs + LEASE_MARGIN_MS)
-  if (leaseMs <= handlerTimeoutMs) {
+  const heartbeat = renewable(store, queue)
+  const leaseMs = whole(prefix, 'leaseMs', inbox.leaseMs, heartbeat ? DEFAULT_RENEWED_LEASE_MS : handlerTimeoutMs + LEASE_MARGIN_MS)
+  if (heartbeat && leaseMs < MIN_RENEWED_LEASE_MS) {
     throw new TypeError(
-      `${prefix} inbox.leaseMs (${leaseMs}) must exceed inbox.handlerTimeoutMs (${handlerTimeoutMs}), so a handler stops before another worker may take its entry.`,
+      `${prefix} inbox.leaseMs (${leaseMs}) must be at least ${MIN_RENEWED_LEASE_MS}: the worker renews the lease every third of it while a handler runs.`,
+    )
+  }
+  if (!heartbeat && queue !== undefined && leaseMs <= handlerTimeoutMs) {
+    throw new TypeError(
+      `${prefix} inbox.leaseMs (${leaseMs}) must exceed inbox.handlerTimeoutMs (${handlerTimeoutMs}): this store cannot renew a lease while a handler runs (it has no extend(), or its inbox no renew()), so one lease must cover the handler.`,
     )
   }
   const retryBaseMs = whole(prefix, 'retryBaseMs', inbox.retryBaseMs, DEFAULT_RETRY_BASE_MS)
@@ -119,6 +141,7 @@ export function resolveInbox(
     maxAttempts: whole(prefix, 'maxAttempts', inbox.maxAttempts, DEFAULT_MAX_ATTEMPTS),
     handlerTimeoutMs,
     leaseMs,
+    heartbeat,
     retryBaseMs,
     retryMaxMs: Math.max(retryBaseMs, whole(prefix, 'retryMaxMs', inbox.retryMaxMs, DEFAULT_RETRY_MAX_MS)),
     pollMs: whole(prefix, 'pollMs', inbox.pollMs, DEFAULT_POLL_MS),

@@ -12,6 +12,8 @@ import type { DedupStore } from '../store/types.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
+import { renewClaimWhileHeld } from './heartbeat.js'
+import { DEFAULT_RENEWED_LEASE_MS, LEASE_MARGIN_MS, renewable } from './inbox-options.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
@@ -48,13 +50,22 @@ export function createInboxProcessor(options: InboxProcessorOptions): InboxProce
   if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createInboxProcessor needs an options object.`)
   const handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS
   // No secret: nothing is verified here (resolveOptions does not read it; createVerifier would).
-  const resolved = resolveOptions({ leaseMs: handlerTimeoutMs + 60_000, ...options, handlerTimeoutMs } as ReceiverOptions<HandlerContext>)
-  const p = createPipeline<HandlerContext>(resolved, options.onError)
+  const resolved = resolveOptions({
+    leaseMs: handlerTimeoutMs + LEASE_MARGIN_MS,
+    ...options,
+    handlerTimeoutMs,
+  } as ReceiverOptions<HandlerContext>)
+  // A store that renews leases gets a short one, renewed while the handler runs: a job whose
+  // consumer died is not held by its claim for longer than that (your queue's own stall check
+  // hands the job on meanwhile). A leaseMs of yours is kept as given, and renewed too.
+  const heartbeat = renewable(resolved.store, undefined)
+  const leaseMs = heartbeat && options.leaseMs === undefined ? DEFAULT_RENEWED_LEASE_MS : resolved.leaseMs
+  const p = createPipeline<HandlerContext>({ ...resolved, leaseMs }, options.onError)
   return {
     async process(item) {
       const trace = p.telemetry?.process(item.type, 0)
       try {
-        const { result, answer } = await processItem(p, item, trace)
+        const { result, answer } = await processItem(p, item, trace, heartbeat)
         trace?.endEntry(result, answer)
         return result
       } catch (error) {
@@ -72,7 +83,9 @@ async function processItem(
   p: Pipeline<HandlerContext>,
   item: InboxItem,
   trace: DeliveryTrace | undefined,
+  heartbeat: boolean,
 ): Promise<{ result: 'handled' | 'duplicate'; answer: ReceiverResponse }> {
+  const startedAt = performance.now()
   const id = item.key.slice(p.namespace.length + 1)
   const event = parseEnvelope(item.payload, id)
   const claimed = await claimKey(p, item.key, event, orderingOf(p, event), trace)
@@ -82,6 +95,7 @@ async function processItem(
       cause: claimed.cause,
     })
   }
+  if (heartbeat) renewClaimWhileHeld(p, claimed, startedAt + p.handlerTimeoutMs + LEASE_MARGIN_MS)
   const answer = await handleClaimed(p, item.key, claimed, event, { id, timestamp: item.timestamp }, undefined)
   if (answer.status < 300) return { result: answer.outcome === 'duplicate' ? 'duplicate' : 'handled', answer }
   throw new WebhookHandlingError(

@@ -193,7 +193,13 @@ export interface InboxOptions {
   maxAttempts?: number
   /** Deadline of a handler run by the worker, whole ms; default 300,000 (5 min). */
   handlerTimeoutMs?: number
-  /** How long the worker holds an entry; default handlerTimeoutMs + 60,000. Must exceed handlerTimeoutMs. */
+  /**
+   * How long the worker holds an entry and its event's claim without renewing them, whole ms. On a
+   * store that can renew leases (every built-in store: `extend`, and its inbox's `renew`) the worker
+   * renews both every third of it while the handler runs, so it is short: default 30,000, at least
+   * 1,000, and an entry of a worker that died is taken again after it. On a store that cannot,
+   * one lease covers the handler: default handlerTimeoutMs + 60,000, and it must exceed handlerTimeoutMs.
+   */
   leaseMs?: number
   /** First retry wait after a failed attempt, whole ms, doubling per attempt, with jitter (a wait is half its step plus up to as much again at random); default 1,000. */
   retryBaseMs?: number

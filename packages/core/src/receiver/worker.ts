@@ -13,7 +13,8 @@ import type { InboxLease, InboxQueue } from '../store/inbox.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
-import type { ResolvedInbox } from './inbox-options.js'
+import { renewClaimWhileHeld, type StopBeat, startHeartbeat } from './heartbeat.js'
+import { LEASE_MARGIN_MS, type ResolvedInbox } from './inbox-options.js'
 import { orderingOf } from './order.js'
 import type { Pipeline } from './pipeline.js'
 import type { HandlerContext, InboxDeadLetter, InboxWorkCounts, InboxWorkResult, ReceiverResponse } from './types.js'
@@ -122,17 +123,22 @@ export class InboxWorker {
     this.#paused = false
     if (!lease) return 'idle'
     this.#held++
+    const takenAt = performance.now()
+    const queue = this.#queue
+    const { leaseMs } = this.#inbox
+    const stopBeat = this.#beat(takenAt, () => queue.renew(lease, { leaseMs }))
     let result: Exclude<InboxWorkResult, 'idle'>
     try {
-      result = await this.#handle(lease)
+      result = await this.#handle(lease, takenAt)
     } finally {
+      stopBeat?.()
       this.#held--
     }
     this.#counts[result]++
     return result
   }
 
-  async #handle(lease: InboxLease): Promise<Exclude<InboxWorkResult, 'idle'>> {
+  async #handle(lease: InboxLease, takenAt: number): Promise<Exclude<InboxWorkResult, 'idle'>> {
     const p = this.#p
     const prefix = `${p.namespace}:`
     if (!lease.key.startsWith(prefix)) {
@@ -148,7 +154,7 @@ export class InboxWorker {
       return this.#fail(lease, `the recorded payload is not an event envelope: ${why}`, true)
     }
     const trace = p.telemetry?.process(lease.item.type, lease.attempt)
-    const { result, answer } = await this.#run(lease, event, id, trace)
+    const { result, answer } = await this.#run(lease, event, id, trace, takenAt)
     trace?.endEntry(result, answer)
     return result
   }
@@ -159,6 +165,7 @@ export class InboxWorker {
     event: WebhookEvent,
     id: string,
     trace: DeliveryTrace | undefined,
+    takenAt: number,
   ): Promise<{ result: Exclude<InboxWorkResult, 'idle'>; answer: ReceiverResponse }> {
     const p = this.#p
     const claimed = await claimKey(p, lease.key, event, orderingOf(p, event), trace)
@@ -166,6 +173,9 @@ export class InboxWorker {
       const result = claimed.outcome === 'duplicate' ? await this.#finish(lease, 'duplicate') : await this.#defer(lease)
       return { result, answer: claimed }
     }
+    // The event's claim is renewed until it is settled: by the handler's end, or later by a late
+    // settle (a handler past its deadline, a complete tried again), which then calls `settle`.
+    if (this.#inbox.heartbeat) renewClaimWhileHeld(p, claimed, takenAt + this.#inbox.handlerTimeoutMs + LEASE_MARGIN_MS)
     const answer = await handleClaimed(p, lease.key, claimed, event, { id, timestamp: lease.item.timestamp }, undefined)
     let result: Exclude<InboxWorkResult, 'idle'>
     if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
@@ -175,6 +185,21 @@ export class InboxWorker {
     // Recorded in the background, taken over, or held: the entry waits; its attempt is given back.
     else result = await this.#defer(lease)
     return { result, answer }
+  }
+
+  /**
+   * Renews a lease of this worker's while its work runs (heartbeat.ts), when the store can: every
+   * third of the lease, for at most the handler's deadline and a minute from the take.
+   */
+  #beat(takenAt: number, renew: () => Promise<boolean>): StopBeat | undefined {
+    const { heartbeat, leaseMs, handlerTimeoutMs } = this.#inbox
+    if (!heartbeat) return undefined
+    return startHeartbeat({
+      everyMs: Math.floor(leaseMs / 3),
+      untilMs: takenAt + handlerTimeoutMs + LEASE_MARGIN_MS,
+      timeoutMs: this.#p.storeTimeoutMs,
+      renew,
+    })
   }
 
   async #loop(): Promise<void> {
