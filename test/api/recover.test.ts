@@ -106,7 +106,7 @@ describe('recoverEndpoint', () => {
     const { event, deliveries } = sender.emit({ type: 'email.bounced' })
     await sender.idle()
     await new Promise((resolve) => setTimeout(resolve, 400))
-    expect(sender.deliveries(endpointId)[0]).toMatchObject({ state: 'failed', last_status: null })
+    expect(sender.deliveries(endpointId)[0]).toMatchObject({ attempts: 1, last_status: null })
     const report = await recoverEndpoint({ client, endpointId, store, spacingMs: 0 })
     expect(report.alreadyHandled).toEqual([
       { deliveryId: deliveries[0]?.id, eventId: event.id, requestId: report.listRequestId, reason: 'store' },
@@ -203,7 +203,7 @@ describe('recoverEndpoint', () => {
         deliveries: ['d1', 'd2'].map((id) => ({
           id,
           event_id: eventId,
-          state: 'failed',
+          state: 'pending',
           attempts: 10,
           last_status: 500,
           next_attempt_at: null,
@@ -218,50 +218,93 @@ describe('recoverEndpoint', () => {
     expect(report.alreadyHandled).toEqual([{ deliveryId: 'd1', eventId, requestId: 'r1', reason: 'same_event' }])
   })
 
-  it('does not retry deliveries the sender is still delivering (pending, delivering), nor another record of their events', async () => {
-    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
-    const record = (id: string, event_id: string, state: string) => ({
+  it('retries every delivery neither delivered nor handled, whatever its undocumented state says, one record per event', async () => {
+    const [a, b, c, d] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+    const record = (id: string, event_id: string, state: string, last_status: number | null) => ({
       id,
       event_id,
       state,
-      attempts: 2,
-      last_status: 500,
+      attempts: 10,
+      last_status,
       next_attempt_at: null,
     })
     const retried: string[] = []
     const fake = fakeClient(
-      [record('d4', c, 'failed'), record('d3', a, 'failed'), record('d2', b, 'delivering'), record('d1', a, 'pending')],
+      [
+        record('d5', d, 'whatever-new', 200),
+        record('d4', c, 'failed', 500),
+        record('d3', a, 'failed', 503),
+        record('d2', b, 'delivering', 503),
+        record('d1', a, 'pending', 503),
+      ],
       retried,
     )
     const report = await recoverEndpoint({ client: fake, endpointId: 'e1', spacingMs: 0 })
-    expect(retried).toEqual(['d4'])
-    expect(report.senderRetrying).toEqual([
-      { deliveryId: 'd1', eventId: a, requestId: 'r1', state: 'pending' },
-      { deliveryId: 'd2', eventId: b, requestId: 'r1', state: 'delivering' },
+    // Oldest first: d1 (a), d2 (b), d4 (c); d3 is a second record of a; d5 was delivered (a 2xx).
+    expect(retried).toEqual(['d1', 'd2', 'd4'])
+    expect(report.alreadyHandled).toEqual([
+      { deliveryId: 'd5', eventId: d, requestId: 'r1', reason: 'delivered' },
+      { deliveryId: 'd3', eventId: a, requestId: 'r1', reason: 'same_event' },
     ])
-    expect(report.alreadyHandled).toEqual([{ deliveryId: 'd3', eventId: a, requestId: 'r1', reason: 'same_event' }])
   })
 
-  it('leaves to the sender the deliveries a disable paused, which it resumes once the endpoint is re-enabled', async () => {
+  it('retries exhausted deliveries a sender reports as pending: all five handled once (the documented fields decide, not the state)', async () => {
+    // Only documented states: every record says pending, as the service's example does.
+    const { sender, store, client, runs, endpointId, setBroken } = setup({ senderOptions: { disableAfter: 1_000 } })
+    setBroken(true)
+    const events = Array.from({ length: 5 }, () => sender.emit({ type: 'email.bounced' }).event)
+    await sender.idle()
+    const records = sender.deliveries(endpointId)
+    expect(records.map((r) => [r.state, r.attempts, r.last_status, r.next_attempt_at])).toEqual(
+      records.map(() => ['pending', 10, 500, null]),
+    )
+    setBroken(false)
+    const report = await recoverEndpoint({ client, endpointId, store, spacingMs: 0 })
+    expect(report.retried.map((r) => r.eventId).sort()).toEqual(events.map((e) => e.id).sort())
+    await sender.idle()
+    expect(events.map((e) => runs.get(e.id))).toEqual([1, 1, 1, 1, 1])
+  })
+
+  it('retries the deliveries a disable paused too, and says when the sender has its own attempt due: each event handled once', async () => {
     const { sender, store, client, runs, endpointId, setBroken } = setup({
       senderOptions: { disableAfter: 3 },
       handlerDelayMs: 300,
-      apiFetch: async (request, next) => {
-        if (request.url.endsWith('/retry')) throw new Error('no retry by hand expected')
-        return next(request)
-      },
     })
     setBroken(true)
     const events = [sender.emit({ type: 'email.bounced' }).event, sender.emit({ type: 'email.bounced' }).event]
     await sender.idle()
     expect(sender.endpoint(endpointId)?.enabled).toBe(false)
-    expect(sender.deliveries(endpointId).map((d) => d.state)).toEqual(['pending', 'pending'])
     setBroken(false)
     const report = await recoverEndpoint({ client, endpointId, store, spacingMs: 0 })
-    expect([report.enable, report.retried, report.failed]).toEqual(['reenabled', [], []])
-    expect(report.senderRetrying.map((d) => d.eventId).sort()).toEqual(events.map((e) => e.id).sort())
+    expect([report.enable, report.failed]).toEqual(['reenabled', []])
+    // Retried by hand whatever the sender resumes by itself: whichever comes second is a duplicate.
+    expect(report.retried.map((d) => d.eventId).sort()).toEqual(events.map((e) => e.id).sort())
     await sender.idle()
+    await new Promise((resolve) => setTimeout(resolve, 400))
     expect(events.map((e) => runs.get(e.id))).toEqual([1, 1])
+  })
+
+  it("reports the sender's own next attempt when the record shows one still to come (attempts below 10, next_attempt_at ahead)", async () => {
+    const soon = new Date(Date.now() + 60_000).toISOString()
+    const past = new Date(Date.now() - 60_000).toISOString()
+    const record = (id: string, attempts: number, next_attempt_at: string | null) => ({
+      id,
+      event_id: crypto.randomUUID(),
+      state: 'pending',
+      attempts,
+      last_status: 503,
+      next_attempt_at,
+    })
+    const retried: string[] = []
+    const fake = fakeClient([record('d4', 10, soon), record('d3', 3, past), record('d2', 3, null), record('d1', 3, soon)], retried)
+    const report = await recoverEndpoint({ client: fake, endpointId: 'e1', spacingMs: 0 })
+    expect(retried).toEqual(['d1', 'd2', 'd3', 'd4'])
+    expect(report.retried.map((r) => [r.deliveryId, r.senderNext])).toEqual([
+      ['d1', { attempt: 4, at: soon }],
+      ['d2', undefined],
+      ['d3', undefined],
+      ['d4', undefined],
+    ])
   })
 
   it("retries the oldest delivery first, so with ordering on none of an email's events arrives stale", async () => {

@@ -125,7 +125,8 @@ export function startRun(url: string, options: RunOptions = {}): Run {
   })
   const { id: endpointId } = sender.createEndpoint(url, { secret: TEST_SECRET })
 
-  const undelivered = () => sender.deliveries(endpointId).filter((d) => d.state !== 'succeeded')
+  const undelivered = () =>
+    sender.deliveries(endpointId).filter((d) => !(d.last_status !== null && d.last_status >= 200 && d.last_status < 300))
   let api: Awaited<ReturnType<typeof listenSender>> | undefined
   const client = async () => {
     api ??= await listenSender(sender)

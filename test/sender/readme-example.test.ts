@@ -25,7 +25,7 @@ it('runs the README example: deliver, then rehearse a recovery', async () => {
     const { id } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`, { secret: TEST_SECRET })
     sender.emit({ type: 'email.bounced' })
     await sender.idle()
-    expect(sender.deliveries(id)[0]?.state).toBe('succeeded')
+    expect(sender.deliveries(id)[0]?.last_status).toBe(200)
 
     const api = await listenSender(sender)
     const client = createWebhooksClient({ apiKey: TEST_API_KEY, baseUrl: api.baseUrl })

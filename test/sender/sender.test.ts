@@ -55,9 +55,32 @@ describe('faithful sender: deliveries', () => {
     expect(receiver.posts).toHaveLength(1)
     expect(receiver.posts[0]).toMatchObject({ id: event.id, verified: true })
     expect(JSON.parse(receiver.posts[0]?.body ?? '')).toEqual(event)
+    // The contract documents only `pending` as a state: the record says what happened in its documented fields.
     expect(sender.deliveries(endpoint.id)).toEqual([
-      { id: deliveries[0]?.id, event_id: event.id, state: 'succeeded', attempts: 1, last_status: 200, next_attempt_at: null },
+      { id: deliveries[0]?.id, event_id: event.id, state: 'pending', attempts: 1, last_status: 200, next_attempt_at: null },
     ])
+  })
+
+  it("reports every record's state as pending by default (the contract's only documented value), its own states with states: 'descriptive'", async () => {
+    for (const [states, expected] of [
+      [undefined, ['pending', 'pending']],
+      ['documented', ['pending', 'pending']],
+      ['descriptive', ['failed', 'succeeded']],
+    ] as const) {
+      const { sender, endpoint } = await setup((i) => (i === 0 ? 500 : 200), { maxAttempts: 1, disableAfter: 100, states })
+      sender.emit()
+      await sender.idle()
+      sender.emit()
+      await sender.idle()
+      // Newest first: the second delivery succeeded, the first spent its one attempt on a 500.
+      const records = sender.deliveries(endpoint.id)
+      expect(records.map((d) => [d.last_status, d.attempts])).toEqual([
+        [200, 1],
+        [500, 1],
+      ])
+      expect(records.map((d) => d.state).reverse()).toEqual(expected)
+    }
+    expect(() => createFaithfulSender({ states: 'own' as 'descriptive' })).toThrow(/states must be 'documented' .* or 'descriptive'/)
   })
 
   it('signs every attempt afresh with a fresh timestamp', async () => {
@@ -88,7 +111,7 @@ describe('faithful sender: deliveries', () => {
     await sender.idle()
     expect(receiver.posts).toHaveLength(10)
     expect(waits).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256])
-    expect(sender.deliveries(endpoint.id)[0]).toMatchObject({ state: 'failed', attempts: 10, last_status: 500 })
+    expect(sender.deliveries(endpoint.id)[0]).toMatchObject({ attempts: 10, last_status: 500, next_attempt_at: null })
   })
 
   it('does not follow a redirect: a 3xx is a failed attempt and the target is never called', async () => {
@@ -144,14 +167,14 @@ describe('faithful sender: deliveries', () => {
     const ids = [0, 1, 2, 3].map(() => sender.emit().event.id)
     await sender.idle()
     expect(sender.endpoint(endpoint.id)?.enabled).toBe(false)
-    const paused = sender.deliveries(endpoint.id).filter((d) => d.state === 'pending')
+    const paused = sender.deliveries(endpoint.id).filter((d) => d.last_status !== 200)
     expect(paused.length).toBeGreaterThan(0)
     healthy = true
     expect((await api(sender, 'PATCH', `/webhooks/${endpoint.id}`, { enabled: true })).status).toBe(200)
     await sender.idle()
     // No retry by hand: the sender resumed each paused delivery, and the receiver got it.
     const now = new Map(sender.deliveries(endpoint.id).map((d) => [d.id, d]))
-    expect(paused.map((d) => now.get(d.id)?.state)).toEqual(paused.map(() => 'succeeded'))
+    expect(paused.map((d) => now.get(d.id)?.last_status)).toEqual(paused.map(() => 200))
     expect(new Set(receiver.posts.filter((p) => p.verified).map((p) => p.id))).toEqual(new Set(ids))
   })
 

@@ -159,7 +159,7 @@ async function recover(state: RunState, client: WebhooksClient, out: Output, id:
 function recoverCommand(state: RunState): Command {
   const command = new ExplainedCommand('recover')
     .description(
-      're-enable the endpoint if disabled and retry, oldest first, every listed delivery whose event is not yet handled nor still being delivered',
+      're-enable the endpoint if disabled and retry, oldest first, every listed delivery whose event is neither delivered nor handled',
     )
     .argument('<id>', 'endpoint id')
     .option('--dry-run', 'show what would be done, change nothing')

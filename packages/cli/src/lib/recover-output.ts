@@ -34,6 +34,10 @@ const ENABLE_TEXT: Record<RecoveryReport['enable'], string> = {
   interrupted: 'the re-enable (PATCH) was interrupted: list the endpoint to see whether it is enabled',
 }
 
+/** Retried deliveries whose record shows an attempt of the sender's own still to come. */
+const ALSO_DUE_NOTE = (count: number, dryRun: boolean): string =>
+  `${count} of the deliveries ${dryRun ? 'to retry' : 'retried'} also ${count === 1 ? 'has' : 'have'} an attempt of the sender's own due (attempts below the contract's 10, next_attempt_at ahead): whichever arrives second is answered as a duplicate. Deliveries are retried whatever their state says: the contract does not document its values.`
+
 function rows(report: RecoveryReport): string[][] {
   const verb = report.dryRun ? 'would retry' : 'retried'
   const row = (outcome: string, i: { deliveryId: string; eventId: string; requestId: string | undefined }) => [
@@ -43,9 +47,10 @@ function rows(report: RecoveryReport): string[][] {
     i.requestId ?? '',
   ]
   return [
-    ...report.retried.map((i) => row(verb, i)),
+    ...report.retried.map((i) =>
+      row(i.senderNext ? `${verb} (the sender's attempt ${i.senderNext.attempt} of 10 is due ${i.senderNext.at} too)` : verb, i),
+    ),
     ...report.alreadyHandled.map((i) => row(`handled (${i.reason})`, i)),
-    ...report.senderRetrying.map((i) => row(`sender delivering (${i.state})`, i)),
     ...report.expired.map((i) => row('expired', i)),
     ...report.failed.map((i) => row(`failed ${i.status} ${i.code}`, i)),
     ...report.interrupted.map((i) => row('interrupted', i)),
@@ -77,8 +82,10 @@ export function printRecovery(out: Output, report: RecoveryReport, source: Recov
   } else {
     const verb = report.dryRun ? 'would retry' : 'retried'
     out.line(
-      `${report.dryRun ? 'Dry run: ' : ''}${ENABLE_TEXT[report.enable]}; ${report.retried.length} ${verb}, ${report.alreadyHandled.length} already handled, ${report.expired.length} expired, ${report.failed.length} failed, ${report.senderRetrying.length} still being delivered by the sender`,
+      `${report.dryRun ? 'Dry run: ' : ''}${ENABLE_TEXT[report.enable]}; ${report.retried.length} ${verb}, ${report.alreadyHandled.length} already handled, ${report.expired.length} expired, ${report.failed.length} failed`,
     )
+    const alsoDue = report.retried.filter((i) => i.senderNext !== undefined).length
+    if (alsoDue > 0) out.line(ALSO_DUE_NOTE(alsoDue, report.dryRun))
     out.line(`Dedup store ${source.consulted ? 'consulted' : 'not consulted'}: ${source.description}`)
     table(out, ['outcome', 'delivery', 'event', 'request id'], rows(report))
     if (report.expired.length > 0) out.line(EXPIRED_NOTE(report.expired.length))

@@ -61,5 +61,6 @@ export {
   type RecoveryItem,
   type RecoveryReport,
   recoverEndpoint,
+  type SenderNextAttempt,
 } from './recover.js'
 export { checkEndpointUrl, type EndpointUrlProblem, isLoopbackHost } from './urls.js'

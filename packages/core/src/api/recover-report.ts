@@ -1,5 +1,5 @@
 /** What `recoverEndpoint` reports: a type of its own, shared by the recovery and its aborted error. */
-import type { AlreadyHandledReason, RecoveryItem } from './recover-plan.js'
+import type { AlreadyHandledReason, RecoveryItem, SenderNextAttempt } from './recover-plan.js'
 
 /** What `recoverEndpoint` did (or, with `dryRun`, would do; or, in a `RecoveryAbortedError`, did before the abort). */
 export interface RecoveryReport {
@@ -18,11 +18,14 @@ export interface RecoveryReport {
   listRequestId: string | undefined
   /** True when the list held the service's maximum (100): older deliveries may exist that it does not show, and a new run lists the same ones. */
   listMayBeTruncated: boolean
-  /** Requeued (or, in a dry run, would be), oldest first as started. */
-  retried: RecoveryItem[]
+  /**
+   * Requeued (or, in a dry run, would be), oldest first as started: every listed event neither
+   * delivered (a 2xx `last_status`) nor handled (the store), whatever the record's `state` says.
+   * `senderNext` when the record shows an attempt of the sender's own still to come (`attempts`
+   * below 10, `next_attempt_at` ahead): the receiver answers the later of the two as a duplicate.
+   */
+  retried: Array<RecoveryItem & { senderNext?: SenderNextAttempt }>
   alreadyHandled: Array<RecoveryItem & { reason: AlreadyHandledReason }>
-  /** State `pending` or `delivering`: the sender attempts these itself, so they are not retried again. */
-  senderRetrying: Array<RecoveryItem & { state: string }>
   /** 404 `delivery_expired`: the payload is gone; these events cannot be recovered through the sender. */
   expired: RecoveryItem[]
   failed: Array<RecoveryItem & { status: number; code: string; message: string }>

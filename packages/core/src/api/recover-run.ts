@@ -6,6 +6,7 @@
  */
 import type { CallOptions, WebhookDelivery, WebhooksClient } from './client.js'
 import { EmailApiError } from './errors.js'
+import type { RetryItem } from './recover-plan.js'
 import type { RecoveryReport } from './recover-report.js'
 
 /** How the retries run. */
@@ -53,13 +54,13 @@ function spacingGate(spacingMs: number, signal: AbortSignal | undefined): () => 
 /**
  * Runs the retries of `queue`, recording each outcome in `report`; resolves once none is running.
  * @param run The client, the endpoint, the pacing and the signal.
- * @param queue The deliveries to retry, in order.
+ * @param queue The deliveries to retry, in order, each with the sender's own next attempt when its record shows one.
  * @param report Where outcomes go (`retried`, `expired`, `failed`, `interrupted`, `notStarted`).
  * @throws What the client throws that is not an `EmailApiError` nor the abort.
  * @example
  * await runRetries({ client, endpointId, concurrency: 4, spacingMs: 100, signal }, plan.toRetry, report)
  */
-export async function runRetries(run: RetryRun, queue: readonly WebhookDelivery[], report: RecoveryReport): Promise<void> {
+export async function runRetries(run: RetryRun, queue: readonly RetryItem[], report: RecoveryReport): Promise<void> {
   const { client, endpointId, signal } = run
   const call: CallOptions = signal ? { signal } : {}
   const reserveStart = spacingGate(run.spacingMs, signal)
@@ -67,7 +68,7 @@ export async function runRetries(run: RetryRun, queue: readonly WebhookDelivery[
   let next = 0
   const worker = async (): Promise<void> => {
     while (next < queue.length && !signal?.aborted) {
-      const d = queue[next++] as WebhookDelivery
+      const { delivery: d, senderNext } = queue[next++] as RetryItem
       try {
         await reserveStart()
       } catch (error) {
@@ -77,7 +78,7 @@ export async function runRetries(run: RetryRun, queue: readonly WebhookDelivery[
       }
       try {
         const { requestId } = await client.retryDelivery(endpointId, d.id, call)
-        report.retried.push({ ...itemOf(d), requestId })
+        report.retried.push(senderNext === undefined ? { ...itemOf(d), requestId } : { ...itemOf(d), requestId, senderNext })
       } catch (error) {
         if (!(error instanceof EmailApiError)) {
           if (!signal?.aborted) throw error
@@ -91,5 +92,5 @@ export async function runRetries(run: RetryRun, queue: readonly WebhookDelivery[
     }
   }
   await Promise.all(Array.from({ length: Math.min(run.concurrency, queue.length) }, worker))
-  for (const d of queue.slice(next)) report.notStarted.push(itemOf(d))
+  for (const { delivery } of queue.slice(next)) report.notStarted.push(itemOf(delivery))
 }

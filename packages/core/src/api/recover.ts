@@ -1,8 +1,8 @@
 /**
  * recoverEndpoint(): the sender's documented recovery in one call. Re-enable the endpoint if
- * it is disabled, list its deliveries, skip those already delivered, handled (the dedup store's
- * `lookup`) or still being delivered by the sender, retry the rest oldest first with bounded
- * concurrency and spacing, and report each outcome. It can only reach what the service lists:
+ * it is disabled, list its deliveries, skip those already delivered (a 2xx `last_status`) or
+ * handled (the dedup store's `lookup`), retry the rest oldest first with bounded concurrency and
+ * spacing, and report each outcome. It decides from documented fields only (recover-plan.ts). It can only reach what the service lists:
  * at most 100 records, and none for events emitted while the endpoint was disabled.
  */
 import { DEFAULT_NAMESPACE } from '../defaults.js'
@@ -14,7 +14,7 @@ import { planRecovery } from './recover-plan.js'
 import type { RecoveryReport } from './recover-report.js'
 import { runRetries } from './recover-run.js'
 
-export type { AlreadyHandledReason, RecoveryItem } from './recover-plan.js'
+export type { AlreadyHandledReason, RecoveryItem, SenderNextAttempt } from './recover-plan.js'
 export type { RecoveryReport } from './recover-report.js'
 
 /** Default retries in flight at once. */
@@ -53,7 +53,6 @@ function emptyReport(endpointId: string, dryRun: boolean): RecoveryReport {
     listMayBeTruncated: false,
     retried: [],
     alreadyHandled: [],
-    senderRetrying: [],
     expired: [],
     failed: [],
     notStarted: [],
@@ -83,8 +82,8 @@ async function findEndpoint(client: WebhooksClient, endpointId: string, call: Ca
 
 /**
  * Brings a disabled (or lossy) endpoint back: re-enables it, retries, oldest first, every listed
- * delivery whose event is not yet handled nor still being delivered, and reports retried, already
- * handled, sender-retrying, expired and failed deliveries.
+ * delivery whose event is neither delivered nor handled, and reports retried, already handled,
+ * expired and failed deliveries.
  *
  * @param options.client A client from `createWebhooksClient`.
  * @param options.endpointId The endpoint to recover.
@@ -122,9 +121,13 @@ export async function recoverEndpoint(options: RecoverEndpointOptions): Promise<
     report.listMayBeTruncated = deliveries.length >= DELIVERIES_LIST_CAP
     const plan = await planRecovery(deliveries, store, namespace, requestId)
     report.alreadyHandled = plan.alreadyHandled
-    report.senderRetrying = plan.senderRetrying
-    if (dryRun) report.retried = plan.toRetry.map((d) => ({ deliveryId: d.id, eventId: d.event_id, requestId }))
-    else await runRetries({ client, endpointId, concurrency, spacingMs, signal }, plan.toRetry, report)
+    if (dryRun) {
+      report.retried = plan.toRetry.map(({ delivery: d, senderNext }) =>
+        senderNext === undefined
+          ? { deliveryId: d.id, eventId: d.event_id, requestId }
+          : { deliveryId: d.id, eventId: d.event_id, requestId, senderNext },
+      )
+    } else await runRetries({ client, endpointId, concurrency, spacingMs, signal }, plan.toRetry, report)
   } catch (error) {
     throw abortedOr(error, signal, report)
   }

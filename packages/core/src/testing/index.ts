@@ -44,6 +44,7 @@ export {
   type SenderApiRequest,
   type SenderAttempt,
   type SenderDelivery,
+  type SenderDeliveryState,
   type SenderEmail,
   type SenderEmailEvent,
   type SenderEndpoint,

@@ -10,7 +10,7 @@
 import type { WebhookEvent } from '@email-webhooks/core'
 import type { SenderClock } from './sender-clock.js'
 import { postAttempt } from './sender-post.js'
-import type { SenderAttempt, SenderDelivery, SenderEndpoint } from './sender-types.js'
+import type { SenderAttempt, SenderDelivery, SenderDeliveryState, SenderEndpoint } from './sender-types.js'
 
 /** What the loop needs from the sender's options (defaults resolved). */
 export interface DeliverySettings {
@@ -23,6 +23,8 @@ export interface DeliverySettings {
   payloadLifetimeMs: number
   repeatProbability: number
   onAttempt: ((attempt: SenderAttempt) => void) | undefined
+  /** Whether records show this sender's own states, or the documented `pending` only. */
+  descriptiveStates: boolean
 }
 
 interface Endpoint extends SenderEndpoint {
@@ -37,7 +39,7 @@ interface Delivery {
   event: WebhookEvent
   body: string
   createdAtMs: number
-  state: SenderDelivery['state']
+  state: SenderDeliveryState
   attempts: number
   /** Attempts since the delivery was (re)queued: the budget is per round. */
   roundAttempts: number
@@ -46,10 +48,10 @@ interface Delivery {
   timer: ReturnType<typeof setTimeout> | undefined
 }
 
-const view = (d: Delivery): SenderDelivery => ({
+const view = (d: Delivery, descriptive: boolean): SenderDelivery => ({
   id: d.id,
   event_id: d.event.id,
-  state: d.state,
+  state: descriptive ? d.state : 'pending',
   attempts: d.attempts,
   last_status: d.lastStatus,
   next_attempt_at: d.nextAttemptAtMs === null ? null : new Date(d.nextAttemptAtMs).toISOString(),
@@ -98,7 +100,10 @@ export class DeliveryLoop {
 
   /** An endpoint's delivery records, newest first; undefined for an unknown endpoint. */
   deliveries(endpointId: string): SenderDelivery[] | undefined {
-    return this.#endpoints.get(endpointId)?.deliveries.map(view).reverse()
+    return this.#endpoints
+      .get(endpointId)
+      ?.deliveries.map((d) => view(d, this.#settings.descriptiveStates))
+      .reverse()
   }
 
   /** Makes a delivery record of `event` for every enabled endpoint (none for a disabled one, as the contract says) and queues it. */
@@ -123,7 +128,7 @@ export class DeliveryLoop {
       this.#deliveries.set(d.id, d)
       endpoint.deliveries.push(d)
       this.#queue(d, this.#settings.clock.firstAttemptDelayMs())
-      created.push(view(d))
+      created.push(view(d, this.#settings.descriptiveStates))
     }
     return created
   }

@@ -63,6 +63,14 @@ export interface FaithfulSenderOptions {
   reorderWindowMs?: number
   /** Called after every attempt (also repeats). */
   onAttempt?: (attempt: SenderAttempt) => void
+  /**
+   * What a delivery record's `state` says. `'documented'` (default): `pending`, the only value the
+   * service's contract shows, for every record, whatever became of it, so that code tested against
+   * this sender decides from the documented fields (`attempts`, `last_status`, `next_attempt_at`).
+   * `'descriptive'`: this sender's own names (`pending`, `delivering`, `succeeded`, `failed`), for
+   * tests that read what happened; the real service promises none of them.
+   */
+  states?: 'documented' | 'descriptive'
 }
 
 /** One POST to a receiver, as the sender saw it. */
@@ -94,11 +102,18 @@ export interface SenderEndpoint {
   created_at: string
 }
 
-/** A delivery record as the management API lists it. `state` is one of the sender's own: pending, delivering, succeeded, failed. */
+/** What became of a delivery, in this sender's own words (`states: 'descriptive'`); the contract documents none but `pending`. */
+export type SenderDeliveryState = 'pending' | 'delivering' | 'succeeded' | 'failed'
+
+/**
+ * A delivery record as the management API lists it. `state` is `pending` for every record by
+ * default (the only value the contract shows); with `states: 'descriptive'`, one of this
+ * sender's own (`SenderDeliveryState`).
+ */
 export interface SenderDelivery {
   id: string
   event_id: string
-  state: 'pending' | 'delivering' | 'succeeded' | 'failed'
+  state: string
   attempts: number
   last_status: number | null
   next_attempt_at: string | null

@@ -53,6 +53,7 @@ function createLoop(options: FaithfulSenderOptions, clock: SenderClock): Deliver
     payloadLifetimeMs: options.payloadLifetimeMs ?? SENDER_PAYLOAD_LIFETIME_MS,
     repeatProbability: options.repeatProbability ?? 0,
     onAttempt: options.onAttempt,
+    descriptiveStates: options.states === 'descriptive',
   })
 }
 
@@ -64,7 +65,8 @@ function createLoop(options: FaithfulSenderOptions, clock: SenderClock): Deliver
  * @param options.disableAfter Consecutive failures that disable an endpoint; default 10.
  * @param options.payloadLifetimeMs After this, a retry by hand answers 404 `delivery_expired`; default 3 days.
  * @param options.emailRetentionMs After this from its first event, `GET /emails/{id}` answers 404; default 30 days.
- * @throws {TypeError} when a number option is negative or not finite.
+ * @param options.states What delivery records' `state` says: `'documented'` (default: `pending` for every record, as the contract shows), or `'descriptive'` (this sender's own: pending, delivering, succeeded, failed).
+ * @throws {TypeError} when a number option is negative or not finite, or `states` is neither `'documented'` nor `'descriptive'`.
  * @example
  * const sender = createFaithfulSender({ timeScale: 0.001 })
  * const { id, secret } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`)
@@ -75,6 +77,11 @@ export function createFaithfulSender(options: FaithfulSenderOptions = {}): Faith
   for (const [name, value] of Object.entries(options)) {
     if (typeof value === 'number' && (!Number.isFinite(value) || value < 0))
       throw new TypeError(`[@email-webhooks/core/testing] ${name} must be a non-negative number.`)
+  }
+  if (options.states !== undefined && options.states !== 'documented' && options.states !== 'descriptive') {
+    throw new TypeError(
+      `[@email-webhooks/core/testing] states must be 'documented' (delivery records say pending, as the contract shows) or 'descriptive' (this sender's own states), got ${JSON.stringify(options.states)}.`,
+    )
   }
   const clock = createClock(options)
   const loop = createLoop(options, clock)
