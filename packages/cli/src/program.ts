@@ -13,7 +13,7 @@ import { signCommand } from './commands/sign.js'
 import { verifyCommand } from './commands/verify.js'
 import type { CommandFactory, RunState } from './lib/common.js'
 import { EXIT, UsageError } from './lib/errors.js'
-import { setColorFlag } from './lib/output.js'
+import { setColorFlag, withoutCredentials } from './lib/output.js'
 
 /** Every command, in the order `--help` lists them. */
 // biome-ignore format: one command per line, so that adding a command is a one-line change
@@ -67,7 +67,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage
     if (error instanceof UsageError) {
-      process.stderr.write(`email-webhooks: ${error.message}\n`)
+      process.stderr.write(`email-webhooks: ${withoutCredentials(error.message)}\n`)
       return error.exitCode
     }
     throw error

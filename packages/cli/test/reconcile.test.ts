@@ -139,6 +139,21 @@ describe('emails reconcile', () => {
     expect(s.runs).toHaveLength(4)
   })
 
+  it('never prints the user and password of a receiver URL, in text or --json', async () => {
+    const s = await setup()
+    const a = await s.email(['email.queued', 'email.submitted'])
+    const withCredentials = s.receiverUrl.replace('http://', 'http://ops:hunter2@')
+    for (const json of [[], ['--json']]) {
+      const result = await runCli(['emails', 'reconcile', withCredentials, '--ids', await idsFile([a]), '--dry-run', ...json], {
+        env: { EMAIL_API_KEY: KEY, EMAIL_API_URL: s.api.baseUrl, EMAIL_WEBHOOK_SECRET: '' },
+        cwd: dir,
+      })
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout + result.stderr).not.toMatch(/hunter2|ops:/)
+      if (json.length > 0) expect(JSON.parse(result.stdout).receiverUrl).toBe(s.receiverUrl)
+    }
+  })
+
   it('--dry-run lists every event it would send, per email, says why it cannot know what was handled, and sends nothing (no secret needed)', async () => {
     const s = await setup()
     const a = await s.email(['email.queued', 'email.submitted'])

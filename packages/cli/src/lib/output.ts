@@ -23,6 +23,19 @@ export interface Output {
   readonly interactive: boolean
 }
 
+/** `scheme://user:password@` (or `scheme://user@`) in any text: the part to drop. */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^/\s:@"'<>]+(?::[^/\s@"'<>]*)?@/gi
+
+/**
+ * `text` without the user and password of any URL in it: nothing the CLI prints, as text or JSON,
+ * on stdout or stderr, carries credentials (a receiver URL with basic auth, a store URL).
+ * @example
+ * withoutCredentials('postgres://app:secret@db/app') // 'postgres://db/app'
+ */
+export function withoutCredentials(text: string): string {
+  return text.replace(URL_CREDENTIALS, '$1')
+}
+
 /** `false` once the global `--no-color` was given for this run (set by the program before each command runs). */
 let colorFlag: boolean | undefined
 
@@ -67,13 +80,13 @@ export function createOutput(json: boolean): Output {
     json,
     colors,
     line(text) {
-      if (!json) process.stdout.write(`${text}\n`)
+      if (!json) process.stdout.write(`${withoutCredentials(text)}\n`)
     },
     data(value) {
-      if (json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
+      if (json) process.stdout.write(`${withoutCredentials(JSON.stringify(value, null, 2))}\n`)
     },
     error(text) {
-      process.stderr.write(`${text}\n`)
+      process.stderr.write(`${withoutCredentials(text)}\n`)
     },
     interactive: !json && process.stderr.isTTY === true,
   }

@@ -6,6 +6,7 @@
 import type { EmailReconcileResult, ReconciledEvent, ReconcileReport } from '@email-webhooks/core/api'
 import cliProgress from 'cli-progress'
 import { EXIT } from './errors.js'
+import { displayUrl } from './http.js'
 import type { Output } from './output.js'
 import { table } from './output.js'
 
@@ -115,7 +116,7 @@ export function reconcileExitCode(report: ReconcileReport): number {
  * printReconcile(out, report)
  */
 export function printReconcile(out: Output, report: ReconcileReport): void {
-  if (out.json) out.data(report)
+  if (out.json) out.data({ ...report, receiverUrl: displayUrl(report.receiverUrl) })
   else {
     table(out, ['email', 'outcome', 'type', 'created_at', 'detail'], rows(report))
     out.line(summaryLine(report))
