@@ -47,6 +47,22 @@ describe('bullmqProcessor in a BullMQ Worker', () => {
     expect(ran).toEqual([delivery.event.id])
   })
 
+  it('fails a job of another namespace at once (UnrecoverableError), using one attempt of five, and runs no handler', async () => {
+    const { name, queue, store } = await setup()
+    const ran: string[] = []
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const data = { key: `shop:${delivery.event.id}`, type: 'email.bounced', payload: delivery.body, timestamp: 1, enqueueId: 'x' }
+    await queue.add('email.bounced', data, { jobId: 'other-namespace', attempts: 5, backoff: { type: 'fixed', delay: 50 } })
+    startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const job = await waitFor('the job to fail', async () => {
+      const found = await queue.getJob('other-namespace')
+      return found?.finishedOn ? found : undefined
+    })
+    expect({ attempts: job.attemptsMade, failed: await job.isFailed() }).toEqual({ attempts: 1, failed: true })
+    expect(job.failedReason).toMatch(/queued under namespace "shop", and this processor's namespace is "default"/)
+    expect(ran).toEqual([])
+  })
+
   it('lets BullMQ retry a handler that throws, with backoff, until it succeeds', async () => {
     const { name, queue, store, url } = await setup(FAST_RETRIES)
     const tries: number[] = []

@@ -115,6 +115,21 @@ describe('pgBossWork', () => {
     expect(ran).toEqual([delivery.event.id])
   })
 
+  it('cancels a job of another namespace instead of retrying it, and runs no handler', async () => {
+    const { name, boss, store } = await setup({ sink: { sendOptions: { retryDelay: 1, retryBackoff: false } } })
+    const ran: string[] = []
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const data = { key: `shop:${delivery.event.id}`, type: 'email.bounced', payload: delivery.body, timestamp: 1 }
+    const id = (await boss.send(name, data, { retryLimit: 5, retryDelay: 1 })) ?? ''
+    await startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const job = await waitFor('the job to be cancelled', async () => {
+      const found = await boss.getJobById(name, id)
+      return found?.state === 'cancelled' ? found : undefined
+    })
+    expect(job.retryCount).toBe(0)
+    expect(ran).toEqual([])
+  })
+
   it('lets pg-boss retry a handler that throws until it succeeds', async () => {
     const { name, boss, store, url } = await setup({ sink: { sendOptions: { retryDelay: 1, retryBackoff: false } } })
     let tries = 0

@@ -101,3 +101,25 @@ export class WebhookHandlingError extends Error {
     this.status = HANDLING_STATUS[code]
   }
 }
+
+/** Why a queued item can never be processed: another namespace's key, or a payload that is not an event envelope. */
+export type InboxItemErrorCode = 'wrong_namespace' | 'invalid_item'
+
+/**
+ * A job of your queue that `createInboxProcessor(…).process()` can never handle, however often it
+ * is tried: its key belongs to another namespace than the processor's, or its payload is not the
+ * event envelope the receiver verified. Do not retry it: `bullmqProcessor` turns it into BullMQ's
+ * `UnrecoverableError` and `pgBossWork` cancels the job; fix the processor's options (or the
+ * producer), then add the job again.
+ */
+export class InboxItemError extends Error {
+  override readonly name = 'InboxItemError'
+  readonly code: InboxItemErrorCode
+  /** Never: trying the item again gives the same error. */
+  readonly retryable = false as const
+
+  constructor(code: InboxItemErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}

@@ -6,6 +6,8 @@
 export { declaredLength, declaredLengthExceeds } from './body.js'
 export { cryptoBackendName } from './crypto-info.js'
 export {
+  InboxItemError,
+  type InboxItemErrorCode,
   WebhookHandlingError,
   type WebhookHandlingErrorCode,
   WebhookVerificationError,

@@ -5,8 +5,8 @@
  * a job the queue runs twice (a redelivery, a retried job) runs the handlers once. A failure throws,
  * so the queue retries the job with its own backoff.
  */
-import { WebhookHandlingError } from '../errors.js'
-import { parseEnvelope } from '../events.js'
+import { InboxItemError, WebhookHandlingError } from '../errors.js'
+import { parseEnvelope, type WebhookEvent } from '../events.js'
 import type { InboxItem } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
@@ -32,6 +32,7 @@ export interface InboxProcessor {
   /**
    * Handles one queued item: `'handled'`, or `'duplicate'` when it was already handled.
    * @throws {WebhookHandlingError} when it must be tried again (the handler failed, the store is down, the event is held elsewhere): let your queue retry the job.
+   * @throws {InboxItemError} when it can never be processed (another namespace's key, a payload that is not the event's envelope): do not retry it.
    */
   process(item: InboxItem): Promise<'handled' | 'duplicate'>
   stats(): ReceiverStats
@@ -69,12 +70,43 @@ export function createInboxProcessor(options: InboxProcessorOptions): InboxProce
         trace?.endEntry(result, answer)
         return result
       } catch (error) {
-        trace?.endEntry('retry', error instanceof WebhookHandlingError ? { status: 503, outcome: 'retry', code: error.code } : undefined)
+        if (error instanceof InboxItemError) {
+          trace?.endEntry('dead', { status: 500, outcome: 'retry', code: error.code })
+          p.reporter.unprocessable(error)
+        } else {
+          trace?.endEntry('retry', error instanceof WebhookHandlingError ? { status: 503, outcome: 'retry', code: error.code } : undefined)
+        }
         throw error
       }
     },
     stats: () => p.reporter.stats(),
     store: () => p.store,
+  }
+}
+
+/**
+ * The event of a queued item, checked: its key is `<namespace>:<event id>` of this processor's
+ * namespace, and its payload the envelope of that event.
+ * @throws {InboxItemError} `wrong_namespace` or `invalid_item`: the item can never be processed.
+ */
+function parseItem(namespace: string, item: InboxItem): WebhookEvent {
+  const key = typeof item?.key === 'string' ? item.key : undefined
+  const prefix = `${namespace}:`
+  if (key === undefined || !key.startsWith(prefix) || key.length === prefix.length) {
+    const other = key === undefined ? 'no key' : key.includes(':') ? `namespace "${key.slice(0, key.indexOf(':'))}"` : `key "${key}"`
+    throw new InboxItemError(
+      'wrong_namespace',
+      `${PACKAGE} this job was queued under ${other}, and this processor's namespace is "${namespace}": it would be deduplicated under the wrong key, so it is not processed, and retrying it cannot help. Give createInboxProcessor the receiver's namespace (the one its sink queued with), then add the job again.`,
+    )
+  }
+  try {
+    return parseEnvelope(String(item.payload), key.slice(prefix.length))
+  } catch (cause) {
+    throw new InboxItemError(
+      'invalid_item',
+      `${PACKAGE} the payload of job ${key} is not the event envelope its key names (${cause instanceof Error ? cause.message : String(cause)}); it is not processed, and retrying it cannot help. Jobs of the sink carry the verified body as received: check what else adds jobs to this queue.`,
+      { cause },
+    )
   }
 }
 
@@ -86,8 +118,8 @@ async function processItem(
   heartbeat: boolean,
 ): Promise<{ result: 'handled' | 'duplicate'; answer: ReceiverResponse }> {
   const startedAt = performance.now()
-  const id = item.key.slice(p.namespace.length + 1)
-  const event = parseEnvelope(item.payload, id)
+  const event = parseItem(p.namespace, item)
+  const id = event.id
   const claimed = await claimKey(p, item.key, event, orderingOf(p, event), trace)
   if (!('claim' in claimed)) {
     if (claimed.outcome === 'duplicate') return { result: 'duplicate', answer: claimed }

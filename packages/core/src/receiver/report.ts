@@ -149,6 +149,12 @@ export class Reporter {
     )
   }
 
+  /** A queued job that can never be processed (`createInboxProcessor`): said every time, with what to fix. */
+  unprocessable(error: Error & { code: string }): void {
+    const message = error.message.startsWith(`${PACKAGE} `) ? error.message.slice(PACKAGE.length + 1) : error.message
+    this.#logger?.error(`${PACKAGE} ${error.code}: ${message}`)
+  }
+
   /** The store refused a complete tried again: the lease had ended and another request took the event over. */
   recordRefused(info: ErrorInfo): void {
     this.#logger?.error(
