@@ -10,6 +10,12 @@ export type DedupStoreErrorCode =
   | 'driver_missing'
   /** The server could not be reached, refused the connection, or dropped it. */
   | 'connection_failed'
+  /**
+   * The server did not answer a call within the store's own deadline (a stalled connection after a
+   * failover, a proxy that stopped answering, an overloaded server): the call was abandoned and
+   * its connection destroyed, never handed to another call.
+   */
+  | 'timeout'
   /** The server refused the credentials. */
   | 'auth_failed'
   /** The server is reachable but not set up for the store: database, table, permission or durability settings. */

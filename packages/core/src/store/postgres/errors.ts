@@ -20,6 +20,12 @@ export function classify(error: unknown): { code: DedupStoreErrorCode; message: 
   const e = (error ?? {}) as { code?: unknown; message?: unknown }
   const sqlState = typeof e.code === 'string' ? e.code : ''
   const detail = typeof e.message === 'string' ? e.message : String(error)
+  if ((error as { name?: unknown } | null)?.name === 'QueryTimeoutError') {
+    return {
+      code: 'timeout',
+      message: `{target} did not answer: ${detail}; the connection was destroyed (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server). Check the server and the network.`,
+    }
+  }
   if (NETWORK_ERRORS.has(sqlState)) {
     return {
       code: 'connection_failed',

@@ -17,6 +17,7 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { onConnection, type PostgresPoolClient } from './deadline.js'
 import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
 import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
@@ -51,8 +52,6 @@ function statementName(text: string): string {
   }
   return `ew_${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}`
 }
-
-type NamedQuery = (config: { name: string; text: string; values?: unknown[] }) => Promise<{ rows: unknown[]; rowCount: number | null }>
 
 /** A claim's row: `attempt` when it acquired, else `done` and `left_ms` of the live row that holds the key (all null after a lost race). */
 type ClaimRow = { attempt: number | null; done: boolean | null; left_ms: number | null }
@@ -91,14 +90,17 @@ export class PostgresDedupStore implements DedupStore {
   /** Statement names by text, made once each. */
   readonly #names = new Map<string, string>()
   readonly #warn: (message: string) => void
+  /** The longest wait for one statement (a connection included) before its connection is destroyed. */
+  readonly #queryTimeoutMs: number
   /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
   readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable, prepared, warn } = connect(options)
+    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs } = connect(options)
     this.#pool = pool
+    this.#queryTimeoutMs = queryTimeoutMs
     this.#prepared = prepared
     this.#warn = warn
     this.#ownsPool = ownsPool
@@ -255,31 +257,45 @@ export class PostgresDedupStore implements DedupStore {
   }
 
   /**
-   * Runs one statement. A statement with parameters (the store's own, fixed texts) goes as a named
-   * prepared statement while those are on: parsed and planned once per connection.
+   * Runs one statement within `queryTimeoutMs`, on a connection of the pool's that is destroyed if
+   * the deadline passes (deadline.ts). A statement with parameters (the store's own, fixed texts)
+   * goes as a named prepared statement while those are on: parsed and planned once per connection.
    */
   async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
     try {
-      if (this.#prepared && values !== undefined) {
-        try {
-          return (await (this.#pool.query as unknown as NamedQuery)({ name: this.#nameOf(text), text, values })) as {
-            rows: Row[]
-            rowCount: number | null
-          }
-        } catch (error) {
-          if (!preparedUnusable(error)) throw error
-          if (this.#prepared) {
-            this.#prepared = false
-            this.#warn(
-              `${PACKAGE} PostgresDedupStore: the server refused a prepared statement it was given (${(error as { code?: unknown }).code}), as PgBouncer before 1.21 in transaction pooling mode does; this store sends its statements unnamed from now on (each parsed and planned per call). Pass preparedStatements: false to skip the first try, or upgrade PgBouncer to 1.21 with max_prepared_statements set.`,
+      const pool = this.#pool
+      const connect = pool.connect
+      // A pool without connect() (not a pg.Pool) cannot be cut off here: the receiver's own deadline still races it.
+      const result =
+        typeof connect === 'function'
+          ? await onConnection(
+              () => connect.call(pool),
+              this.#queryTimeoutMs,
+              (client) => this.#send(client, text, values),
             )
-          }
-        }
-      }
-      return (await this.#pool.query(text, values)) as { rows: Row[]; rowCount: number | null }
+          : await this.#send(pool, text, values)
+      return result as { rows: Row[]; rowCount: number | null }
     } catch (error) {
       throw this.#wrap(error)
     }
+  }
+
+  /** Sends one statement on `target` (a connection, or a pool without connect()), named while prepared statements are on. */
+  async #send(target: Pick<PostgresPoolClient, 'query'>, text: string, values: unknown[] | undefined): Promise<unknown> {
+    if (this.#prepared && values !== undefined) {
+      try {
+        return await target.query({ name: this.#nameOf(text), text, values })
+      } catch (error) {
+        if (!preparedUnusable(error)) throw error
+        if (this.#prepared) {
+          this.#prepared = false
+          this.#warn(
+            `${PACKAGE} PostgresDedupStore: the server refused a prepared statement it was given (${(error as { code?: unknown }).code}), as PgBouncer before 1.21 in transaction pooling mode does; this store sends its statements unnamed from now on (each parsed and planned per call). Pass preparedStatements: false to skip the first try, or upgrade PgBouncer to 1.21 with max_prepared_statements set.`,
+          )
+        }
+      }
+    }
+    return await target.query(text, values)
   }
 
   #nameOf(text: string): string {

@@ -5,15 +5,22 @@
  */
 import { optionalDriver } from '../driver.js'
 import { passwordOf, redactUrl } from '../redact.js'
+import type { PostgresPoolClient } from './deadline.js'
 import { PACKAGE } from './errors.js'
 import { assertTableName, DEFAULT_POSTGRES_TABLE } from './schema.js'
 
 const DEFAULT_MAX_CONNECTIONS = 10
 const CONNECT_TIMEOUT_MS = 5_000
+/** The longest wait for one statement before its connection is destroyed (twice the receiver's default storeTimeoutMs). */
+export const DEFAULT_QUERY_TIMEOUT_MS = 3_000
+/** TCP keep-alive probes start after this idle time on the pool's connections: a peer gone silently is found. */
+const KEEP_ALIVE_DELAY_MS = 10_000
 
 /** The part of a `pg` Pool the store uses; a `pg.Pool` fits. */
 export interface PostgresPool {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>
+  /** A `pg.Pool`'s: the store checks a connection out per statement, so that one past its deadline can be destroyed. */
+  connect?(): Promise<PostgresPoolClient>
   end(): Promise<void>
 }
 
@@ -41,6 +48,14 @@ export interface PostgresDedupStoreOptions {
   preparedStatements?: boolean
   /** Where the store's one-time warnings go (prepared statements turned off by the server's answer); default `console.warn`. */
   warn?: (message: string) => void
+  /**
+   * The longest wait for one statement, a free connection included, whole ms (default 3,000).
+   * Past it the call fails with `DedupStoreError` code `timeout` and its connection is destroyed,
+   * never handed to another call: a connection that stopped answering (a failover, a dropped NAT
+   * entry, a proxy that stalls) costs one call, not every call that would have queued behind it.
+   * Works on a `pg.Pool` of yours too (the store checks connections out with `pool.connect()`).
+   */
+  queryTimeoutMs?: number
 }
 
 interface PoolConstructor {
@@ -48,6 +63,8 @@ interface PoolConstructor {
     connectionString: string
     max: number
     connectionTimeoutMillis: number
+    keepAlive: boolean
+    keepAliveInitialDelayMillis: number
   }): PostgresPool & {
     on(event: 'error', listener: (error: Error) => void): unknown
   }
@@ -73,6 +90,7 @@ export interface PostgresConnection {
   /** Named prepared statements (see PostgresDedupStoreOptions.preparedStatements). */
   prepared: boolean
   warn: (message: string) => void
+  queryTimeoutMs: number
 }
 
 /** Whether `pool` is a `pg.Pool` (its query also takes `{ name, text, values }`). */
@@ -103,6 +121,10 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   }
   if (options.warn !== undefined && typeof options.warn !== 'function') throw new TypeError(`${PACKAGE} warn must be a function.`)
   const warn = options.warn ?? ((message: string) => console.warn(message))
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS
+  if (!Number.isSafeInteger(queryTimeoutMs) || queryTimeoutMs < 1) {
+    throw new TypeError(`${PACKAGE} queryTimeoutMs must be a whole number of milliseconds ≥ 1, got ${String(options.queryTimeoutMs)}.`)
+  }
   if (pool !== undefined) {
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
       throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
@@ -116,13 +138,20 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
       createTable,
       prepared: prepared ?? isPgPool(pool),
       warn,
+      queryTimeoutMs,
     }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
   }
   const Pool = loadDriver()
-  const created = new Pool({ connectionString, max: DEFAULT_MAX_CONNECTIONS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+  const created = new Pool({
+    connectionString,
+    max: DEFAULT_MAX_CONNECTIONS,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS,
+  })
   // An idle connection that the server drops emits 'error' on the pool; without a listener
   // that would end the process. The next query reports the failure instead.
   created.on('error', () => {})
@@ -135,5 +164,6 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     createTable,
     prepared: prepared ?? true,
     warn,
+    queryTimeoutMs,
   }
 }

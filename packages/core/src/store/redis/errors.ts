@@ -13,6 +13,9 @@ export function classify(error: unknown, target: string): { code: DedupStoreErro
   if (/^(NOAUTH|WRONGPASS)/.test(detail) || /invalid password|invalid username-password/i.test(detail)) {
     code = 'auth_failed'
     message = `${target} refused the credentials: check the password (and user) in the URL or the client.`
+  } else if (/Command timed out|Socket timeout/i.test(detail)) {
+    code = 'timeout'
+    message = `${target} did not answer in time (${detail}); a connection that owes an answer that long is dropped and opened again (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server). Check the server and the network.`
   } else if (
     (typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) ||
     /Connection is closed|MaxRetriesPerRequest|connect ETIMEDOUT|Stream isn't writeable|enableOfflineQueue/i.test(detail)

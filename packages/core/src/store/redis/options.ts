@@ -51,11 +51,36 @@ export interface RedisDedupStoreOptions {
   waitFor?: RedisWaitFor
   /** Where the store's one-time warnings go (a server that forbids `CONFIG`); default `console.warn`. */
   warn?: (message: string) => void
+  /**
+   * With `url`: the longest wait for one command, whole ms (default 3,000). Past it the command
+   * fails (`DedupStoreError` code `timeout`), and a connection that owes an answer that long is
+   * destroyed and opened again, so a stalled connection (a failover, a proxy that stops answering)
+   * costs the calls of those 3 s, not every later one. Commands in flight when a connection drops
+   * fail instead of being sent again on the next one. For a `client` of yours, set the same on it:
+   * `commandTimeout`, `socketTimeout`, `keepAlive` and `autoResendUnfulfilledCommands: false`.
+   */
+  commandTimeoutMs?: number
 }
+
+/** The ioredis options the store sets on the client it makes. */
+interface OwnClientOptions {
+  connectTimeout: number
+  maxRetriesPerRequest: number
+  lazyConnect: boolean
+  commandTimeout: number
+  socketTimeout: number
+  keepAlive: number
+  autoResendUnfulfilledCommands: boolean
+}
+
+/** The longest wait for one command on the store's own client (twice the receiver's default storeTimeoutMs). */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 3_000
+/** TCP keep-alive probes start after this idle time on the store's own connection. */
+const KEEP_ALIVE_DELAY_MS = 10_000
 
 type RedisConstructor = new (
   url: string,
-  options: { connectTimeout: number; maxRetriesPerRequest: number; lazyConnect: boolean },
+  options: OwnClientOptions,
 ) => RedisClient & { on(event: 'error', listener: (error: Error) => void): unknown; disconnect(): void }
 
 const loadDriver = optionalDriver(
@@ -142,6 +167,11 @@ export function connect(options: RedisDedupStoreOptions): RedisConnection {
   const common = { prefix, checkDurability: options.checkDurability ?? true, warn }
   let connection: Omit<RedisConnection, 'waitFor'>
   if (client !== undefined) {
+    if (options.commandTimeoutMs !== undefined) {
+      throw new TypeError(
+        `${PACKAGE} commandTimeoutMs applies to the client the store makes from url; set commandTimeout, socketTimeout and autoResendUnfulfilledCommands: false on your own client instead.`,
+      )
+    }
     if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
       throw new TypeError(`${PACKAGE} client must be an ioredis client (Redis or Cluster).`)
     }
@@ -150,10 +180,26 @@ export function connect(options: RedisDedupStoreOptions): RedisConnection {
     if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
       throw new TypeError(`${PACKAGE} url must be a redis:// or rediss:// URL such as redis://:password@host:6379/0.`)
     }
+    const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
+    if (!Number.isSafeInteger(commandTimeoutMs) || commandTimeoutMs < 1) {
+      throw invalidOption(`commandTimeoutMs must be a whole number of milliseconds ≥ 1, got ${String(options.commandTimeoutMs)}.`)
+    }
     const Redis = loadDriver()
     // One retry per command: an unreachable server fails the call quickly (the receiver answers
-    // 503 and the sender retries) instead of queueing it for as long as the outage lasts.
-    const created = new Redis(url, { connectTimeout: CONNECT_TIMEOUT_MS, maxRetriesPerRequest: 1, lazyConnect: true })
+    // 503 and the sender retries) instead of queueing it for as long as the outage lasts. A
+    // command without an answer fails at commandTimeout, and a connection that owes one that long
+    // is destroyed (socketTimeout) rather than kept, with every later command queued behind it;
+    // what was in flight then is not sent again on the next connection (a script sent twice could
+    // meet its own lease).
+    const created = new Redis(url, {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+      commandTimeout: commandTimeoutMs,
+      socketTimeout: commandTimeoutMs,
+      keepAlive: KEEP_ALIVE_DELAY_MS,
+      autoResendUnfulfilledCommands: false,
+    })
     created.on('error', () => {})
     connection = { client: created, ownsClient: true, target: `Redis at ${redactUrl(url)}`, secret: passwordOf(url), ...common }
   }

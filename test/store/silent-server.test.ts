@@ -1,0 +1,150 @@
+/**
+ * A store call has a deadline that really ends it: against real PostgreSQL 15 and Redis 7 behind a
+ * proxy that goes silent (accepts, never answers, never resets: test/services/fault-proxy.ts), a
+ * call fails with DedupStoreError `timeout` at the store's own deadline, the connection it hung on
+ * is destroyed instead of going back to the pool, and once the line passes again every call
+ * succeeds on fresh connections. Also a store on a pg.Pool of the app's, and a Redis reply that
+ * only comes late (delay). Before these deadlines, such a call never settled, and every later call
+ * queued behind the dead connection.
+ */
+import { DedupStoreError } from '@email-webhooks/core'
+import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { RedisDedupStore } from '@email-webhooks/core/redis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
+import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+
+let postgres: RunningServer
+let redis: RunningServer
+let pgProxy: FaultProxy
+let redisProxy: FaultProxy
+beforeAll(async () => {
+  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[pgProxy, redisProxy] = await Promise.all([startFaultProxy(postgres.port), startFaultProxy(redis.port)])
+})
+afterAll(async () => {
+  await Promise.all([pgProxy?.close(), redisProxy?.close()])
+  await Promise.all([postgres?.stop(), redis?.stop()])
+})
+
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const TIMEOUT_MS = 500
+
+const throughProxy = (url: string, proxy: FaultProxy) => {
+  const parsed = new URL(url)
+  parsed.port = String(proxy.port)
+  return parsed.href
+}
+
+/** The error a call failed with, and how long it took; or the value when it did not fail. */
+async function timed(call: () => Promise<unknown>): Promise<{ ms: number; error: unknown; value: unknown }> {
+  const started = performance.now()
+  try {
+    const value = await call()
+    return { ms: performance.now() - started, error: undefined, value }
+  } catch (error) {
+    return { ms: performance.now() - started, error, value: undefined }
+  }
+}
+
+/**
+ * Once the line passes again: claims until one succeeds (a call already on its way when the line
+ * came back may still end at its deadline), for at most `withinMs`; the time that took.
+ */
+async function recovered(store: { claim: PostgresDedupStore['claim'] }, withinMs: number): Promise<number> {
+  const started = performance.now()
+  for (;;) {
+    const attempt = await timed(() => store.claim(`silent:${crypto.randomUUID()}`, LONG))
+    if (attempt.error === undefined) return performance.now() - started
+    if (performance.now() - started > withinMs) throw attempt.error
+  }
+}
+
+/** Claims `count` fresh keys one after another; every answer. */
+async function claims(store: { claim: PostgresDedupStore['claim'] }, count: number): Promise<string[]> {
+  const statuses: string[] = []
+  for (let i = 0; i < count; i++) statuses.push((await store.claim(`silent:${crypto.randomUUID()}`, LONG)).status)
+  return statuses
+}
+
+describe.each([
+  [
+    'PostgresDedupStore (its own pool)',
+    () => new PostgresDedupStore({ connectionString: throughProxy(postgres.url, pgProxy), queryTimeoutMs: TIMEOUT_MS }),
+    () => pgProxy,
+  ],
+  [
+    'PostgresDedupStore (a pg.Pool of the app’s)',
+    () => {
+      // As the store's README asks of a pool of yours: a connect that hangs must end too.
+      const pool = new pg.Pool({
+        connectionString: throughProxy(postgres.url, pgProxy),
+        max: 4,
+        connectionTimeoutMillis: 2_000,
+        keepAlive: true,
+      })
+      pool.on('error', () => {})
+      const store = new PostgresDedupStore({ pool, queryTimeoutMs: TIMEOUT_MS })
+      const close = store.close.bind(store)
+      store.close = async () => {
+        await close()
+        await pool.end()
+      }
+      return store
+    },
+    () => pgProxy,
+  ],
+  [
+    'RedisDedupStore (its own client)',
+    () => new RedisDedupStore({ url: throughProxy(redis.url, redisProxy), commandTimeoutMs: TIMEOUT_MS }),
+    () => redisProxy,
+  ],
+] as const)('%s behind a connection that goes silent', (_name, open, proxyOf) => {
+  it('fails a call with code timeout at its deadline, then, once the line passes again, answers every call on fresh connections', async () => {
+    const proxy = proxyOf()
+    const store = open()
+    try {
+      expect(await claims(store, 3)).toEqual(['acquired', 'acquired', 'acquired'])
+      proxy.mode('blackhole')
+      // Several at once, as a pool under load: each ends at its deadline, none waits for another.
+      const hung = await Promise.all(Array.from({ length: 4 }, () => timed(() => store.claim(`silent:${crypto.randomUUID()}`, LONG))))
+      for (const call of hung) {
+        expect(call.error).toBeInstanceOf(DedupStoreError)
+        expect(call.error).toMatchObject({ code: 'timeout' })
+        expect((call.error as Error).message).toMatch(/did not answer/)
+        // The deadline, not the lease nor the kernel's TCP timeouts (at most a second of slack for a loaded machine).
+        expect(call.ms).toBeLessThan(TIMEOUT_MS + 1_500)
+      }
+      proxy.mode('pass')
+      // The connections that hung stay dead (the proxy never answers on them): calls now need fresh ones.
+      expect(await recovered(store, 3 * TIMEOUT_MS)).toBeLessThan(3 * TIMEOUT_MS)
+      const after = await timed(() => claims(store, 20))
+      expect(after.error).toBeUndefined()
+      expect(after.value).toEqual(Array.from({ length: 20 }, () => 'acquired'))
+    } finally {
+      proxy.mode('pass')
+      await store.close()
+    }
+  }, 30_000)
+})
+
+describe('RedisDedupStore behind a slow line', () => {
+  it('answers a reply that comes later than usual but within commandTimeoutMs, and times out one that comes later', async () => {
+    const store = new RedisDedupStore({ url: throughProxy(redis.url, redisProxy), commandTimeoutMs: 1_000 })
+    try {
+      expect(await claims(store, 1)).toEqual(['acquired'])
+      redisProxy.mode('delay', { delayMs: 150 })
+      expect(await claims(store, 2)).toEqual(['acquired', 'acquired'])
+      redisProxy.mode('delay', { delayMs: 1_500 })
+      const late = await timed(() => store.claim(`silent:${crypto.randomUUID()}`, LONG))
+      expect(late.error).toMatchObject({ code: 'timeout' })
+      redisProxy.mode('pass')
+      await recovered(store, 3_000)
+      expect(await claims(store, 5)).toEqual(Array.from({ length: 5 }, () => 'acquired'))
+    } finally {
+      redisProxy.mode('pass')
+      await store.close()
+    }
+  }, 30_000)
+})
