@@ -19,6 +19,7 @@ import './kill-loop.js'
 import './slow-handler.js'
 import './clock-jump.js'
 import './disabled.js'
+import './silent-stores.js'
 
 useServers()
 afterAll(() => printTable('Faults survived, end to end (the faithful sender against real adapters and stores)'))

@@ -113,6 +113,11 @@ export interface Figures {
   secondRunLogs: number
   /** Answers to attempts made while the fault lasted (started and answered between the marks `down` and `up`), by status and code. */
   duringFault: string
+  /**
+   * The longest an email stayed blocked after the fault ended: from the mark `up` to the last 409
+   * in_flight answered to an attempt at it begun after `up` (0 when none was).
+   */
+  blockedAfterMs: number
   /** Every answer, by status and code. */
   answers: string
   /** What reconcile did with every email's list: its events by outcome ('not run' when it was not). */
@@ -181,6 +186,19 @@ async function lookupAll(ids: Iterable<string>, lookup: (eventId: string) => Pro
 }
 
 /**
+ * The longest an email was answered 409 in_flight after the fault ended: each email here has one
+ * event, so from the mark `up` to the last 409 in_flight given to an attempt at it begun after `up`
+ * (an upper bound of the time it was held, found by the sender's own retries).
+ */
+function blockedAfter(run: Run): number {
+  const up = run.marks.get('up')
+  if (up === undefined) return 0
+  let longest = 0
+  for (const a of run.answers) if (a.at >= up && a.status === 409 && a.code === 'in_flight') longest = Math.max(longest, a.at - up)
+  return Math.round(longest)
+}
+
+/**
  * Measures a settled run. `lookup` asks the store (a fresh connection) what it holds for an event id.
  * The fault window is between the marks `down` and `up` when both exist. Each emitted event has its
  * own email: its handler runs are counted by email (`data.id` in the journal), whether they came
@@ -227,6 +245,7 @@ export async function measure(
     attempts: run.answers.length,
     secondRunLogs: logs.filter((l) => SECOND_RUN_LOG.test(l)).length,
     duringFault: '',
+    blockedAfterMs: blockedAfter(run),
     answers: tally(run.answers),
     reconcile: reconcileSummary(run.reconciliation),
     reconcileProblems: reconcileProblems(run.reconciliation),
@@ -296,6 +315,7 @@ export function line(f: Figures): string {
     (f.cutOff > 0 ? `, ${f.cutOff} runs cut off by kill -9` : '') +
     (f.secondRunLogs > 0 ? `, ${f.secondRunLogs} log lines of a possible second run` : '') +
     (f.duringFault ? `; during the fault: ${f.duringFault}` : '') +
+    `; longest an email stayed blocked (409) after the fault ended: ${f.blockedAfterMs} ms` +
     `; reconcile: ${f.reconcile}` +
     (f.reconcileProblems.length > 0
       ? ` (${f.reconcileProblems.length} emails not reconciled: ${f.reconcileProblems.slice(0, 3).join('; ')})`
@@ -334,6 +354,7 @@ export function table(
     'brought back by reconcile (emitted while disabled / failed past the 100 listed)',
     'p99 answer',
     'answers while the fault lasted',
+    'email blocked after the fault',
   ]
   const body = figures.map((f) => [
     f.scenario,
@@ -345,6 +366,7 @@ export function table(
     `${f.reconciled} (${f.notSent} / ${f.pastList})`,
     `${f.p99Ms} ms`,
     f.duringFault || '–',
+    `${f.blockedAfterMs} ms`,
   ])
   return [head, head.map(() => '---'), ...body].map((cells) => `| ${cells.join(' | ')} |`).join('\n')
 }

@@ -38,7 +38,19 @@ export interface ReceiverConfig {
   port?: number
   lifetimeMs?: number
   /** Receiver options; `ordering: true` where the scenario reconciles (RECONCILABLE in run.ts). */
-  options?: { leaseMs?: number; handlerTimeoutMs?: number; storeTimeoutMs?: number; retentionMs?: number; ordering?: boolean }
+  options?: {
+    leaseMs?: number
+    handlerTimeoutMs?: number
+    storeTimeoutMs?: number
+    retentionMs?: number
+    ordering?: boolean
+    mode?: 'request' | 'inbox'
+    inbox?: { leaseMs?: number; retryBaseMs?: number; pollMs?: number; concurrency?: number; handlerTimeoutMs?: number }
+  }
+  /** The store's first n completes never answer (a stalled call; the store itself works). */
+  stallCompletes?: number
+  /** The first complete of each slow event (data.slowMs) never answers. */
+  stallSlowCompletes?: boolean
 }
 
 export interface ReceiverProcess {

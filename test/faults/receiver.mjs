@@ -13,7 +13,11 @@
 // the parent goes away, and after <lifetimeMs> at most, so a failed test never leaves it running.
 //   node receiver.mjs '<json config>'
 //   config: { adapter, store: { kind: 'default' | 'sqlite' | 'postgres' | 'redis', path?, url? }, journal, log,
-//             tag, port, lifetimeMs, options: { leaseMs?, handlerTimeoutMs?, storeTimeoutMs?, retentionMs? } }
+//             tag, port, lifetimeMs, stallCompletes?, options: { leaseMs?, handlerTimeoutMs?, storeTimeoutMs?, retentionMs?,
+//             ordering?, mode?, inbox? } }
+// stallCompletes: n — the store's first n completes never answer (a connection that stalled in the
+// middle of the call; the store itself works), as a silent fault the receiver must not wait on;
+// stallSlowCompletes: true — the first complete of each slow event (data.slowMs) never answers.
 import { appendFileSync, fsyncSync, openSync, writeSync } from 'node:fs'
 import { EMAIL_EVENT_TYPES } from '@email-webhooks/core'
 
@@ -65,13 +69,31 @@ async function handle(event, ctx) {
   const source = ctx.source ?? 'sender'
   record(`B ${config.tag} ${event.id} ${ctx.attempt} ${email} ${source}`)
   const slowMs = event.data?.slowMs
+  if (config.stallSlowCompletes && typeof slowMs === 'number' && ctx.attempt === 1) stallKeys.add(`default:${event.id}`)
   await sleep(typeof slowMs === 'number' ? slowMs : 5 + Math.floor(Math.random() * 10))
   record(`E ${config.tag} ${event.id} ${Date.now()} ${email} ${source}`)
 }
 
+/** Keys of slow events whose first complete is still to hang (stallSlowCompletes). */
+const stallKeys = new Set()
+
+/** The store, with its first `n` completes (and the first of each key in stallKeys) hung forever: they never reach it. */
+function stalling(store, n) {
+  let left = n
+  const complete = store.complete.bind(store)
+  store.complete = (claim, ...rest) => {
+    if (stallKeys.delete(claim.key)) return new Promise(() => {})
+    if (left <= 0) return complete(claim, ...rest)
+    left--
+    return new Promise(() => {})
+  }
+  return store
+}
+
 const handlers = Object.fromEntries(EMAIL_EVENT_TYPES.map((type) => [type, handle]))
+const opened = await openStore(config.store)
 const options = {
-  store: await openStore(config.store),
+  store: (config.stallCompletes || config.stallSlowCompletes) && opened ? stalling(opened, config.stallCompletes ?? 0) : opened,
   onUnknown: handle,
   now: () => Date.now() + offsetMs,
   logger: { error: logTo('error'), warn: logTo('warn') },

@@ -1,0 +1,221 @@
+/**
+ * Store faults that fail quietly, under the faithful sender, with three instances (Express,
+ * Express, Hono) sharing the store behind a balancer: the line to PostgreSQL or Redis goes silent
+ * (a proxy that accepts and never answers nor resets: pooled connections hang, as after a
+ * failover or a dropped NAT entry), PostgreSQL restarts while the pool's connections sit idle and
+ * the old ones stay dead, a complete hangs once, and a handler finishes past its deadline while
+ * its complete hangs. Every row must show 0 lost, 0 handled twice, 0 2xx without a record, and no
+ * email blocked (409) longer than one lease after the fault ended.
+ */
+import type { DedupStore } from '@email-webhooks/core'
+import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { RedisDedupStore } from '@email-webhooks/core/redis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
+import { LONG, measure, report } from './figures.js'
+import { type Fleet, startFleet, viaPort } from './fleet.js'
+import type { ReceiverConfig, StoreConfig } from './processes.js'
+import { RECONCILABLE, startRun, thresholdName } from './run.js'
+import { expectExactlyOnce, scratch, sleep } from './scenario.js'
+import { servers } from './services.js'
+
+const ADAPTERS = ['express', 'express', 'hono'] as const
+const EVENTS = LONG ? 1_000 : 240
+const PER_SECOND = 40
+/** Longer than the silence (5 s), so that a complete tried again while it lasts still holds the event: 0 doubles is the goal. */
+const LEASE_MS = 10_000
+
+interface SilentScenario {
+  scenario: string
+  method: string
+  name: string
+  store: StoreConfig
+  openStore: () => DedupStore
+  faultAtMs: number
+  begin(): Promise<void> | void
+  end(): Promise<void> | void
+  /** How long the fault lasts once begun; 0 for one that is over when `begin` returns. */
+  faultMs: number
+  options?: ReceiverConfig['options']
+  stallCompletes?: number
+  stallSlowCompletes?: boolean
+  data?: (i: number) => Record<string, unknown> | undefined
+  /** Traffic starts again this long after the fault (the pool's connections idle meanwhile); default: it never stops. */
+  pauseMs?: number
+  /** The fault lasts as long as the traffic (a hang that comes with certain calls): it ends when the last event was emitted. */
+  wholeRun?: boolean
+}
+
+/** Runs one silent fault under traffic through a fleet and measures it, checking the goals every row shares. */
+async function runSilent(s: SilentScenario, file: (name: string) => string) {
+  const journal = file(`${s.name}.journal`)
+  const fleet: Fleet = await startFleet({
+    adapters: ADAPTERS,
+    store: s.store,
+    journal,
+    file,
+    name: s.name,
+    options: { ...RECONCILABLE, leaseMs: LEASE_MS, ...s.options },
+    ...(s.stallCompletes ? { stallCompletes: s.stallCompletes } : {}),
+    ...(s.stallSlowCompletes ? { stallSlowCompletes: true } : {}),
+  })
+  // The contract's threshold would disable the endpoint within a quarter of a second of 503s; out of
+  // reach here, so that the sender's own retries meet the instances as the fault ends.
+  const run = startRun(fleet.url, { disableAfter: 1_000_000 })
+  let store: DedupStore | undefined
+  try {
+    let traffic: Promise<void>
+    if (s.wholeRun) {
+      run.mark('fault')
+      run.mark('down')
+      await run.traffic(EVENTS, PER_SECOND, s.data)
+      run.mark('up')
+      run.mark('fixed')
+      traffic = Promise.resolve()
+    } else if (s.pauseMs === undefined) {
+      traffic = run.traffic(EVENTS, PER_SECOND, s.data)
+      await sleep(s.faultAtMs)
+    } else {
+      // A first burst, then quiet: the pool's connections sit idle when the fault comes.
+      await run.traffic(Math.round((s.faultAtMs / 1000) * PER_SECOND), PER_SECOND, s.data)
+      await sleep(s.pauseMs)
+      traffic = Promise.resolve()
+    }
+    if (!s.wholeRun) {
+      run.mark('fault')
+      await s.begin()
+      run.mark('down')
+      await sleep(s.faultMs)
+      run.mark('up')
+      await s.end()
+      run.mark('fixed')
+    }
+    if (s.pauseMs !== undefined) traffic = run.traffic(EVENTS - run.emitted.length, PER_SECOND, s.data)
+    await traffic
+    store = s.openStore()
+    await run.settle({ store })
+    const lookup = (store.lookup as NonNullable<DedupStore['lookup']>).bind(store)
+    const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`), fleet.logs)
+    report(figures)
+    expectExactlyOnce(figures)
+    expect(figures.notSent, 'the endpoint was never disabled').toBe(0)
+    expect(figures.blockedAfterMs, 'an email answered 409 longer than one lease after the fault ended').toBeLessThanOrEqual(LEASE_MS)
+    return { figures, run, fleet }
+  } finally {
+    await run.close()
+    await fleet.close()
+    await store?.close?.()
+  }
+}
+
+describe('store faults that fail quietly (3 instances behind a balancer)', () => {
+  const file = scratch('silent')
+  let pgProxy: FaultProxy
+  let redisProxy: FaultProxy
+  beforeAll(async () => {
+    ;[pgProxy, redisProxy] = await Promise.all([startFaultProxy(servers.postgres.port), startFaultProxy(servers.redis.port)])
+  })
+  afterAll(async () => {
+    await Promise.all([pgProxy?.close(), redisProxy?.close()])
+  })
+  const faultMs = LONG ? 20_000 : 5_000
+
+  it(`PostgreSQL blackholed ${faultMs / 1000} s mid-traffic (pooled connections hang, then new ones work): every event handled once, no email blocked past a lease`, async () => {
+    const { figures } = await runSilent(
+      {
+        scenario: `PostgreSQL blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
+        method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, queryTimeoutMs 3000`,
+        name: 'pg-blackhole',
+        store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
+        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+        faultAtMs: 1_500,
+        faultMs,
+        begin: () => pgProxy.mode('blackhole'),
+        end: () => pgProxy.mode('pass'),
+      },
+      file,
+    )
+    expect(figures.duringFault).toMatch(/503 store_unavailable/)
+  }, 240_000)
+
+  it(`Redis blackholed ${faultMs / 1000} s mid-traffic: every event handled once, no email blocked past a lease`, async () => {
+    const { figures } = await runSilent(
+      {
+        scenario: `Redis blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
+        method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, commandTimeoutMs 3000`,
+        name: 'redis-blackhole',
+        store: { kind: 'redis', url: viaPort(servers.redis.url, redisProxy.port) },
+        openStore: () => new RedisDedupStore({ url: servers.redis.url }),
+        faultAtMs: 1_500,
+        faultMs,
+        begin: () => redisProxy.mode('blackhole'),
+        end: () => redisProxy.mode('pass'),
+      },
+      file,
+    )
+    expect(figures.duringFault).toMatch(/503 store_unavailable/)
+  }, 240_000)
+
+  it('PostgreSQL restarted while the pool’s connections sit idle, the old ones left dead (a failover): every event handled once', async () => {
+    await runSilent(
+      {
+        scenario: 'PostgreSQL restarted under idle pools, old connections dead (3 instances)',
+        method: 'traffic 2 s, idle 1 s; proxy blackholes the open connections, pg_ctl stop -m fast and start, new connections pass',
+        name: 'pg-failover',
+        store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
+        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+        faultAtMs: 2_000,
+        pauseMs: 1_000,
+        faultMs: 0,
+        begin: async () => {
+          pgProxy.mode('blackhole')
+          await servers.postgres.halt('graceful')
+          await servers.postgres.start()
+          pgProxy.mode('pass')
+        },
+        end: () => {},
+      },
+      file,
+    )
+  }, 240_000)
+
+  it('a complete that hangs (the first three of each instance never answer): every event handled once, its retries duplicates', async () => {
+    await runSilent(
+      {
+        scenario: 'complete hangs, first 3 of each instance (3 instances, PostgreSQL)',
+        method: `each instance's first 3 completes never answer; storeTimeoutMs 1500, lease ${LEASE_MS} ms`,
+        name: 'complete-hangs',
+        store: { kind: 'postgres', url: servers.postgres.url },
+        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+        stallCompletes: 3,
+        wholeRun: true,
+        faultAtMs: 0,
+        faultMs: 0,
+        begin: () => {},
+        end: () => {},
+      },
+      file,
+    )
+  }, 240_000)
+
+  it('a handler that finishes past its deadline while its complete hangs: every event handled once, no email blocked past a lease', async () => {
+    await runSilent(
+      {
+        scenario: 'late handler, its complete hangs (3 instances, PostgreSQL)',
+        method: `every 8th event runs 2.5 s against handlerTimeoutMs 2000, and its late complete never answers; lease ${LEASE_MS} ms`,
+        name: 'late-hangs',
+        store: { kind: 'postgres', url: servers.postgres.url },
+        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+        options: { handlerTimeoutMs: 2_000 },
+        stallSlowCompletes: true,
+        data: (i) => (i % 8 === 3 ? { slowMs: 2_500 } : undefined),
+        wholeRun: true,
+        faultAtMs: 0,
+        faultMs: 0,
+        begin: () => {},
+        end: () => {},
+      },
+      file,
+    )
+  }, 240_000)
+})
