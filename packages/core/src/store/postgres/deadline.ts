@@ -13,6 +13,9 @@ export interface PostgresPoolClient {
   query(config: string | { name: string; text: string; values?: unknown[] }, values?: unknown[]): Promise<unknown>
   /** With an error: the pool destroys the connection instead of keeping it. */
   release(destroy?: Error | boolean): void
+  /** A checked-out connection that breaks emits 'error' (the pool listens only to idle ones). */
+  on(event: 'error', listener: (error: Error) => void): unknown
+  removeListener(event: 'error', listener: (error: Error) => void): unknown
 }
 
 /** A statement had no answer within the store's `queryTimeoutMs`; its connection was destroyed. */
@@ -27,8 +30,10 @@ export class QueryTimeoutError extends Error {
 
 /**
  * Runs `run` on a connection of `connect()` within `timeoutMs` (the wait for a connection
- * included; one timer for both). On time, the connection goes back to the pool; past the deadline
- * the call rejects and the connection is destroyed (or, when it comes late, given back unused).
+ * included; one timer for both). On time and without error, the connection goes back to the pool;
+ * after an error (as `pool.query` does) or past the deadline it is destroyed; one that comes after
+ * the deadline is given back unused. A connection that breaks while it is checked out emits
+ * 'error', which the pool does not listen to then: it is taken here, or it would end the process.
  * @throws {QueryTimeoutError} past the deadline; what `connect` or `run` throws otherwise.
  */
 export function onConnection<T>(
@@ -37,35 +42,38 @@ export function onConnection<T>(
   run: (client: PostgresPoolClient) => Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let client: PostgresPoolClient | undefined
     let over = false
+    let end: ((error: Error | undefined, value?: T) => void) | undefined
     const timer = setTimeout(() => {
-      over = true
-      const error = new QueryTimeoutError(client === undefined ? 'connect' : 'query', timeoutMs)
-      client?.release(error)
-      reject(error)
+      const error = new QueryTimeoutError(end === undefined ? 'connect' : 'query', timeoutMs)
+      if (end) end(error)
+      else {
+        over = true
+        reject(error)
+      }
     }, timeoutMs)
     connect().then(
-      (connection) => {
-        if (over) return connection.release()
-        client = connection
-        run(connection).then(
-          (value) => {
-            if (over) return
-            clearTimeout(timer)
-            connection.release()
-            resolve(value)
-          },
-          (error: unknown) => {
-            if (over) return
-            clearTimeout(timer)
-            connection.release()
-            reject(error)
-          },
+      (client) => {
+        if (over) return client.release()
+        const onError = (error: Error): void => end?.(error)
+        end = (error, value) => {
+          if (over) return
+          over = true
+          clearTimeout(timer)
+          client.removeListener('error', onError)
+          client.release(error)
+          if (error) reject(error)
+          else resolve(value as T)
+        }
+        client.on('error', onError)
+        run(client).then(
+          (value) => end?.(undefined, value),
+          (error: unknown) => end?.(error instanceof Error ? error : new Error(String(error))),
         )
       },
       (error: unknown) => {
         if (over) return
+        over = true
         clearTimeout(timer)
         reject(error)
       },
