@@ -7,6 +7,9 @@
  *              left pooled sockets open); connections opened after it work;
  *   reset      resets every open connection (RST) and each new one at once;
  *   delay      forwards each chunk `delayMs` late.
+ * And once: `loseNextReply()` swallows the next chunk the server sends and then drops that
+ * connection, as a connection that breaks after the server ran a command and before its reply
+ * arrived (a driver that resends unanswered commands sends it again on its next connection).
  * Every socket is closed by `close()`.
  */
 import { createServer, type Socket, connect as tcpConnect } from 'node:net'
@@ -22,6 +25,8 @@ export interface FaultProxy {
   mode(mode: ProxyMode, options?: { delayMs?: number }): void
   /** Connections opened through it so far. */
   readonly opened: number
+  /** The next reply from the server is lost, and its connection dropped (once). */
+  loseNextReply(): void
   close(): Promise<void>
 }
 
@@ -38,9 +43,15 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   let current: ProxyMode = 'pass'
   let delayMs = 200
   let opened = 0
+  let loseReply = false
   const forward = (pair: Pair, from: Socket, to: () => Socket | undefined) => {
     from.on('data', (chunk: Buffer) => {
       if (pair.dead) return
+      if (loseReply && from === pair.upstream) {
+        loseReply = false
+        drop(pair)
+        return
+      }
       const send = () => {
         if (!pair.dead) to()?.write(chunk)
       }
@@ -85,6 +96,9 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     },
     get opened() {
       return opened
+    },
+    loseNextReply() {
+      loseReply = true
     },
     mode(mode, options) {
       current = mode

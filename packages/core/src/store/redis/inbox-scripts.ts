@@ -13,11 +13,27 @@ import { NOW, type Script, script } from './scripts.js'
 // A running entry's `next` is when its lease ends (its score in running): the reads and the take
 // first make every lapsed one pending again, due from then, a thousand at a time.
 const COMMON = `${NOW}
-local P, R, D, F, A = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local P, R, D, F, A, H = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local base = ARGV[1]
 local function E(k) return base .. 'entry:' .. k end
 local function O(ok) return base .. 'order:' .. ok end
 local function ORUN(ok) return base .. 'order-run:' .. ok end
+local function HEAD(ok) return base .. 'head:' .. ok end
+local function refresh(ok)
+  local hk = HEAD(ok)
+  local prev = redis.call('GET', hk)
+  if prev then
+    redis.call('ZREM', H, prev)
+    redis.call('DEL', hk)
+  end
+  if redis.call('SCARD', ORUN(ok)) > 0 then return end
+  local first = redis.call('ZRANGE', O(ok), 0, 0)[1]
+  if not first then return end
+  local f = redis.call('HMGET', E(first), 'state', 'next')
+  if f[1] ~= 'pending' then return end
+  redis.call('ZADD', H, f[2], first)
+  redis.call('SET', hk, first)
+end
 local function unrun(k, ok)
   redis.call('ZREM', R, k)
   if ok then redis.call('SREM', ORUN(ok), k) end
@@ -25,6 +41,8 @@ end
 local function repend(k, e, at)
   redis.call('ZADD', P, at, k)
   redis.call('ZADD', A, redis.call('HGET', e, 'enq'), k)
+  local ok = redis.call('HGET', e, 'ok')
+  if ok then refresh(ok) else redis.call('ZADD', H, at, k) end
 end
 local function lapse()
   local gone = redis.call('ZRANGEBYSCORE', R, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
@@ -56,54 +74,82 @@ const ENQUEUE = `${COMMON}local k = ARGV[2]
 local e = E(k)
 if redis.call('EXISTS', e) == 1 then return 0 end
 redis.call('HSET', e, 'type', ARGV[3], 'payload', ARGV[4], 'ts', ARGV[5], 'state', 'pending', 'att', 0, 'enq', now, 'next', now, 'tok', '')
+redis.call('ZREM', F, k)
+redis.call('ZADD', P, now, k)
+redis.call('ZADD', A, now, k)
 if ARGV[6] ~= '' then
   redis.call('HSET', e, 'ok', ARGV[6])
   if ARGV[7] ~= '' then redis.call('HSET', e, 'cms', ARGV[7]) end
   redis.call('ZADD', O(ARGV[6]), tonumber(ARGV[7]) or 0, k)
+  refresh(ARGV[6])
+else
+  redis.call('ZADD', H, now, k)
 end
-redis.call('ZREM', F, k)
-redis.call('ZADD', P, now, k)
-redis.call('ZADD', A, now, k)
 return 1`
 
-// ARGV token, lease ms, ordered ('1'): the due entry with the oldest time, skipping (when ordered)
-// one whose order key has a running entry or an older unfinished one. {key, attempt, type, payload,
-// ts, order key, created_at ms}, or nil. Pages go by rank (found in log time, where an offset
-// would be walked): the entries skipped so far stay ahead of the next page.
-const TAKE = `${COMMON}lapse()
-local lease_end = now + tonumber(ARGV[3])
-local skipped = 0
-while true do
-  local due = redis.call('ZRANGE', P, skipped, skipped + 99, 'WITHSCORES')
-  if #due == 0 then return false end
-  for i = 1, #due, 2 do
-    local k = due[i]
-    if tonumber(due[i + 1]) > now then return false end
-    local e = E(k)
-    local f = redis.call('HMGET', e, 'state', 'ok')
-    local ok = f[2]
-    if f[1] ~= 'pending' then
-      redis.call('ZREM', P, k)
-      redis.call('ZREM', A, k)
-    elseif ARGV[4] ~= '1' or not ok or (redis.call('ZRANGE', O(ok), 0, 0)[1] == k and redis.call('SCARD', ORUN(ok)) == 0) then
-      local att = redis.call('HINCRBY', e, 'att', 1)
-      redis.call('HSET', e, 'state', 'running', 'tok', ARGV[2], 'next', lease_end)
-      redis.call('ZREM', P, k)
-      redis.call('ZREM', A, k)
-      redis.call('ZADD', R, lease_end, k)
-      if ok then redis.call('SADD', ORUN(ok), k) end
-      local item = redis.call('HMGET', e, 'type', 'payload', 'ts', 'ok', 'cms')
-      return {k, att, item[1], item[2], item[3], item[4], item[5]}
-    else
-      skipped = skipped + 1
-    end
+// ARGV token, lease ms, ordered ('1'): the due entry with the oldest time, of `pending`, or when
+// ordered of `ready` (no entry of its order key runs, none older waits): {key, attempt, type,
+// payload, ts, order key, created_at ms}, or nil. One look at the first of a sorted set: no walk
+// over the entries blocked behind their email's head. A take sent again with the same token (its
+// reply lost on a dropped connection, the driver resending it) returns the entry the first one took.
+const TAKE = `${COMMON}local function item(k, att)
+  local i = redis.call('HMGET', E(k), 'type', 'payload', 'ts', 'ok', 'cms')
+  return {k, att, i[1], i[2], i[3], i[4], i[5]}
+end
+local tk = base .. 'tok:' .. ARGV[2]
+local mine = redis.call('GET', tk)
+if mine then
+  local f = redis.call('HMGET', E(mine), 'state', 'tok', 'att')
+  if f[1] == 'running' and f[2] == ARGV[2] then return item(mine, tonumber(f[3])) end
+  return false
+end
+-- An inbox written before 'ready' existed: build it once from the pending entries.
+if redis.call('EXISTS', base .. 'v') == 0 then
+  local all = redis.call('ZRANGE', P, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local ok = redis.call('HGET', E(all[i]), 'ok')
+    if ok then refresh(ok) else redis.call('ZADD', H, all[i + 1], all[i]) end
   end
-end`
+  redis.call('SET', base .. 'v', '2')
+end
+lapse()
+local lease_end = now + tonumber(ARGV[3])
+local from = (ARGV[4] == '1') and H or P
+for _ = 1, 100 do
+  local due = redis.call('ZRANGE', from, 0, 0, 'WITHSCORES')
+  if #due == 0 or tonumber(due[2]) > now then return false end
+  local k = due[1]
+  local e = E(k)
+  local f = redis.call('HMGET', e, 'state', 'ok')
+  local ok = f[2]
+  if f[1] ~= 'pending' then
+    redis.call('ZREM', P, k)
+    redis.call('ZREM', A, k)
+    redis.call('ZREM', H, k)
+  else
+    local att = redis.call('HINCRBY', e, 'att', 1)
+    redis.call('HSET', e, 'state', 'running', 'tok', ARGV[2], 'next', lease_end)
+    redis.call('ZREM', P, k)
+    redis.call('ZREM', A, k)
+    redis.call('ZREM', H, k)
+    redis.call('ZADD', R, lease_end, k)
+    if ok then
+      redis.call('SADD', ORUN(ok), k)
+      refresh(ok)
+    end
+    redis.call('SET', tk, k, 'PX', tonumber(ARGV[3]))
+    return item(k, att)
+  end
+end
+return false`
 
 // ARGV key, token, retention ms: done, the hash expiring with the retention.
 const FINISH = `${COMMON}${HELD}local retention = tonumber(ARGV[4])
 redis.call('HSET', e, 'state', 'done', 'tok', '', 'ended', now)
-if ok then redis.call('ZREM', O(ok), k) end
+if ok then
+  redis.call('ZREM', O(ok), k)
+  refresh(ok)
+end
 redis.call('PEXPIRE', e, retention)
 redis.call('ZREMRANGEBYSCORE', F, '-inf', now)
 redis.call('ZADD', F, now + retention, k)
@@ -112,7 +158,10 @@ return 1`
 // ARGV key, token, error, retry in ms ('' for dead).
 const FAIL = `${COMMON}${HELD}if ARGV[5] == '' then
   redis.call('HSET', e, 'state', 'dead', 'tok', '', 'err', ARGV[4], 'ended', now)
-  if ok then redis.call('ZREM', O(ok), k) end
+  if ok then
+    redis.call('ZREM', O(ok), k)
+    refresh(ok)
+  end
   redis.call('ZADD', D, now, k)
 else
   local at = now + tonumber(ARGV[5])
@@ -145,8 +194,8 @@ for _, k in ipairs(keys) do
     redis.call('HSET', e, 'state', 'pending', 'att', 0, 'next', now)
     redis.call('HDEL', e, 'ended')
     redis.call('ZREM', D, k)
-    repend(k, e, now)
     if f[2] then redis.call('ZADD', O(f[2]), tonumber(f[3] or 0) or 0, k) end
+    repend(k, e, now)
     n = n + 1
   end
 end

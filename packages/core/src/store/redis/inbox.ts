@@ -1,9 +1,10 @@
 /**
  * The inbox of `RedisDedupStore` (`store.inbox`): each entry a hash `<prefix>{inbox}:entry:<key>`,
  * found through sorted sets `<prefix>{inbox}:pending` (by due time), `:running` (by lease end),
- * `:dead` (by when it died), `:done` (by when it is forgotten) and `:age` (pending ones by when they
- * were recorded), and per order key `<prefix>{inbox}:order:<order key>` (its unfinished entries,
- * oldest first) and `:order-run:<order key>` (its running ones). Each call is one Lua script
+ * `:dead` (by when it died), `:done` (by when it is forgotten), `:age` (pending ones by when they
+ * were recorded) and `:ready` (what an ordered take may have now: each email's head, and the
+ * entries without an email), and per order key `<prefix>{inbox}:order:<order key>` (its unfinished
+ * entries, oldest first), `:order-run:<order key>` (its running ones) and `:head:<order key>`. Each call is one Lua script
  * (inbox-scripts.ts) on the server's clock, so concurrent takes from any number of processes never
  * hold one entry, and a take first makes lapsed leases pending again. An enqueue goes through the
  * completions' durability path: the server checked for `appendfsync always` once, then `waitFor`'s
@@ -22,7 +23,7 @@ import type { Script } from './scripts.js'
 /** Where the inbox's keys live, after the store's prefix (a hash tag: one cluster slot). */
 const INBOX = '{inbox}:'
 /** The sorted sets every inbox script gets as KEYS, in the order the scripts read them. */
-const SETS = ['pending', 'running', 'dead', 'done', 'age'].map((name) => INBOX + name)
+const SETS = ['pending', 'running', 'dead', 'done', 'age', 'ready'].map((name) => INBOX + name)
 /** How many dead entries one retry or purge script handles; the inbox runs it again until fewer come back. */
 const BATCH = 1_000
 

@@ -55,9 +55,8 @@ export interface RedisDedupStoreOptions {
    * With `url`: the longest wait for one command, whole ms (default 3,000). Past it the command
    * fails (`DedupStoreError` code `timeout`), and a connection that owes an answer that long is
    * destroyed and opened again, so a stalled connection (a failover, a proxy that stops answering)
-   * costs the calls of those 3 s, not every later one. Commands in flight when a connection drops
-   * fail instead of being sent again on the next one. For a `client` of yours, set the same on it:
-   * `commandTimeout`, `socketTimeout`, `keepAlive` and `autoResendUnfulfilledCommands: false`.
+   * costs the calls of those 3 s, not every later one. For a `client` of yours, set the same on it:
+   * `commandTimeout`, `socketTimeout` and `keepAlive`.
    */
   commandTimeoutMs?: number
 }
@@ -70,7 +69,6 @@ interface OwnClientOptions {
   commandTimeout: number
   socketTimeout: number
   keepAlive: number
-  autoResendUnfulfilledCommands: boolean
 }
 
 /** The longest wait for one command on the store's own client (twice the receiver's default storeTimeoutMs). */
@@ -169,7 +167,7 @@ export function connect(options: RedisDedupStoreOptions): RedisConnection {
   if (client !== undefined) {
     if (options.commandTimeoutMs !== undefined) {
       throw new TypeError(
-        `${PACKAGE} commandTimeoutMs applies to the client the store makes from url; set commandTimeout, socketTimeout and autoResendUnfulfilledCommands: false on your own client instead.`,
+        `${PACKAGE} commandTimeoutMs applies to the client the store makes from url; set commandTimeout and socketTimeout on your own client instead.`,
       )
     }
     if (client === null || typeof client !== 'object' || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
@@ -188,9 +186,9 @@ export function connect(options: RedisDedupStoreOptions): RedisConnection {
     // One retry per command: an unreachable server fails the call quickly (the receiver answers
     // 503 and the sender retries) instead of queueing it for as long as the outage lasts. A
     // command without an answer fails at commandTimeout, and a connection that owes one that long
-    // is destroyed (socketTimeout) rather than kept, with every later command queued behind it;
-    // what was in flight then is not sent again on the next connection (a script sent twice could
-    // meet its own lease).
+    // is destroyed (socketTimeout) rather than kept, with every later command queued behind it.
+    // What was in flight on a dropped connection is sent again on the next one (ioredis's
+    // default): every script of the store is safe to run twice with the same token.
     const created = new Redis(url, {
       connectTimeout: CONNECT_TIMEOUT_MS,
       maxRetriesPerRequest: 1,
@@ -198,7 +196,6 @@ export function connect(options: RedisDedupStoreOptions): RedisConnection {
       commandTimeout: commandTimeoutMs,
       socketTimeout: commandTimeoutMs,
       keepAlive: KEEP_ALIVE_DELAY_MS,
-      autoResendUnfulfilledCommands: false,
     })
     created.on('error', () => {})
     connection = { client: created, ownsClient: true, target: `Redis at ${redactUrl(url)}`, secret: passwordOf(url), ...common }

@@ -20,18 +20,23 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
 // KEYS[4] the email's facts (a hash: '<fact>#h' handled, '<fact>#r' reconciled), ARGV[4] the fact
 // ('' for none): {3, ms left} while another claim holds the lock, else the lease and the lock,
 // the mark and the fact's counts.
+// A live lease of this same token is the caller's own: the claim was sent again after its reply
+// was lost (a dropped connection, the driver resending it), so it answers acquired once more with
+// the same attempt (`own`), not in flight to itself for a whole lease.
 const CLAIM_CHECK = `${NOW}
 local lease = tonumber(ARGV[2])
 local attempt = 1
+local own = false
 local cur = redis.call('GET', KEYS[1])
 if cur then
-  local done, exp, att = string.match(cur, '^(%d):(%d+):(%d+):')
+  local done, exp, att, tok = string.match(cur, '^(%d):(%d+):(%d+):(.*)$')
   exp = tonumber(exp)
   if exp > now then
     if done == '1' then return {0, 0} end
-    return {1, exp - now}
-  end
-  if done == '0' then attempt = tonumber(att) + 1 end
+    if tok ~= ARGV[1] then return {1, exp - now} end
+    own = true
+    attempt = tonumber(att)
+  elseif done == '0' then attempt = tonumber(att) + 1 end
 end
 `
 // A lease (and an order key's lock) is written for this server only: not to the AOF, not to
@@ -44,10 +49,13 @@ const LOCAL_ONLY = `if redis.set_repl then pcall(redis.set_repl, redis.REPL_NONE
 `
 const TAKE_LEASE = `${LOCAL_ONLY}redis.call('SET', KEYS[1], '0:' .. (now + lease) .. ':' .. attempt .. ':' .. ARGV[1], 'PX', lease + tonumber(ARGV[3]))
 `
-const CLAIM_SCRIPT = `${CLAIM_CHECK}${TAKE_LEASE}return {2, attempt}`
-const CLAIM_ORDER_SCRIPT = `${CLAIM_CHECK}local held = redis.call('PTTL', KEYS[3])
+const CLAIM_SCRIPT = `${CLAIM_CHECK}if not own then ${TAKE_LEASE}end
+return {2, attempt}`
+const CLAIM_ORDER_SCRIPT = `${CLAIM_CHECK}if not own then
+local held = redis.call('PTTL', KEYS[3])
 if held > 0 then return {3, held} end
 ${TAKE_LEASE}redis.call('SET', KEYS[3], ARGV[1], 'PX', lease)
+end
 local m = redis.call('HMGET', KEYS[2], 'ms', 'id', 'type')
 local f = {false, false}
 if ARGV[4] ~= '' then f = redis.call('HMGET', KEYS[4], ARGV[4] .. '#h', ARGV[4] .. '#r') end
