@@ -64,7 +64,7 @@ export function bullmqHarness() {
       server.closeAllConnections()
       return new Promise((resolve) => server.close(resolve))
     })
-    return { name, queue, store, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` }
+    return { name, queue, store, db: join(dir, `${name}.db`), url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` }
   }
 
   /** A Worker on the queue (straight to Redis) running the processor over `store`; `wrap` may add to each job's run. */
@@ -73,15 +73,17 @@ export function bullmqHarness() {
     store: SqliteDedupStore,
     handlers: EmailEventHandlers,
     wrap?: (run: () => Promise<string>, attempt: number) => Promise<string>,
+    workerOptions: { lockDuration?: number; stalledInterval?: number } = {},
   ) {
     const run = bullmqProcessor(createInboxProcessor({ handlers, store, logger: false }))
-    const worker = new Worker(name, (job) => (wrap ? wrap(() => run(job), job.attemptsMade + 1) : run(job)), {
+    const worker = new Worker(name, (job, token) => (wrap ? wrap(() => run(job, token), job.attemptsMade + 1) : run(job, token)), {
       connection: direct(),
       concurrency: 2,
+      ...workerOptions,
     })
     cleanups.push(() => worker.close())
     return worker
   }
 
-  return { setup, startWorker, proxy: () => proxy }
+  return { setup, startWorker, proxy: () => proxy, redis: direct }
 }

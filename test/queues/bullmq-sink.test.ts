@@ -4,7 +4,8 @@ import { BULLMQ_JOB_DEFAULTS, bullmqJobId, bullmqSink } from '@email-webhooks/bu
 import type { InboxItem } from '@email-webhooks/core'
 import { createSignedDelivery } from '@email-webhooks/core/testing'
 import type { Queue } from 'bullmq'
-import { describe, expect, it } from 'vitest'
+import type { Redis } from 'ioredis'
+import { describe, expect, it, vi } from 'vitest'
 import { bullmqHarness } from './bullmq-harness.js'
 import { gate, post, race, waitFor } from './support.js'
 
@@ -21,6 +22,7 @@ describe('bullmqSink', () => {
         name: queue.name,
         defaultJobOptions: queue.defaultJobOptions,
         getJob: (id: string) => queue.getJob(id),
+        client: queue.client,
         add: (async (...args: Parameters<Queue['add']>) => {
           await held.promise
           const job = await queue.add(...args)
@@ -96,6 +98,45 @@ describe('bullmqSink', () => {
     for (const [i, id] of ids.entries()) expect(((await queue.getJob(id))?.data as InboxItem | undefined)?.key).toBe(keys[i])
     for (const key of keys) expect(await sink.enqueue(item(key), { retentionMs: 60_000 })).toBe('duplicate')
     expect(await queue.count()).toBe(keys.length)
+  })
+
+  it('refuses every delivery (503, nothing acknowledged) while the queue’s Redis can lose events, says so at start-up, and queues once it is fixed', async () => {
+    const { queue } = await setup()
+    const client = (await queue.client) as unknown as Redis
+    await client.config('SET', 'appendonly', 'no')
+    try {
+      const warn = vi.fn<(line: string) => void>()
+      const { url } = await setup({ warn })
+      await vi.waitFor(() => expect(warn).toHaveBeenCalled())
+      expect(warn.mock.calls[0]?.[0]).toMatch(
+        /the Redis of BullMQ queue hooks-\d+ can lose completed events: appendonly is no \(set appendonly yes\).*Every delivery is refused \(503\)/,
+      )
+      const refused = await post(url, await createSignedDelivery({ type: 'email.bounced' }))
+      expect(refused.status).toBe(503)
+      expect(refused.json).toMatchObject({ error: { code: 'store_unavailable' } })
+      await client.config('SET', 'appendonly', 'yes')
+      expect((await post(url, await createSignedDelivery({ type: 'email.bounced' }))).json).toEqual({ ok: true, queued: true })
+    } finally {
+      await client.config('SET', 'appendonly', 'yes')
+    }
+  })
+
+  it('queues on such a Redis with checkDurability: false, having said at start-up what that risks', async () => {
+    const { queue } = await setup()
+    const client = (await queue.client) as unknown as Redis
+    await client.config('SET', 'appendfsync', 'everysec')
+    try {
+      const warn = vi.fn<(line: string) => void>()
+      const { url } = await setup({ checkDurability: false, warn })
+      expect(warn.mock.calls.map(([line]) => line)).toEqual([
+        expect.stringMatching(
+          /checkDurability is false, so the Redis of BullMQ queue .* is not checked: .*a restart loses events the receiver acknowledged/,
+        ),
+      ])
+      expect((await post(url, await createSignedDelivery({ type: 'email.bounced' }))).json).toEqual({ ok: true, queued: true })
+    } finally {
+      await client.config('SET', 'appendfsync', 'always')
+    }
   })
 
   it('refuses what is not a BullMQ queue', () => {

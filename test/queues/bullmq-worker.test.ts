@@ -1,13 +1,25 @@
 // BullMQ Workers running bullmqProcessor(createInboxProcessor(…)) against a real Redis
 // (test/queues/bullmq-harness.ts): one handler run per event when its job runs twice, a failing
 // handler retried by BullMQ, and a queue that is down answered 503 with nothing lost once it is back.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { bullmqJobId } from '@email-webhooks/bullmq'
 import { createSignedDelivery } from '@email-webhooks/core/testing'
-import { describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { bullmqHarness } from './bullmq-harness.js'
 import { post, waitFor } from './support.js'
 
-const { setup, startWorker, proxy } = bullmqHarness()
+const { setup, startWorker, proxy, redis } = bullmqHarness()
+const CONSUMER = fileURLToPath(new URL('./bullmq-consumer.mjs', import.meta.url))
+const scratch = mkdtempSync(join(tmpdir(), 'email-webhooks-bullmq-kill-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+const children: ChildProcess[] = []
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+})
 const FAST_RETRIES = { jobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 50, jitter: 0.5 } } }
 
 describe('bullmqProcessor in a BullMQ Worker', () => {
@@ -61,6 +73,59 @@ describe('bullmqProcessor in a BullMQ Worker', () => {
     expect({ attempts: job.attemptsMade, failed: await job.isFailed() }).toEqual({ attempts: 1, failed: true })
     expect(job.failedReason).toMatch(/queued under namespace "shop", and this processor's namespace is "default"/)
     expect(ran).toEqual([])
+  })
+
+  it('completes the job of a consumer killed -9 mid-handler: every try while its lease lives is delayed, not an attempt (4 attempts, 200 ms backoff, a 3 s lease)', async () => {
+    const { name, queue, store, db, url } = await setup({ jobOptions: { attempts: 4, backoff: { type: 'fixed', delay: 200 } } })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    const journal = join(scratch, `${name}.journal`)
+    const consumer = spawn(process.execPath, [CONSUMER, JSON.stringify({ connection: redis(), name, db, journal, leaseMs: 3_000 })], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    })
+    children.push(consumer)
+    await waitFor('the consumer to start the handler', () => (existsSync(journal) ? true : undefined))
+    consumer.kill('SIGKILL')
+    // Another consumer: its stall check hands the dead consumer's job back within a second; the
+    // event's claim lives on until the 3 s lease lapses.
+    const ran: string[] = []
+    startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) }, undefined, {
+      lockDuration: 2_000,
+      stalledInterval: 1_000,
+    })
+    const job = await waitFor('the job to finish', async () => {
+      const found = await queue.getJob(bullmqJobId(`default:${delivery.event.id}`))
+      return found?.finishedOn ? found : undefined
+    })
+    expect({ failed: job.failedReason, returned: job.returnvalue }).toEqual({ failed: undefined, returned: 'handled' })
+    expect(job.attemptsMade).toBeLessThan(4)
+    expect(ran).toEqual([delivery.event.id])
+    expect(readFileSync(journal, 'utf8')).toBe(`start ${delivery.event.id}\n`)
+  }, 30_000)
+
+  it('runs a failed job again when its event is delivered again: a failed job is no record of the event, so not a duplicate', async () => {
+    const { name, queue, store, url } = await setup({ jobOptions: { attempts: 1 } })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    let down = true
+    const ran: string[] = []
+    startWorker(name, store, {
+      'email.bounced': async (event) => {
+        if (down) throw new Error('the mail database is down')
+        ran.push(event.id)
+      },
+    })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    const id = bullmqJobId(`default:${delivery.event.id}`)
+    await waitFor('the job to fail', async () => ((await queue.getJob(id))?.failedReason ? true : undefined))
+    down = false
+    const again = await createSignedDelivery({ event: delivery.event, timestamp: Math.floor(Date.now() / 1000) + 1 })
+    expect((await post(url, again)).json).toEqual({ ok: true, queued: true })
+    const job = await waitFor('the job to complete', async () => {
+      const found = await queue.getJob(id)
+      return found?.returnvalue ? found : undefined
+    })
+    expect(job.returnvalue).toBe('handled')
+    expect(ran).toEqual([delivery.event.id])
   })
 
   it('lets BullMQ retry a handler that throws, with backoff, until it succeeds', async () => {

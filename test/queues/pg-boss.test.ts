@@ -33,6 +33,7 @@ describe('pgBossSink', () => {
           return id
         }) as PgBoss['send'],
         getJobById: receiverBoss.getJobById.bind(receiverBoss),
+        retry: receiverBoss.retry.bind(receiverBoss),
       }),
     })
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
@@ -82,7 +83,9 @@ describe('pgBossSink', () => {
 
   it('refuses what is not a PgBoss, and an empty queue name', () => {
     expect(() => pgBossSink({} as PgBoss, 'q')).toThrow(/needs a started PgBoss/)
-    expect(() => pgBossSink({ send: async () => null, getJobById: async () => null } as unknown as PgBoss, '')).toThrow(/queue name/)
+    expect(() =>
+      pgBossSink({ send: async () => null, getJobById: async () => null, retry: async () => undefined } as unknown as PgBoss, ''),
+    ).toThrow(/queue name/)
   })
 })
 
@@ -129,6 +132,42 @@ describe('pgBossWork', () => {
     expect(job.retryCount).toBe(0)
     expect(ran).toEqual([])
   })
+
+  it('waits in the worker while another consumer holds the event (a dead one, its lease live), instead of using a retry', async () => {
+    const { name, boss, store, url } = await setup({ sink: { sendOptions: { retryLimit: 1, retryDelay: 1, retryBackoff: false } } })
+    const ran: string[] = []
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    // A consumer that claimed the event and died: its 2 s lease is never renewed, nor completed.
+    const held = await store.claim(`default:${delivery.event.id}`, { leaseMs: 2_000, retentionMs: 3_600_000 })
+    expect(held.status).toBe('acquired')
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    await startWorker(name, store, { 'email.bounced': async (event) => void ran.push(event.id) })
+    const job = await done(boss, name, pgBossJobId(`default:${delivery.event.id}`))
+    expect({ output: job.output, retries: job.retryCount }).toEqual({ output: { value: 'handled' }, retries: 0 })
+    expect(ran).toEqual([delivery.event.id])
+  }, 30_000)
+
+  it('runs a failed job again when its event is delivered again, rather than answering a duplicate', async () => {
+    const { name, boss, store, url } = await setup({ sink: { sendOptions: { retryLimit: 0 } } })
+    let down = true
+    const ran: string[] = []
+    await startWorker(name, store, {
+      'email.bounced': async (event) => {
+        if (down) throw new Error('the mail database is down')
+        ran.push(event.id)
+      },
+    })
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    expect((await post(url, delivery)).json).toEqual({ ok: true, queued: true })
+    const id = pgBossJobId(`default:${delivery.event.id}`)
+    await waitFor('the job to fail', async () => ((await boss.getJobById(name, id))?.state === 'failed' ? true : undefined))
+    down = false
+    const again = await createSignedDelivery({ event: delivery.event, timestamp: Math.floor(Date.now() / 1000) + 1 })
+    expect((await post(url, again)).json).toEqual({ ok: true, queued: true })
+    const job = await done(boss, name, id)
+    expect(job.output).toEqual({ value: 'handled' })
+    expect(ran).toEqual([delivery.event.id])
+  }, 30_000)
 
   it('lets pg-boss retry a handler that throws until it succeeds', async () => {
     const { name, boss, store, url } = await setup({ sink: { sendOptions: { retryDelay: 1, retryBackoff: false } } })

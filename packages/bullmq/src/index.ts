@@ -3,7 +3,7 @@
  * (`inbox: { sink: bullmqSink(queue) }`), and run the jobs with `bullmqProcessor(processor)` in a
  * BullMQ `Worker`. The event id is the job id: a redelivery never makes a second job.
  */
-export { type BullmqInboxProcessorFn, bullmqProcessor } from './processor.js'
+export { type BullmqInboxJob, type BullmqInboxProcessorFn, bullmqProcessor } from './processor.js'
 export {
   BULLMQ_JOB_DEFAULTS,
   type BullmqInboxJobData,

@@ -4,6 +4,7 @@
  * id: a redelivery finds the job there and makes no second one, for as long as BullMQ keeps it.
  */
 import type { InboxItem, InboxSink } from '@email-webhooks/core'
+import { checkRedisDurability, type RedisClient } from '@email-webhooks/core/redis'
 import type { JobsOptions, Queue } from 'bullmq'
 
 /** What a job of the sink carries: the queued event, and which call queued it (to tell a duplicate add). */
@@ -21,10 +22,19 @@ export interface BullmqSinkOptions {
   jobOptions?: BullmqSinkJobOptions
   /** The job name: the event type when not given. */
   jobName?: (item: InboxItem) => string
+  /**
+   * Check once that the queue's Redis keeps acknowledged events through a restart and never evicts
+   * them (`appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction`), as the Redis dedup
+   * store does, and refuse every enqueue (503: nothing acknowledged) while it does not. Default
+   * true. `false` accepts a Redis that may lose queued events, and says so once at start-up.
+   */
+  checkDurability?: boolean
+  /** Where the start-up line about an unchecked or uncheckable Redis goes; default `console.warn`. */
+  warn?: (message: string) => void
 }
 
 /** The queue, as far as the sink uses it (a BullMQ `Queue`). */
-export type BullmqQueueLike = Pick<Queue, 'add' | 'getJob' | 'defaultJobOptions' | 'name'>
+export type BullmqQueueLike = Pick<Queue, 'add' | 'getJob' | 'defaultJobOptions' | 'name' | 'client'>
 
 /**
  * Retries when the queue's `defaultJobOptions` and the sink's `jobOptions` give none: 10 attempts,
@@ -51,25 +61,57 @@ function wholeSeconds(ms: number): number {
 }
 
 /**
- * An `InboxSink` over a BullMQ queue. `enqueue` resolves once Redis ran BullMQ's add (durable as far
- * as the server's `appendfsync` makes it): `'queued'` when this call made the job, `'duplicate'` when a
- * job with the event's id was already there (waiting, active, delayed, completed and still kept, or
- * failed). Completed jobs are kept at least `retentionMs` (`removeOnComplete: { age }`), so
+ * An `InboxSink` over a BullMQ queue. `enqueue` resolves once Redis ran BullMQ's add, on a server
+ * checked (once, `checkDurability`) to keep it through a restart: `'queued'` when this call made the job, `'duplicate'` when a
+ * job with the event's id was already there (waiting, active, delayed, or completed and still kept);
+ * a failed one (its attempts used up) is retried from zero attempts and answers `'queued'`. Completed jobs are kept at least `retentionMs` (`removeOnComplete: { age }`), so
  * redeliveries in that time are duplicates; the processor deduplicates through the store anyway.
  * @param queue The BullMQ `Queue` your workers take from.
  * @param options Job options and name.
- * @throws {TypeError} when `queue` is not a BullMQ queue.
+ * @throws {TypeError} when `queue` is not a BullMQ queue. An enqueue rejects with a `DedupStoreError` `misconfigured` (the receiver answers 503) while the queue's Redis can lose events.
  * @example
  * const queue = new Queue('email-webhooks', { connection })
  * app.post('/hooks', emailWebhook(secret, {}, { mode: 'inbox', inbox: { sink: bullmqSink(queue) }, store }))
  */
 export function bullmqSink(queue: BullmqQueueLike, options: BullmqSinkOptions = {}): InboxSink {
+  let ensureDurable: (() => Promise<void>) | undefined
   if (queue === null || typeof queue !== 'object' || typeof queue.add !== 'function' || typeof queue.getJob !== 'function') {
     throw new TypeError('@email-webhooks/bullmq: bullmqSink needs a BullMQ Queue (new Queue(name, { connection })).')
   }
   const jobName = options.jobName ?? ((item: InboxItem) => item.type)
+  const warn = options.warn ?? ((message: string) => console.warn(message))
+  const target = `the Redis of BullMQ queue ${queue.name}`
+  let checked: Promise<void> | undefined
+  if (options.checkDurability === false) {
+    warn(
+      `[@email-webhooks/bullmq] bullmqSink: checkDurability is false, so ${target} is not checked: unless it runs with appendonly yes and appendfsync always, a restart loses events the receiver acknowledged (200 queued).`,
+    )
+  } else {
+    // Started now, so a Redis that can lose events is said at start-up, not at the first delivery.
+    const check = (): Promise<void> =>
+      queue.client.then((client) => checkRedisDurability(client as unknown as RedisClient, { target, warn }))
+    checked = check()
+    checked.catch((error: unknown) => {
+      warn(
+        `[@email-webhooks/bullmq] bullmqSink: ${error instanceof Error ? error.message : String(error)} Every delivery is refused (503) until it does.`,
+      )
+      // Checked again at the next delivery: the server may be fixed meanwhile.
+      checked = undefined
+    })
+    const ensure = async (): Promise<void> => {
+      checked ??= check()
+      try {
+        await checked
+      } catch (error) {
+        checked = undefined
+        throw error
+      }
+    }
+    ensureDurable = ensure
+  }
   return {
     async enqueue(item, { retentionMs }) {
+      await ensureDurable?.()
       const jobId = bullmqJobId(item.key)
       const enqueueId = crypto.randomUUID()
       const data: BullmqInboxJobData = { ...item, enqueueId }
@@ -85,7 +127,14 @@ export function bullmqSink(queue: BullmqQueueLike, options: BullmqSinkOptions = 
       // removed in between) was there, so the event is queued either way.
       const job = await queue.getJob(jobId)
       if (job === undefined || job === null) return 'queued'
-      return (job.data as Partial<BullmqInboxJobData> | undefined)?.enqueueId === enqueueId ? 'queued' : 'duplicate'
+      if ((job.data as Partial<BullmqInboxJobData> | undefined)?.enqueueId === enqueueId) return 'queued'
+      // A job of the event that used up its attempts (failed) is no record of its handling: the
+      // delivery runs it again, from zero attempts, rather than being answered as a duplicate.
+      if (await job.isFailed()) {
+        await job.retry('failed', { resetAttemptsMade: true })
+        return 'queued'
+      }
+      return 'duplicate'
     },
   }
 }

@@ -94,11 +94,18 @@ export class WebhookHandlingError extends Error {
   override readonly name = 'WebhookHandlingError'
   readonly code: WebhookHandlingErrorCode
   readonly status: 409 | 500 | 503
+  /**
+   * `in_flight` from `createInboxProcessor`: when the event (or its email) is held elsewhere, the
+   * time until its holder's lease can have ended. Delay the job that long without counting an
+   * attempt (`bullmqProcessor` and `pgBossWork` do).
+   */
+  readonly retryAfterMs: number | undefined
 
-  constructor(code: WebhookHandlingErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
+  constructor(code: WebhookHandlingErrorCode, message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.code = code
     this.status = HANDLING_STATUS[code]
+    this.retryAfterMs = options?.retryAfterMs
   }
 }
 

@@ -29,7 +29,7 @@ export interface PgBossSinkOptions {
 }
 
 /** The boss, as far as the sink uses it (a started `PgBoss`). */
-export type PgBossLike = Pick<PgBoss, 'send' | 'getJobById'>
+export type PgBossLike = Pick<PgBoss, 'send' | 'getJobById' | 'retry'>
 
 /** pg-boss's own default for how long a job may wait (created or retry) before it is archived unrun: 14 days. */
 const PG_BOSS_DEFAULT_RETENTION_SECONDS = 14 * 24 * 3600
@@ -63,8 +63,9 @@ export function pgBossJobId(key: string): string {
 
 /**
  * An `InboxSink` over a pg-boss queue (created beforehand with `boss.createQueue(queueName)`).
- * `enqueue` resolves once PostgreSQL committed the job: `'queued'` when this call inserted it,
- * `'duplicate'` when a job with the event's id was already there. A job waits at most
+ * `enqueue` resolves once PostgreSQL committed the job: `'queued'` when this call inserted it (or
+ * sent a failed job of the event back to retry), `'duplicate'` when a job with the event's id was
+ * already there. A job waits at most
  * `retentionSeconds` (at least `retentionMs`, 14 days by default) before pg-boss gives it up.
  * @param boss A started `PgBoss`.
  * @param queueName The queue your workers take from.
@@ -75,7 +76,13 @@ export function pgBossJobId(key: string): string {
  * app.post('/hooks', emailWebhook(secret, {}, { mode: 'inbox', inbox: { sink: pgBossSink(boss, 'email-webhooks') }, store }))
  */
 export function pgBossSink(boss: PgBossLike, queueName: string, options: PgBossSinkOptions = {}): InboxSink {
-  if (boss === null || typeof boss !== 'object' || typeof boss.send !== 'function' || typeof boss.getJobById !== 'function') {
+  if (
+    boss === null ||
+    typeof boss !== 'object' ||
+    typeof boss.send !== 'function' ||
+    typeof boss.getJobById !== 'function' ||
+    typeof boss.retry !== 'function'
+  ) {
     throw new TypeError('@email-webhooks/pg-boss: pgBossSink needs a started PgBoss (new PgBoss(url), then await boss.start()).')
   }
   if (typeof queueName !== 'string' || queueName.length === 0) {
@@ -91,6 +98,12 @@ export function pgBossSink(boss: PgBossLike, queueName: string, options: PgBossS
       // No row inserted: a job with this id is there (a duplicate), or the queue does not exist
       // (pg-boss inserts only into a known queue and answers null alike). Tell them apart.
       const existing = await boss.getJobById(queueName, id, { includeArchive: true })
+      // A job of the event that used up its retries (failed) is no record of its handling: the
+      // delivery runs it again (pg-boss's retry gives it one more) rather than being a duplicate.
+      if (existing?.state === 'failed') {
+        await boss.retry(queueName, id)
+        return 'queued'
+      }
       if (existing !== null && existing !== undefined) return 'duplicate'
       throw new Error(
         `@email-webhooks/pg-boss: pg-boss did not queue the job of ${item.type} and holds none with its id: does the queue "${queueName}" exist? Create it once with boss.createQueue("${queueName}").`,

@@ -30,7 +30,7 @@ export const LEASE_MARGIN_MS = 60_000
 /** The lease of an entry and of its event's claim when the store can renew them while the handler runs (a heartbeat every third). */
 export const DEFAULT_RENEWED_LEASE_MS = 30_000
 /** The shortest renewed lease: a beat every third of it must have time to reach the store. */
-const MIN_RENEWED_LEASE_MS = 1_000
+export const MIN_RENEWED_LEASE_MS = 1_000
 const DEFAULT_RETRY_BASE_MS = 1_000
 const DEFAULT_RETRY_MAX_MS = 600_000
 const DEFAULT_POLL_MS = 1_000

@@ -13,7 +13,7 @@ import type { DeliveryTrace } from '../telemetry/trace.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
 import { renewClaimWhileHeld } from './heartbeat.js'
-import { DEFAULT_RENEWED_LEASE_MS, LEASE_MARGIN_MS, renewable } from './inbox-options.js'
+import { DEFAULT_RENEWED_LEASE_MS, LEASE_MARGIN_MS, MIN_RENEWED_LEASE_MS, renewable } from './inbox-options.js'
 import { PACKAGE, resolveOptions } from './options.js'
 import { orderingOf } from './order.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
@@ -31,7 +31,7 @@ export interface InboxProcessorOptions extends Omit<WebhookOptions, 'mode' | 'in
 export interface InboxProcessor {
   /**
    * Handles one queued item: `'handled'`, or `'duplicate'` when it was already handled.
-   * @throws {WebhookHandlingError} when it must be tried again (the handler failed, the store is down, the event is held elsewhere): let your queue retry the job.
+   * @throws {WebhookHandlingError} when it must be tried again: `handler_failed`, `handler_timeout` or `store_unavailable` (let your queue retry the job, an attempt), or `in_flight` (the event or its email is held elsewhere: delay the job by `retryAfterMs` without counting an attempt).
    * @throws {InboxItemError} when it can never be processed (another namespace's key, a payload that is not the event's envelope): do not retry it.
    */
   process(item: InboxItem): Promise<'handled' | 'duplicate'>
@@ -51,16 +51,17 @@ export function createInboxProcessor(options: InboxProcessorOptions): InboxProce
   if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createInboxProcessor needs an options object.`)
   const handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS
   // No secret: nothing is verified here (resolveOptions does not read it; createVerifier would).
+  // The lease is checked here, not there: a renewed one may be shorter than the handler's deadline.
   const resolved = resolveOptions({
-    leaseMs: handlerTimeoutMs + LEASE_MARGIN_MS,
     ...options,
+    leaseMs: handlerTimeoutMs + LEASE_MARGIN_MS,
     handlerTimeoutMs,
   } as ReceiverOptions<HandlerContext>)
   // A store that renews leases gets a short one, renewed while the handler runs: a job whose
   // consumer died is not held by its claim for longer than that (your queue's own stall check
   // hands the job on meanwhile). A leaseMs of yours is kept as given, and renewed too.
   const heartbeat = renewable(resolved.store, undefined)
-  const leaseMs = heartbeat && options.leaseMs === undefined ? DEFAULT_RENEWED_LEASE_MS : resolved.leaseMs
+  const leaseMs = processorLease(options.leaseMs, heartbeat, handlerTimeoutMs)
   const p = createPipeline<HandlerContext>({ ...resolved, leaseMs }, options.onError)
   return {
     async process(item) {
@@ -82,6 +83,29 @@ export function createInboxProcessor(options: InboxProcessorOptions): InboxProce
     stats: () => p.reporter.stats(),
     store: () => p.store,
   }
+}
+
+/**
+ * The processor's lease: `leaseMs` as given or its default (30 s renewed while the handler runs, on
+ * a store that can renew; else the handler's deadline and a minute).
+ * @throws {TypeError} for a lease that is not whole ms, under 1 s when renewed, or not above the deadline when not.
+ */
+function processorLease(given: unknown, heartbeat: boolean, handlerTimeoutMs: number): number {
+  if (given === undefined) return heartbeat ? DEFAULT_RENEWED_LEASE_MS : handlerTimeoutMs + LEASE_MARGIN_MS
+  if (typeof given !== 'number' || !Number.isSafeInteger(given) || given < 1) {
+    throw new TypeError(`${PACKAGE} leaseMs must be a whole number of milliseconds ≥ 1, got ${String(given)}.`)
+  }
+  if (heartbeat && given < MIN_RENEWED_LEASE_MS) {
+    throw new TypeError(
+      `${PACKAGE} leaseMs (${given}) must be at least ${MIN_RENEWED_LEASE_MS}: the processor renews it every third while a handler runs.`,
+    )
+  }
+  if (!heartbeat && given <= handlerTimeoutMs) {
+    throw new TypeError(
+      `${PACKAGE} leaseMs (${given}) must exceed handlerTimeoutMs (${handlerTimeoutMs}): this store cannot renew a lease while a handler runs (it has no extend()), so one lease must cover the handler.`,
+    )
+  }
+  return given
 }
 
 /**
@@ -123,16 +147,36 @@ async function processItem(
   const claimed = await claimKey(p, item.key, event, orderingOf(p, event), trace)
   if (!('claim' in claimed)) {
     if (claimed.outcome === 'duplicate') return { result: 'duplicate', answer: claimed }
-    throw new WebhookHandlingError('in_flight', `The event ${id} is held elsewhere or the store failed (${claimed.code}); retry the job.`, {
+    if (claimed.code === 'in_flight') {
+      // Held elsewhere: not a failure of this job. Its holder's lease can have ended after Retry-After.
+      throw new WebhookHandlingError(
+        'in_flight',
+        `The event ${id} (or another event of its email) is being handled elsewhere; delay the job until its lease can have ended, without counting an attempt.`,
+        { cause: claimed.cause, retryAfterMs: retryAfterOf(claimed) },
+      )
+    }
+    throw new WebhookHandlingError('store_unavailable', `The store failed for the event ${id} (${claimed.code}); retry the job.`, {
       cause: claimed.cause,
     })
   }
   if (heartbeat) renewClaimWhileHeld(p, claimed, startedAt + p.handlerTimeoutMs + LEASE_MARGIN_MS)
   const answer = await handleClaimed(p, item.key, claimed, event, { id, timestamp: item.timestamp }, undefined)
   if (answer.status < 300) return { result: answer.outcome === 'duplicate' ? 'duplicate' : 'handled', answer }
+  // The handler ran and its record is being tried again in the background (or the event was
+  // taken over): the next try meets its lease, as in_flight. A failed or late handler is an attempt.
+  const failed = answer.code === 'handler_failed' || answer.code === 'handler_timeout'
   throw new WebhookHandlingError(
-    answer.code === 'handler_failed' || answer.code === 'handler_timeout' ? answer.code : 'in_flight',
-    `The job of ${event.type} ${id} is not done (${answer.code}); let the queue retry it.`,
-    { cause: answer.cause },
+    failed ? (answer.code as 'handler_failed' | 'handler_timeout') : 'in_flight',
+    `The job of ${event.type} ${id} is not done (${answer.code}); ${failed ? 'let the queue retry it' : 'delay it until its record lands, without counting an attempt'}.`,
+    failed ? { cause: answer.cause } : { cause: answer.cause, retryAfterMs: retryAfterOf(answer) },
   )
+}
+
+/** The longest delay of an in-flight job: its holder may well finish sooner than its lease (a copy of the job running now). */
+const MAX_IN_FLIGHT_DELAY_MS = 2_000
+
+/** The answer's Retry-After in ms (at least 1 s), at most MAX_IN_FLIGHT_DELAY_MS: a delayed try counts no attempt, so it may come back often. */
+function retryAfterOf(answer: ReceiverResponse): number {
+  const seconds = Number(answer.headers['retry-after'])
+  return Math.min(MAX_IN_FLIGHT_DELAY_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000)
 }

@@ -6,7 +6,7 @@
 // By package name, not '../errors.js': this subpath is bundled on its own (see index.ts).
 import { DedupStoreError } from '@email-webhooks/core'
 import { scrub } from '../redact.js'
-import { PACKAGE, withoutCommand } from './errors.js'
+import { classify, PACKAGE, withoutCommand } from './errors.js'
 import type { RedisClient, RedisWaitFor } from './options.js'
 
 /** What the checks need of the store: its client, the server in messages, and how to turn a Redis error into a `DedupStoreError`. */
@@ -100,4 +100,37 @@ export async function awaitCopies(
     'durability_timeout',
     `${PACKAGE} ${what} was written on ${server.target} but only ${seen} confirmed it within ${timeoutMs} ms, so it is not acknowledged (the sender retries). Check the replicas (INFO replication) or raise waitFor.timeoutMs.`,
   )
+}
+
+/** Options of {@link checkRedisDurability}. */
+export interface RedisDurabilityCheckOptions {
+  /** The server as messages name it (never with its password); default `Redis`. */
+  target?: string
+  /** Where the warning about a server that forbids `CONFIG` goes; default `console.warn`. */
+  warn?: (message: string) => void
+}
+
+/**
+ * Checks that a Redis server keeps what it acknowledged through a restart and never evicts it:
+ * `appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction` (read with `CONFIG GET`),
+ * as `RedisDedupStore` does for itself; a queue that holds acknowledged events (BullMQ's, for the
+ * `@email-webhooks/bullmq` sink) needs the same. A server that forbids `CONFIG` is said once through
+ * `warn` and passes.
+ * @param client An ioredis client of the server.
+ * @throws {DedupStoreError} `misconfigured` naming each setting that can lose events; the server's own failure otherwise.
+ * @example
+ * await checkRedisDurability(await queue.client, { target: 'BullMQ queue email-webhooks' })
+ */
+export async function checkRedisDurability(client: RedisClient, options: RedisDurabilityCheckOptions = {}): Promise<void> {
+  const target = options.target ?? 'Redis'
+  await checkServer({
+    client,
+    target,
+    secret: undefined,
+    warn: options.warn ?? ((message) => console.warn(message)),
+    wrap: (error) => {
+      const { code, message } = classify(error, target)
+      return new DedupStoreError(code, `${PACKAGE} ${message}`, { cause: withoutCommand(error) })
+    },
+  })
 }

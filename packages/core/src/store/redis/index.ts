@@ -23,6 +23,7 @@ import { RedisInbox } from './inbox.js'
 import { checkDurations, connect, type RedisClient, type RedisDedupStoreOptions, type RedisWaitFor } from './options.js'
 import { SCRIPTS, type Script } from './scripts.js'
 
+export { checkRedisDurability, type RedisDurabilityCheckOptions } from './durability.js'
 export { DEFAULT_REDIS_PREFIX, type RedisClient, type RedisDedupStoreOptions, type RedisWaitFor } from './options.js'
 
 /** Where marks live, after the prefix: apart from the dedup keys (`<prefix><namespace>:<id>`). */
