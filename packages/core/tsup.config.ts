@@ -6,6 +6,7 @@ const config: Options = {
     sqlite: 'src/store/sqlite/index.ts',
     postgres: 'src/store/postgres/index.ts',
     redis: 'src/store/redis/index.ts',
+    dynamodb: 'src/store/dynamodb/index.ts',
     testing: 'src/testing/index.ts',
     api: 'src/api/index.ts',
     'crypto-node': 'src/crypto/node.ts',
@@ -22,6 +23,7 @@ const config: Options = {
       sqlite: 'src/store/sqlite/index.ts',
       postgres: 'src/store/postgres/index.ts',
       redis: 'src/store/redis/index.ts',
+      dynamodb: 'src/store/dynamodb/index.ts',
       testing: 'src/testing/index.ts',
       api: 'src/api/index.ts',
     },
@@ -42,6 +44,7 @@ const config: Options = {
     'better-sqlite3',
     'pg',
     'ioredis',
+    '@aws-sdk/client-dynamodb',
     /^node:/,
   ],
 }
