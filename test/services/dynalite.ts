@@ -105,6 +105,8 @@ export type ProxyMode =
   | 'throttle'
   /** Answer every call 400 AccessDeniedException, as DynamoDB does when the role lacks the action. */
   | 'deny'
+  /** Never answer (a connection that hangs). */
+  | 'stall'
 
 export interface DynamoProxy {
   endpoint: string
@@ -159,6 +161,7 @@ export function startDynamoProxy(target: string, mode: ProxyMode = 'pass'): Prom
       const operation = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? ''
       proxy.calls[operation] = (proxy.calls[operation] ?? 0) + 1
       const failure = SERVICE_ERRORS[proxy.mode]
+      if (proxy.mode === 'stall') return
       try {
         if (failure) {
           res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': crypto.randomUUID() })
