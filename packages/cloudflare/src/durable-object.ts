@@ -59,7 +59,8 @@ export class DurableObjectDedupStore implements DedupStore {
   readonly #namespace: DurableObjectNamespaceLike
   readonly #shards: number
   readonly #name: string
-  readonly #stubs = new Map<number, DurableObjectStubLike>()
+  /** Object ids by shard. Ids, not stubs: a stub is an I/O object of the request that made it, and the store outlives requests. */
+  readonly #ids = new Map<number, unknown>()
 
   constructor(namespace: DurableObjectNamespaceLike, options: DurableObjectDedupStoreOptions = {}) {
     if (
@@ -126,15 +127,15 @@ export class DurableObjectDedupStore implements DedupStore {
     return this.#call(key, { op: 'lookup', key }) as Promise<DedupKeyState>
   }
 
-  /** The stub of the object that holds `key` (with ordering, the one object). */
+  /** A stub, for this request, of the object that holds `key` (with ordering, the one object). */
   #stub(key: string): DurableObjectStubLike {
     const shard = shardOf(key, this.#shards)
-    let stub = this.#stubs.get(shard)
-    if (stub === undefined) {
-      stub = this.#namespace.get(this.#namespace.idFromName(`${this.#name}/${shard}`) as never)
-      this.#stubs.set(shard, stub)
+    let id = this.#ids.get(shard)
+    if (id === undefined) {
+      id = this.#namespace.idFromName(`${this.#name}/${shard}`)
+      this.#ids.set(shard, id)
     }
-    return stub
+    return this.#namespace.get(id as never)
   }
 
   async #call(key: string, request: DedupObjectRequest): Promise<unknown> {
@@ -146,8 +147,6 @@ export class DurableObjectDedupStore implements DedupStore {
         body: JSON.stringify(request),
       })
     } catch (error) {
-      // A broken stub stays broken: the next call makes a new one.
-      this.#stubs.delete(shardOf(key, this.#shards))
       const detail = error instanceof Error ? error.message : String(error)
       const overloaded = (error as { overloaded?: unknown } | null)?.overloaded === true
       throw new DedupStoreError(

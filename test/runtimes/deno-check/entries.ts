@@ -1,6 +1,10 @@
 // Type-checked by `deno check` (test/runtimes/deno-check.test.ts): every public entry point of the
 // built packages, imported by name through node_modules as a Deno user of the npm packages does.
+
+import { D1DedupStore, DurableObjectDedupStore, EmailWebhookDedupObject } from '@email-webhooks/cloudflare'
 import { createReceiver, type DedupStore, emailWebhook, MemoryDedupStore, verifyWebhook } from '@email-webhooks/core'
+import { DenoKvDedupStore } from '@email-webhooks/core/deno-kv'
+import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
@@ -17,10 +21,18 @@ const handle: (request: Request) => Promise<Response> = emailWebhook(
   { store },
 )
 const receiver = createReceiver({ secret: TEST_SECRET, store })
+// Deno's own KV database fits the store's structural type.
+export async function denoKvStore(): Promise<DedupStore> {
+  return new DenoKvDedupStore(await Deno.openKv())
+}
 export const used: unknown[] = [
   handle,
   receiver,
   verifyWebhook,
+  DynamoDBDedupStore,
+  D1DedupStore,
+  DurableObjectDedupStore,
+  EmailWebhookDedupObject,
   PostgresDedupStore,
   RedisDedupStore,
   SqliteDedupStore,
