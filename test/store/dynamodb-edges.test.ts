@@ -87,8 +87,8 @@ describe('DynamoDBDedupStore: faults name their fix', () => {
       proxy.mode = mode
       const before = proxy.calls.UpdateItem ?? 0
       try {
-        for (const call of [store.claim(key(), LONG), store.complete(held.claim, LONG)]) {
-          const error = await failure(call)
+        for (const call of [() => store.claim(key(), LONG), () => store.complete(held.claim, LONG)]) {
+          const error = await failure(call())
           expect(error.code).toBe('throttled')
           expect(error.message).toMatch(new RegExp(`DynamoDB throttled the DynamoDB table "${TABLE}" \\(${name}\\)`))
           expect(error.message).toMatch(/BillingMode PAY_PER_REQUEST/)
