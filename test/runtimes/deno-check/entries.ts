@@ -3,7 +3,6 @@
 
 import { D1DedupStore, DurableObjectDedupStore, EmailWebhookDedupObject } from '@email-webhooks/cloudflare'
 import { createReceiver, type DedupStore, emailWebhook, MemoryDedupStore, verifyWebhook } from '@email-webhooks/core'
-import { DenoKvDedupStore } from '@email-webhooks/core/deno-kv'
 import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
@@ -21,10 +20,6 @@ const handle: (request: Request) => Promise<Response> = emailWebhook(
   { store },
 )
 const receiver = createReceiver({ secret: TEST_SECRET, store })
-// Deno's own KV database fits the store's structural type.
-export async function denoKvStore(): Promise<DedupStore> {
-  return new DenoKvDedupStore(await Deno.openKv())
-}
 export const used: unknown[] = [
   handle,
   receiver,
