@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const PNPM_VERSION = '12'
-const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss', 'cli']
+const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'cloudflare', 'bullmq', 'pg-boss', 'cli']
 const BUILD_STAMPS = join(ROOT, 'node_modules/.cache/email-webhooks-build')
 const color = process.stdout.isTTY && !process.env.NO_COLOR
 const dim = (text) => (color ? `\x1b[2m${text}\x1b[22m` : text)

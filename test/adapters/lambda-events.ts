@@ -177,9 +177,9 @@ export function lambdaEvent(
   return { ...event, body: multi ? toBase64(body) : asText(body), isBase64Encoded: multi }
 }
 
-/** A Lambda context as the Node runtime passes it. */
-export function lambdaContext(): Context {
-  const deadline = Date.now() + 10_000
+/** A Lambda context as the Node runtime passes it, for an invocation with `remainingMs` left (default 10 s). */
+export function lambdaContext(remainingMs = 10_000): Context {
+  const deadline = Date.now() + remainingMs
   return {
     callbackWaitsForEmptyEventLoop: true,
     functionName: 'email-webhooks',

@@ -20,11 +20,11 @@ const TEST_DIR = join(dirname(fileURLToPath(import.meta.url)), '..')
 const json = (body: string) => JSON.parse(body) as { ok?: boolean; error?: { code: string; message: string } }
 
 describe('Lambda handler', () => {
-  it('refuses to be built without a store, naming the PostgreSQL and Redis stores, and opens no SQLite file', () => {
+  it('refuses to be built without a store, naming the DynamoDB, PostgreSQL and Redis stores, and opens no SQLite file', () => {
     // @ts-expect-error store is required on Lambda
     const build = () => emailWebhook(TEST_SECRET, {}, {})
     expect(build).toThrow(DedupStoreError)
-    expect(build).toThrow(/PostgresDedupStore.*RedisDedupStore.*store: 'memory'/)
+    expect(build).toThrow(/DynamoDBDedupStore.*PostgresDedupStore.*RedisDedupStore.*store: 'memory'/)
     try {
       build()
     } catch (error) {
@@ -47,7 +47,7 @@ describe('Lambda handler', () => {
     })
     const warnings = JSON.parse(stdout) as string[]
     expect(warnings).toHaveLength(1)
-    expect(warnings[0]).toMatch(/memory.*PostgresDedupStore.*RedisDedupStore/)
+    expect(warnings[0]).toMatch(/memory.*DynamoDBDedupStore.*PostgresDedupStore.*RedisDedupStore/)
   })
 
   it('answers each source in its shape: ALB with statusDescription, and multiValueHeaders when its target group uses them', async () => {

@@ -131,7 +131,7 @@ describe('documentation snippets', () => {
       'docs/design.md',
       'docs/runtimes.md',
       'docs/queues.md',
-      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss'].map((p) => `packages/${p}/README.md`),
+      ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'cloudflare', 'bullmq', 'pg-boss'].map((p) => `packages/${p}/README.md`),
     ]) {
       expect(found).toContain(doc)
     }

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'bullmq', 'pg-boss'] as const
+const PACKAGES = ['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'cloudflare', 'bullmq', 'pg-boss'] as const
 const INSTALL_TIMEOUT_MS = 240_000
 const STEP_TIMEOUT_MS = 60_000
 
@@ -83,6 +83,7 @@ describe('packed packages in a fresh app outside the workspace', () => {
             '@email-webhooks/fastify': file('fastify'),
             '@email-webhooks/koa': file('koa'),
             '@email-webhooks/lambda': file('lambda'),
+            '@email-webhooks/cloudflare': file('cloudflare'),
             '@email-webhooks/bullmq': file('bullmq'),
             '@email-webhooks/pg-boss': file('pg-boss'),
             bullmq: workspacePackage('bullmq', 'test').version,
@@ -161,6 +162,20 @@ describe('packed packages in a fresh app outside the workspace', () => {
     const [jobId, sink, uuid, pgSink] = JSON.parse(stdout.trim())
     expect([jobId, sink, pgSink]).toEqual(['ewh-default%3Aa', 'function', 'function'])
     expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  })
+
+  it("loads the Cloudflare stores and core's DynamoDB and Deno KV subpaths from their tarballs, ESM and CJS", async () => {
+    const script = [
+      "const cf = await import('@email-webhooks/cloudflare')",
+      "const ddb = await import('@email-webhooks/core/dynamodb')",
+      "const kv = await import('@email-webhooks/core/deno-kv')",
+      "const { createRequire } = await import('node:module')",
+      'const require = createRequire(import.meta.url)',
+      "const cjs = require('@email-webhooks/cloudflare')",
+      "console.log(JSON.stringify([typeof cf.DurableObjectDedupStore, typeof cf.EmailWebhookDedupObject, typeof cjs.D1DedupStore, ddb.dynamoDBTableInput().KeySchema[0].AttributeName, typeof require('@email-webhooks/core/dynamodb').DynamoDBDedupStore, typeof kv.DenoKvDedupStore]))",
+    ].join(';')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: app, timeout: STEP_TIMEOUT_MS })
+    expect(JSON.parse(stdout.trim())).toEqual(['function', 'function', 'function', 'pk', 'function', 'function'])
   })
 
   it('runs the CLI installed from its tarball with npx --no-install, on the one copy of core', async () => {

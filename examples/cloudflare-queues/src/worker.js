@@ -3,8 +3,9 @@
 // the queue's consumer, see wrangler.toml) runs the handlers, acknowledging each message or retrying it
 // later. Queues do not deduplicate: a redelivery is a second message, and the D1 dedup store that both
 // share makes it run no handler (as it does for a message the queue delivers twice).
+
+import { D1DedupStore } from '@email-webhooks/cloudflare'
 import { createInboxProcessor, emailWebhook } from '@email-webhooks/core'
-import { D1DedupStore } from '../../cloudflare-worker/src/d1-store.js' // the D1 store of examples/cloudflare-worker
 
 let handle
 let processor

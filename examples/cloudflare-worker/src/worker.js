@@ -1,5 +1,8 @@
+import { DurableObjectDedupStore } from '@email-webhooks/cloudflare'
 import { emailWebhook } from '@email-webhooks/core'
-import { D1DedupStore } from './d1-store.js'
+
+// The Durable Object class that keeps the dedup records, bound as EMAIL_WEBHOOK_DEDUP (wrangler.toml).
+export { EmailWebhookDedupObject } from '@email-webhooks/cloudflare'
 
 let handle
 
@@ -8,7 +11,7 @@ export default {
     handle ??= emailWebhook(
       env.EMAIL_WEBHOOK_SECRET,
       { 'email.bounced': async (event) => console.log(`email ${event.data.id} bounced`) },
-      { store: new D1DedupStore(env.DB) },
+      { store: new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP) },
     )
     return handle(request)
   },

@@ -1,5 +1,5 @@
 import { emailWebhook } from '@email-webhooks/core'
-import { DenoKvDedupStore } from './deno-kv-store.ts'
+import { DenoKvDedupStore } from '@email-webhooks/core/deno-kv'
 
 const kv = await Deno.openKv(Deno.env.get('EMAIL_WEBHOOKS_KV') ?? 'dedup.kv')
 const handle = emailWebhook(

@@ -3,7 +3,9 @@
  * Lambda handler for API Gateway REST (payload 1.0) and HTTP API (2.0) events, function URLs and
  * ALB. The adapter takes the body as the event carries it (base64-decoded when `isBase64Encoded`,
  * refused before decoding when over `maxBodyBytes`), hands it with the headers to core's receiver,
- * and returns the answer in the shape the event's source expects. It starts no timer.
+ * and returns the answer in the shape the event's source expects. It starts no timer. The claim's
+ * lease ends with the invocation (`context.getRemainingTimeInMillis()`), so an event whose
+ * invocation timed out is free for the sender's retry when the invocation ends.
  */
 import { STATUS_CODES } from 'node:http'
 import {
@@ -56,7 +58,7 @@ export type EmailWebhookLambdaHandler = ((event: LambdaHttpEvent, context: Conte
 
 const PACKAGE = '[@email-webhooks/lambda]'
 const STORES =
-  'PostgresDedupStore (@email-webhooks/core/postgres) or RedisDedupStore (@email-webhooks/core/redis), or your own DedupStore (over DynamoDB, say)'
+  'DynamoDBDedupStore (@email-webhooks/core/dynamodb), PostgresDedupStore (@email-webhooks/core/postgres) or RedisDedupStore (@email-webhooks/core/redis), or your own DedupStore'
 const NO_STORE = `${PACKAGE} options.store is required on Lambda: a SQLite file in /tmp or a memory store dies with the execution environment and is not shared by concurrent ones, so retried events would run their handlers again. Pass a store that outlives the function: ${STORES}; or store: 'memory' to accept non-durable dedup (tests, local runs).`
 const MEMORY = `${PACKAGE} the dedup store is memory: it dies with this execution environment and concurrent environments do not share it, so retried events can run their handlers again. Pass ${STORES}.`
 const NOT_POST = {
@@ -127,7 +129,9 @@ export function emailWebhook(
     if (event.isBase64Encoded && text.length > 4 * Math.ceil(maxBodyBytes / 3))
       return result(event, receiver.refuse(bodyTooLargeError(maxBodyBytes)))
     const body = event.isBase64Encoded ? Buffer.from(text, 'base64') : text
-    return result(event, await receiver.receive({ headers: headersOf(event), body, context: { lambda: { event, context } } }))
+    // The lease ends with the invocation: a claim left by a timed-out invocation is free when it ends.
+    const leaseCapMs = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined
+    return result(event, await receiver.receive({ headers: headersOf(event), body, context: { lambda: { event, context } }, leaseCapMs }))
   }
   return Object.assign(emailWebhookLambdaHandler, { stats: receiver.stats, store: receiver.store, inbox: receiver.inbox })
 }

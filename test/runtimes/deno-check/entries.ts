@@ -1,6 +1,9 @@
 // Type-checked by `deno check` (test/runtimes/deno-check.test.ts): every public entry point of the
 // built packages, imported by name through node_modules as a Deno user of the npm packages does.
+
+import { D1DedupStore, DurableObjectDedupStore, EmailWebhookDedupObject } from '@email-webhooks/cloudflare'
 import { createReceiver, type DedupStore, emailWebhook, MemoryDedupStore, verifyWebhook } from '@email-webhooks/core'
+import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
@@ -21,6 +24,10 @@ export const used: unknown[] = [
   handle,
   receiver,
   verifyWebhook,
+  DynamoDBDedupStore,
+  D1DedupStore,
+  DurableObjectDedupStore,
+  EmailWebhookDedupObject,
   PostgresDedupStore,
   RedisDedupStore,
   SqliteDedupStore,

@@ -1,8 +1,8 @@
 // The Hono adapter in workerd: a Hono app whose /hooks route is @email-webhooks/hono's handler,
-// with the D1 store of examples/cloudflare-worker on the `DB` binding.
+// with the D1 store of @email-webhooks/cloudflare on the `DB` binding.
+import { D1DedupStore } from '@email-webhooks/cloudflare'
 import { emailWebhook } from '@email-webhooks/hono'
 import { Hono } from 'hono'
-import { D1DedupStore } from '../../../examples/cloudflare-worker/src/d1-store.js'
 
 const app = new Hono()
 let webhook

@@ -15,7 +15,7 @@ import { handleClaimed } from './handle.js'
 import type { ResolvedInbox } from './inbox-options.js'
 import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
-import { orderingOf } from './order.js'
+import { type EventOrdering, orderingOf } from './order.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverInbox, ReceiverOptions, ReceiverResponse } from './types.js'
 import { InboxWorker } from './worker.js'
@@ -87,7 +87,7 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     const parsed = parse(body, verified.id)
     const event = parsed instanceof WebhookVerificationError ? undefined : parsed
     const key = `${p.namespace}:${verified.id}`
-    const ordering = orderingOf(p, event)
+    const ordering = capLease(orderingOf(p, event), input.leaseCapMs)
     if (event !== undefined && p.inbox !== undefined && !p.inbox.inRequest.has(event.type)) {
       return await enqueueEvent(p, key, event, body, verified.timestamp, ordering, trace)
     }
@@ -109,6 +109,12 @@ export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerC
     maxBodyBytes: p.maxBodyBytes,
     inbox,
   }
+}
+
+/** The event's store options with the lease cut to `capMs` (a serverless invocation's time left), when that is shorter. */
+function capLease(ordering: EventOrdering, capMs: number | undefined): EventOrdering {
+  if (typeof capMs !== 'number' || !(capMs < ordering.claimOptions.leaseMs)) return ordering
+  return { ...ordering, claimOptions: { ...ordering.claimOptions, leaseMs: Math.max(1, Math.floor(capMs)) } }
 }
 
 /** Inbox mode: the worker over the store's inbox (on a pipeline with the inbox's deadlines), started unless `inbox.worker` is false. */

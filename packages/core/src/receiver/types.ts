@@ -272,6 +272,14 @@ export interface ReceiveInput<Extra = object> {
   body: WebhookBody
   /** Extra fields for the handler context (adapters pass their framework context here). */
   context?: Extra
+  /**
+   * A cap on this request's lease, whole ms: the claim holds the event at most this long (and at
+   * most `leaseMs`). A serverless adapter passes the time its invocation has left (the Lambda
+   * adapter: `context.getRemainingTimeInMillis()`), so a claim left behind by an invocation the
+   * platform stopped (a timeout) is free again when the invocation ends, not `leaseMs` later.
+   * Only for platforms that stop the request at that time: the handler deadline is not shortened.
+   */
+  leaseCapMs?: number
 }
 
 /** A configured pipeline; adapters call `receive` for each request. */

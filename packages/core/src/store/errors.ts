@@ -1,12 +1,12 @@
 /**
  * `DedupStoreError`: the typed failure of a built-in dedup store (memory, SQLite, PostgreSQL,
- * Redis). The receiver turns any store failure into a 503 `store_unavailable` and keeps this
+ * Redis, DynamoDB, and the Cloudflare and Deno KV stores). The receiver turns any store failure into a 503 `store_unavailable` and keeps this
  * error as its `cause`. Messages say what to do and never contain a password.
  */
 
 /** Why a dedup store could not do its work. */
 export type DedupStoreErrorCode =
-  /** The client library (`pg`, `ioredis`) is not installed. */
+  /** The client library (`pg`, `ioredis`, `@aws-sdk/client-dynamodb`) is not installed. */
   | 'driver_missing'
   /** The server could not be reached, refused the connection, or dropped it. */
   | 'connection_failed'
@@ -40,6 +40,13 @@ export type DedupStoreErrorCode =
    * (503); the sender's retry finds it done if the write survived, or handles it again if not.
    */
   | 'durability_timeout'
+  /**
+   * The database refused the call for now: the table's capacity or the account's request rate is
+   * exceeded (DynamoDB `ProvisionedThroughputExceededException`, `ThrottlingException`). Nothing was
+   * written; the receiver answers 503 with Retry-After and the sender retries. Raise the capacity
+   * (or use on-demand capacity) if it lasts.
+   */
+  | 'throttled'
 
 /**
  * A dedup store failed. `code` is stable; `cause` is the driver's error.

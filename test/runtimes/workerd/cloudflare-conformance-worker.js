@@ -1,0 +1,142 @@
+// Runs the dedup-store and ordering conformance suites inside workerd against
+// @email-webhooks/cloudflare: D1DedupStore on the `DB` binding, and DurableObjectDedupStore on the
+// EMAIL_WEBHOOK_DEDUP namespace (the EmailWebhookDedupObject class, exported below with two test
+// routes: shift its clock, run its alarm), sharded over 16 objects and over 1; and the purges of
+// expired rows (D1: by claims; Durable Objects: by the alarm). `GET /?suite=<name>` answers that
+// suite's results as JSON.
+import { D1DedupStore, DurableObjectDedupStore, EmailWebhookDedupObject } from '@email-webhooks/cloudflare'
+import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
+
+const HOUR = 3_600_000
+const LONG = { leaseMs: 60_000, retentionMs: 24 * HOUR }
+
+/** The package's class, with a clock the test can move and a route that runs its alarm now. */
+class TestDedupObject extends EmailWebhookDedupObject {
+  offset = 0
+  constructor(state, env) {
+    super(state, env)
+    this.state = state
+  }
+  now() {
+    return Date.now() + this.offset
+  }
+  async fetch(request) {
+    const url = new URL(request.url)
+    const sql = this.state.storage.sql
+    if (url.pathname === '/test/shift') this.offset += Number(url.searchParams.get('ms'))
+    else if (url.pathname === '/test/alarm') await this.alarm()
+    else return super.fetch(request)
+    const rows = sql.exec('SELECT count(*) AS n FROM email_webhook_dedup').toArray()[0].n
+    return Response.json({ rows, alarm: await this.state.storage.getAlarm() })
+  }
+}
+
+export { TestDedupObject as EmailWebhookDedupObject }
+
+function check(condition, message) {
+  if (!condition) throw new Error(message)
+}
+
+async function acquired(store, key, opts = LONG) {
+  const result = await store.claim(key, opts)
+  check(result.status === 'acquired', `claim of ${key} is acquired, got ${JSON.stringify(result)}`)
+  return result.claim
+}
+
+/** Done (short retention), released and lapsed rows, and one done for a day, made `ageMs` ago on `store`'s clock. */
+async function leaveRows(store, tag) {
+  const done = await acquired(store, `${tag}:done`)
+  await store.complete(done, { retentionMs: 1_000 })
+  await store.release(await acquired(store, `${tag}:released`))
+  await acquired(store, `${tag}:lapsed`, { leaseMs: 1_000, retentionMs: LONG.retentionMs })
+  await store.complete(await acquired(store, `${tag}:kept`), LONG)
+}
+
+const PURGES = {
+  // D1: every 16th claim's batch deletes rows that expired more than an hour before.
+  'd1-purge': async (env) => {
+    const tag = `purge:${crypto.randomUUID()}`
+    const count = async () =>
+      (await env.DB.prepare('SELECT count(*) AS n FROM email_webhook_dedup WHERE key LIKE ?1').bind(`${tag}%`).first()).n
+    await leaveRows(new D1DedupStore(env.DB, { now: () => Date.now() - 2 * HOUR }), tag)
+    check((await count()) === 4, `four rows before the purge, got ${await count()}`)
+    const store = new D1DedupStore(env.DB)
+    for (let i = 0; i < 16; i++) await acquired(store, `other:${crypto.randomUUID()}`)
+    check((await count()) === 1, `16 claims purged the three expired rows and kept the one done for a day, got ${await count()}`)
+    check((await store.lookup(`${tag}:kept`)) === 'done', 'the kept row is still done')
+  },
+  // Durable Objects: a claim arms the alarm; the alarm deletes rows that expired more than an hour before.
+  'do-purge': async (env) => {
+    const name = `purge-${crypto.randomUUID()}`
+    const store = new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name })
+    const stub = env.EMAIL_WEBHOOK_DEDUP.get(env.EMAIL_WEBHOOK_DEDUP.idFromName(`${name}/0`))
+    const test = async (path) => (await stub.fetch(`https://test${path}`)).json()
+    await leaveRows(store, 'rows')
+    const armed = await test('/test/shift?ms=0')
+    check(armed.rows === 4 && typeof armed.alarm === 'number', `four rows and an alarm after the claims, got ${JSON.stringify(armed)}`)
+    await test(`/test/shift?ms=${2 * HOUR}`)
+    const after = await test('/test/alarm')
+    check(after.rows === 1, `the alarm purged the three expired rows and kept the one done for a day, got ${JSON.stringify(after)}`)
+    check(typeof after.alarm === 'number', 'and comes back while rows remain')
+    check((await store.lookup('rows:kept')) === 'done', 'the kept row is still done')
+    check((await store.lookup('rows:done')) === 'absent', 'the purged done row is absent')
+  },
+}
+
+const SUITES = {
+  'd1-dedup': (env, register) =>
+    dedupStoreConformance('D1DedupStore', register, {
+      createStore: () => new D1DedupStore(env.DB),
+      closeAfterEach: false,
+      checkDurations: true,
+    }),
+  'd1-ordering': (env, register) =>
+    orderingConformance('D1DedupStore', register, { createStore: () => new D1DedupStore(env.DB), closeAfterEach: false }),
+  'do-dedup': (env, register) =>
+    dedupStoreConformance('DurableObjectDedupStore (16 shards)', register, {
+      createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP),
+      closeAfterEach: false,
+      checkDurations: true,
+    }),
+  'do-dedup-one': (env, register) =>
+    dedupStoreConformance('DurableObjectDedupStore (1 shard)', register, {
+      createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name: 'one' }),
+      closeAfterEach: false,
+      checkDurations: true,
+    }),
+  'do-ordering-one': (env, register) =>
+    orderingConformance('DurableObjectDedupStore (1 shard)', register, {
+      createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name: 'one' }),
+      closeAfterEach: false,
+    }),
+  'do-ordering-sharded': (env, register) =>
+    orderingConformance('DurableObjectDedupStore (16 shards)', register, {
+      createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP),
+      closeAfterEach: false,
+      expectCapability: false,
+    }),
+}
+
+for (const [name, run] of Object.entries(PURGES)) {
+  SUITES[name] = (env, register) => register.it(`purges expired rows (${name})`, () => run(env))
+}
+
+export default {
+  async fetch(request, env) {
+    const suite = SUITES[new URL(request.url).searchParams.get('suite')]
+    if (!suite) return Response.json({ suites: Object.keys(SUITES) }, { status: 404 })
+    const tests = []
+    suite(env, { describe: (_name, fn) => fn(), it: (name, fn) => void tests.push({ name, fn }) })
+    const results = []
+    for (const test of tests) {
+      let skipped
+      try {
+        await test.fn({ skip: (reason) => (skipped = reason) })
+        results.push({ name: test.name, ok: true, skipped })
+      } catch (error) {
+        results.push({ name: test.name, ok: false, error: String(error) })
+      }
+    }
+    return Response.json(results)
+  },
+}

@@ -1,0 +1,59 @@
+/**
+ * The dedup-store conformance suite against DynamoDBDedupStore on dynalite (npm, started for this
+ * file: test/services/dynalite.ts): a store on a client the app gives, a store that makes its own
+ * client from a region and an endpoint, two stores on one table used in turn, and the same suite
+ * through a proxy that returns the item of a failed condition as the DynamoDB service does
+ * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, which dynalite ignores). The ordering suite
+ * checks that the store declares no ordering and still deduplicates with order options.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
+import { orderingConformance } from '@email-webhooks/core/testing'
+import { afterAll, beforeAll, describe, it } from 'vitest'
+import { type Dynalite, type DynamoProxy, LOCAL_CREDENTIALS, startDynalite, startDynamoProxy } from '../services/dynalite.js'
+import { AlternatingStore, conformance } from './conformance-helpers.js'
+
+let server: Dynalite
+let proxy: DynamoProxy
+let client: DynamoDBClient
+let proxied: DynamoDBClient
+
+beforeAll(async () => {
+  server = await startDynalite()
+  proxy = await startDynamoProxy(server.endpoint, 'all-old')
+  await Promise.all([server.createTable('email_webhook_dedup'), server.createTable('hooks_given_client', 'id')])
+  client = server.client()
+  proxied = server.client({ endpoint: proxy.endpoint })
+  process.env.AWS_ACCESS_KEY_ID = LOCAL_CREDENTIALS.accessKeyId
+  process.env.AWS_SECRET_ACCESS_KEY = LOCAL_CREDENTIALS.secretAccessKey
+})
+afterAll(async () => {
+  client?.destroy()
+  proxied?.destroy()
+  await proxy?.stop()
+  await server?.stop()
+})
+
+conformance(
+  'DynamoDBDedupStore (a given DynamoDBClient, table "hooks_given_client" keyed by "id", dynalite)',
+  () => new DynamoDBDedupStore({ client, table: 'hooks_given_client', partitionKey: 'id' }),
+)
+conformance(
+  'DynamoDBDedupStore (its own client from region + endpoint, default table, dynalite)',
+  () => new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint }),
+)
+conformance(
+  'DynamoDBDedupStore (two clients on one table, calls alternate, dynalite)',
+  () =>
+    new AlternatingStore([new DynamoDBDedupStore({ client }), new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint })]),
+)
+conformance(
+  'DynamoDBDedupStore (failed conditions return the item, ALL_OLD, as the service does: dynalite behind a proxy)',
+  () => new DynamoDBDedupStore({ client: proxied }),
+)
+
+orderingConformance(
+  'DynamoDBDedupStore (dynalite)',
+  { describe, it },
+  { createStore: () => new DynamoDBDedupStore({ client }), expectCapability: false },
+)
