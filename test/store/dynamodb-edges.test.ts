@@ -115,13 +115,13 @@ describe('DynamoDBDedupStore: faults name their fix', () => {
     }
   })
 
-  it("ends a call that hangs after callTimeoutMs with 'connection_failed'", async () => {
+  it("ends a call that hangs after callTimeoutMs with 'timeout'", async () => {
     const store = new DynamoDBDedupStore({ client: proxied, table: TABLE, callTimeoutMs: 300 })
     proxy.mode = 'stall'
     const started = performance.now()
     try {
       const error = await failure(store.claim(key(), LONG))
-      expect(error.code).toBe('connection_failed')
+      expect(error.code).toBe('timeout')
       expect(error.message).toMatch(/did not answer within the store's callTimeoutMs/)
       expect(performance.now() - started).toBeLessThan(3_000)
     } finally {

@@ -78,7 +78,7 @@ export function classify(error: unknown, info: TableInfo): { code: DedupStoreErr
   }
   if (name === 'AbortError' || name === 'TimeoutError') {
     return {
-      code: 'connection_failed',
+      code: 'timeout',
       message: `${table} did not answer within the store's callTimeoutMs (${name}); the sender will retry.`,
     }
   }
