@@ -55,3 +55,8 @@ export function parseUtc(text: string | null): number | undefined | null {
 export function fieldTime(ms: number | undefined): string {
   return ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16)
 }
+
+/** `812 KiB`, `3.4 MiB`. */
+export function bytes(value: number): string {
+  return value < 1_048_576 ? `${Math.round(value / 1024)} KiB` : `${(value / 1_048_576).toFixed(1)} MiB`
+}

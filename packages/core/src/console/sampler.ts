@@ -36,16 +36,20 @@ export class DeliverySampler {
     ;(this.#timer as { unref?: () => void }).unref?.()
   }
 
-  /** Reads the counters now (at most once a second), and forgets samples older than an hour. */
+  /**
+   * Reads the counters now, and forgets samples older than an hour. A sample less than a second
+   * after the last one replaces it (page views come as often as they like), except the first: the
+   * baseline the first differences are taken from.
+   */
   sample(now: number): void {
-    const last = this.#samples[this.#samples.length - 1]
-    if (last !== undefined && now - last.at < 1_000) return
     let deliveries: Record<string, number>
     try {
       deliveries = { ...(this.#receiver.stats().deliveries as Record<string, number>) }
     } catch {
       return
     }
+    const last = this.#samples[this.#samples.length - 1]
+    if (last !== undefined && this.#samples.length > 1 && now - last.at < 1_000) this.#samples.pop()
     this.#samples.push({ at: now, deliveries })
     while ((this.#samples[0]?.at ?? now) < now - KEEP_MS) this.#samples.shift()
   }

@@ -14,10 +14,13 @@ footer{padding:10px 20px;color:var(--muted);font-size:12px;border-top:1px solid 
 h1{font-size:20px;margin:4px 0 12px}
 h2{font-size:16px;margin:22px 0 8px}
 a{color:var(--accent)}
-code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:12.5px;overflow-wrap:anywhere}
+code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,monospace;font-size:12.5px;overflow-wrap:break-word}
+.mono{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%;margin:6px 0}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+th{font-weight:600;color:var(--muted);font-size:12px}
+table.figures{max-width:820px}
+table.figures th{width:45%;font-size:14px;color:var(--fg);font-weight:400}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:6px 0}
 dl.facts dt{color:var(--muted)}
 dl.facts dd{margin:0}
@@ -36,7 +39,8 @@ input,select,button{font:inherit;padding:4px 8px;border:1px solid var(--line);bo
 button{cursor:pointer;background:var(--soft)}
 button.primary{background:var(--accent);border-color:var(--accent);color:#fff}
 button.danger{background:var(--bad);border-color:var(--bad);color:#fff}
-.actions{display:flex;gap:8px;margin:8px 0}
+.actions{display:flex;gap:10px;align-items:center;margin:8px 0}
+form.confirm{display:flex;gap:12px;align-items:center}
 pre.payload{background:var(--soft);border:1px solid var(--line);padding:10px;white-space:pre-wrap;overflow-wrap:anywhere}
 figure.chart{margin:6px 0 2px}
 figure.chart svg{width:100%;height:120px;display:block}

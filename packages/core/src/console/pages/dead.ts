@@ -80,6 +80,6 @@ export async function planPage(ctx: PageContext): Promise<Page> {
     ? html`<p class="note">Read-only: mount the console with <code>actions: true</code> to ${what} from here.</p>`
     : n === 0
       ? html`<p>Nothing to do.</p>`
-      : html`<form method="post" action="${ctx.href(what === 'retry' ? '/dead/retry-matching' : '/dead/purge')}">${fields}<button class="${what === 'retry' ? 'primary' : 'danger'}" type="submit">${what === 'retry' ? 'Retry' : 'Purge'} ${count(n)}</button> <a href="${ctx.href('/dead', { type: filter.value.type, before: fieldTime(before) })}">Cancel</a></form>`
+      : html`<form class="confirm" method="post" action="${ctx.href(what === 'retry' ? '/dead/retry-matching' : '/dead/purge')}">${fields}<button class="${what === 'retry' ? 'primary' : 'danger'}" type="submit">${what === 'retry' ? 'Retry' : 'Purge'} ${count(n)}</button> <a href="${ctx.href('/dead', { type: filter.value.type, before: fieldTime(before) })}">Cancel</a></form>`
   return { title, section: 'dead', body: html`<h1>${title}</h1>${summary}${confirm}` }
 }

@@ -16,7 +16,7 @@ export function filterForm(ctx: PageContext, path: string, filter: EntryFilter, 
   const states = INBOX_STATES.map(
     (state) => html`<option value="${state}"${filter.state === state ? html` selected` : ''}>${state}</option>`,
   )
-  const timeLabel = ENTRY_TIME[filter.state] === 'endedAt' ? 'ended at or before (UTC)' : 'recorded at or before (UTC)'
+  const timeLabel = ENTRY_TIME[filter.state] === 'endedAt' ? 'Ended at or before (UTC)' : 'Recorded at or before (UTC)'
   return html`<form class="filters" method="get" action="${ctx.href(path)}">
 ${fixedState ? '' : html`<label>State<select name="state">${states}</select></label>`}
 <label>Event type<input name="type" value="${filter.type ?? ''}" placeholder="email.bounced" maxlength="200"></label>

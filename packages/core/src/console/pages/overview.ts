@@ -30,7 +30,7 @@ function deliveries(ctx: PageContext): Html {
   const totals = OUTCOMES.map((name) => ({ name, value: stats.deliveries[name] ?? 0 }))
   const sum = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0)
   const since = sampler.since()
-  return html`<div class="cards">${card('handled', count(stats.handled))}${card('queued (inbox)', count(stats.queued))}${card('duplicates', count(stats.duplicates))}${card('skipped as stale', count(stats.skipped))}${card('refused (401, 413)', count(sum(stats.rejected)))}${card('failed (409, 5xx)', count(sum(stats.failed)))}</div>
+  return html`<div class="cards">${card('handled', count(stats.handled))}${card('acknowledged (no handler)', count(stats.acknowledged))}${card('queued (inbox)', count(stats.queued))}${card('duplicates', count(stats.duplicates))}${card('skipped as stale', count(stats.skipped))}${card('refused (401, 413)', count(sum(stats.rejected)))}${card('failed (409, 5xx)', count(sum(stats.failed)))}</div>
 ${barChart(bars, `Deliveries per minute by outcome, last ${CHART_MINUTES} minutes`, [`${CHART_MINUTES} min ago`, 'now'])}
 ${legend(totals)}
 <p class="note">Counters of this process since it started (the legend); the chart shows what arrived while the console was mounted${since !== undefined ? html` (sampled since ${utc(since)})` : ''}.</p>`
@@ -76,7 +76,7 @@ async function store(ctx: PageContext): Promise<Html> {
       'now',
     ])
   }
-  return html`${head}${rows.length ? html`<table><tbody>${rows}</tbody></table>` : ''}${chart}${notes.map((n) => html`<p class="note">${n}</p>`)}`
+  return html`${head}${rows.length ? html`<table class="figures"><tbody>${rows}</tbody></table>` : ''}${chart}${notes.map((n) => html`<p class="note">${n}</p>`)}`
 }
 
 /** The overview page. */

@@ -7,6 +7,7 @@
  * A missing order or inbox table (ordering never used, `createTable: false`) is said, not thrown.
  */
 import { factOf } from '../../console/fact-key.js'
+import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts, StoreFigure } from '../../console/source.js'
 import type { InboxState } from '../inbox.js'
 
@@ -121,7 +122,7 @@ export function postgresConsoleSource(host: PostgresConsoleHost): ConsoleSource 
         { label: 'Emails with an order mark', value: marks ?? null, note: marks === undefined ? missing : 'ordering: true' },
         { label: 'Facts (email, type, created_at)', value: facts ?? null, note: facts === undefined ? missing : undefined },
         { label: 'Inbox entries handled and remembered', value: inboxDone ?? null, note: inboxDone === undefined ? missing : undefined },
-        { label: 'Tables and indexes', value: `${((sizes[0]?.bytes ?? 0) / 1_048_576).toFixed(1)} MiB`, note: `${t} and its tables` },
+        { label: 'Tables and indexes', value: bytes(sizes[0]?.bytes ?? 0), note: `${t} and its tables` },
       ]
       return { figures, recordedByHour: hours.map((h) => ({ hour: h.hour, count: h.n })), notes: [] }
     },

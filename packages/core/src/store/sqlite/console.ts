@@ -6,6 +6,7 @@
  * for the overview. Expiry is judged on the store's clock. Never a payload.
  */
 import { factOf } from '../../console/fact-key.js'
+import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts } from '../../console/source.js'
 import type { InboxState } from '../inbox.js'
 import { commandError } from './errors.js'
@@ -107,7 +108,7 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
     overview: (_now, retentionMs) =>
       run((now): StoreFacts => {
         const hours = sql(
-          `SELECT (expires_at - :ret) / 3600000 AS hour, count(*) AS n FROM ${t} WHERE expires_at > :now GROUP BY hour`,
+          `SELECT CAST((expires_at - :ret) / 3600000 AS INTEGER) AS hour, count(*) AS n FROM ${t} WHERE expires_at > :now GROUP BY hour`,
         ).all({
           ret: retentionMs,
           now,
@@ -137,7 +138,7 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
               label: 'Inbox entries handled and remembered',
               value: count(`SELECT count(*) FROM ${inbox} WHERE state = 'done' AND until > :now`),
             },
-            { label: 'File size', value: `${((pageSize * pages) / 1_048_576).toFixed(1)} MiB`, note: 'without the WAL' },
+            { label: 'File size', value: bytes(pageSize * pages), note: 'without the WAL' },
           ],
           recordedByHour: hours.map((h) => ({ hour: h.hour, count: h.n })),
           notes: [],
