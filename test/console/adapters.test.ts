@@ -23,7 +23,7 @@ import Fastify from 'fastify'
 import { Hono } from 'hono'
 import Koa from 'koa'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { AUTH, CREDENTIALS, deadEntries, item } from './helpers.js'
+import { AUTH, CREDENTIALS, deadEntries, inboxOf, item } from './helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'console-adapters-'))
 let n = 0
@@ -86,7 +86,7 @@ const APPS: Record<string, (options: Options) => Promise<string>> = {
 describe.each(Object.keys(APPS))('the console mounted on %s', (name) => {
   it('serves the console under its path only, signed in, and takes a same-origin action with its token', async () => {
     const store = new SqliteDedupStore({ path: join(dir, `${name}-${++n}.db`) })
-    await deadEntries(store.inbox, [item('mounted-1', 'email.bounced')], 'boom')
+    await deadEntries(inboxOf(store), [item('mounted-1', 'email.bounced')], 'boom')
     const base = await (APPS[name] as (o: Options) => Promise<string>)({ store, auth: CREDENTIALS, actions: true })
     const headers = { authorization: AUTH }
     expect((await fetch(`${base}${PATH}/dead`)).status).toBe(401)
@@ -109,7 +109,7 @@ describe.each(Object.keys(APPS))('the console mounted on %s', (name) => {
       body: new URLSearchParams({ csrf: token, one: 'default:mounted-1' }).toString(),
     })
     expect([retry.status, retry.headers.get('location')]).toEqual([303, `${PATH}/dead?retried=1`])
-    expect((await store.inbox.get('default:mounted-1'))?.state).toBe('pending')
+    expect((await inboxOf(store).get('default:mounted-1'))?.state).toBe('pending')
     const crossSite = await fetch(`${base}${PATH}/dead/retry`, {
       method: 'POST',
       headers: { ...headers, cookie, origin: 'http://evil.example', 'content-type': 'application/x-www-form-urlencoded' },

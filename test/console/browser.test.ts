@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../examples/console/src/app.js'
 import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 import { launchChromium } from './browser.js'
-import { CREDENTIALS, deadEntries, item, PASSWORD, USER } from './helpers.js'
+import { CREDENTIALS, deadEntries, inboxOf, item, PASSWORD, USER } from './helpers.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 const dir = mkdtempSync(join(tmpdir(), 'console-browser-'))
@@ -224,7 +224,7 @@ describe.each(['sqlite', 'postgres', 'redis'] as const)('the console in Chromium
 describe('the console in Chromium: refusals and bad input', () => {
   it('answers 401 to a browser without credentials, and shows nothing of the store', async () => {
     const store = new SqliteDedupStore({ path: join(dir, 'refusals.db') })
-    await deadEntries(store.inbox, [item('secret-ish-1', 'email.bounced')], 'boom')
+    await deadEntries(inboxOf(store), [item('secret-ish-1', 'email.bounced')], 'boom')
     const basic = await serveConsole(emailWebhookConsole({ store, auth: CREDENTIALS }))
     const own = await serveConsole(emailWebhookConsole({ store, auth: (request) => request.headers.get('cookie') === 'session=admin' }))
     const context = await browser.newContext()
@@ -246,7 +246,7 @@ describe('the console in Chromium: refusals and bad input', () => {
 
   it('refuses a form posted from another site, and the dead letter stays dead', async () => {
     const store = new SqliteDedupStore({ path: join(dir, 'csrf.db') })
-    await deadEntries(store.inbox, [item('victim-1', 'email.bounced')], 'boom')
+    await deadEntries(inboxOf(store), [item('victim-1', 'email.bounced')], 'boom')
     const target = await serveConsole(emailWebhookConsole({ store, auth: CREDENTIALS, actions: true }))
     const attacker = await listen(
       createServer((_req, res) => {
@@ -263,7 +263,7 @@ describe('the console in Chromium: refusals and bad input', () => {
     await page.goto(attack)
     expect((await refused).status()).toBe(403)
     expect(await shown(page.locator('h1'))).toBe('Refused')
-    expect((await store.inbox.get('default:victim-1'))?.state).toBe('dead')
+    expect((await inboxOf(store).get('default:victim-1'))?.state).toBe('dead')
     await context.close()
     await attacker.close()
     await target.close()
@@ -275,7 +275,7 @@ describe('the console in Chromium: refusals and bad input', () => {
     const id = `<img src=x onerror=alert('id')>`
     const type = `"><script>alert('type')</script>`
     const email = `<svg onload=alert('email')>`
-    await deadEntries(store.inbox, [item(id, type, email)], `<iframe src="javascript:alert('error')"></iframe>`)
+    await deadEntries(inboxOf(store), [item(id, type, email)], `<iframe src="javascript:alert('error')"></iframe>`)
     const { base, close } = await serveConsole(emailWebhookConsole({ store, auth: CREDENTIALS, actions: true }))
     const { context, page, dialogs } = await signedIn(base)
     const e = encodeURIComponent
@@ -321,7 +321,7 @@ describe('the console in Chromium: refusals and bad input', () => {
   it('opens the CLI console from its one-time link, which then stops working', { timeout: 60_000 }, async () => {
     const path = join(dir, 'cli.db')
     const seeded = new SqliteDedupStore({ path })
-    await deadEntries(seeded.inbox, [item('cli-1', 'email.bounced')], 'boom')
+    await deadEntries(inboxOf(seeded), [item('cli-1', 'email.bounced')], 'boom')
     await seeded.close()
     const child = spawn(process.execPath, [join(ROOT, 'packages/cli/bin/email-webhooks.js'), 'console', '--store', path], {
       stdio: ['ignore', 'pipe', 'pipe'],

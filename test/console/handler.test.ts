@@ -12,7 +12,7 @@ import { type DedupStore, MemoryDedupStore } from '@email-webhooks/core'
 import { CONSOLE_CSP, emailWebhookConsole, WebhookConsoleError } from '@email-webhooks/core/console'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, beforeEach, describe, expect, it } from 'vitest'
-import { AUTH, CREDENTIALS, deadEntries, formToken, get, item, ORIGIN, post, textOf } from './helpers.js'
+import { AUTH, CREDENTIALS, deadEntries, formToken, get, inboxOf, item, ORIGIN, post, textOf } from './helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'console-handler-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -92,7 +92,7 @@ describe('every answer', () => {
   it('carries a strict CSP and no-store, and no page has a script or an outside asset', async () => {
     const store = sqlite()
     const handler = emailWebhookConsole({ store, auth: CREDENTIALS, actions: true })
-    await deadEntries(store.inbox as never, [item('e1', 'email.bounced', 'm1')], 'boom')
+    await deadEntries(inboxOf(store), [item('e1', 'email.bounced', 'm1')], 'boom')
     for (const path of ['/', '/find?q=e1', '/find?state=dead', '/dead', '/dead/plan?do=retry', '/events/e1', '/emails/m1', '/nope']) {
       const { response, text } = await get(handler, path)
       expect(response.headers.get('content-security-policy')).toBe(CONSOLE_CSP)
@@ -112,12 +112,12 @@ describe('actions', () => {
   beforeEach(async () => {
     store = sqlite()
     await deadEntries(
-      store.inbox,
+      inboxOf(store),
       [item('a1', 'email.bounced'), item('a2', 'email.bounced'), item('a3', 'email.complained')],
       'handler failed',
     )
   })
-  const state = async (id: string) => (await store.inbox.get(`default:${id}`))?.state
+  const state = async (id: string) => (await inboxOf(store).get(`default:${id}`))?.state
 
   it('are off by default: no retry form, and a POST is refused even with a good token', async () => {
     const handler = emailWebhookConsole({ store, auth: CREDENTIALS })
@@ -212,7 +212,7 @@ describe('actions', () => {
       formToken(purgePlan.text, purgePlan.response),
     )
     expect(purged.location).toBe('/dead?purged=1&planned=1')
-    expect(await store.inbox.get('default:a3')).toBeUndefined()
+    expect(await inboxOf(store).get('default:a3')).toBeUndefined()
   })
 })
 
@@ -225,7 +225,7 @@ describe('hostile input', () => {
   it.for(['sqlite', 'memory'] as const)('is escaped on every page (%s): ids, types, error messages, query strings', async (kind) => {
     const store: DedupStore = kind === 'sqlite' ? sqlite() : new MemoryDedupStore()
     const handler = emailWebhookConsole({ store, auth: CREDENTIALS, actions: true })
-    await deadEntries(store.inbox as never, [{ ...item(evilId, evilType, evilEmail) }], evilError)
+    await deadEntries(inboxOf(store), [{ ...item(evilId, evilType, evilEmail) }], evilError)
     const paths = [
       '/',
       '/dead',
@@ -271,7 +271,7 @@ describe('payloads', () => {
       created_at: new Date().toISOString(),
       data: { id: 'm9', recipient: 'alice@example.com' },
     })
-    await deadEntries(store.inbox, [item('p1', 'email.bounced', 'm9', payload)], 'bounced handler failed')
+    await deadEntries(inboxOf(store), [item('p1', 'email.bounced', 'm9', payload)], 'bounced handler failed')
     for (const path of ['/', '/dead', '/find?state=dead', '/find?q=p1', '/events/p1', '/emails/m9']) {
       const { text } = await get(handler, path)
       expect(text, path).not.toContain('alice@example.com')
@@ -290,7 +290,7 @@ describe('paging', () => {
     const store = sqlite()
     const handler = emailWebhookConsole({ store, auth: CREDENTIALS })
     await deadEntries(
-      store.inbox,
+      inboxOf(store),
       Array.from({ length: 120 }, (_, i) => item(`k${String(i).padStart(3, '0')}`, 'email.bounced')),
       'x',
     )
@@ -347,7 +347,7 @@ describe('a store without an inbox, a store that is down, unknown ids', () => {
     expect(Date.now() - started).toBeLessThan(2_000)
     expect(textOf(page.text)).toContain('did not answer within 200 ms')
     const closed = sqlite()
-    await deadEntries(closed.inbox, [item('c1', 'email.bounced')], 'x')
+    await deadEntries(inboxOf(closed), [item('c1', 'email.bounced')], 'x')
     const handler = emailWebhookConsole({ store: closed, auth: CREDENTIALS })
     await closed.close()
     for (const path of ['/', '/find?q=c1', '/dead', '/emails/m', '/events/c1', '/dead/plan']) {

@@ -3,7 +3,7 @@
  * cookie, forms posted as a browser of the console's own page would, and inbox entries made dead
  * through the store's own inbox (enqueue, take, fail with no retry), as a worker leaves them.
  */
-import type { InboxItem, InboxQueue } from '@email-webhooks/core'
+import type { DedupStore, InboxItem, InboxQueue } from '@email-webhooks/core'
 import { expect } from 'vitest'
 
 export const USER = 'ops'
@@ -94,4 +94,10 @@ export function textOf(html: string): string {
     .replace(/&#39;/g, "'")
     .replace(/&amp;/g, '&')
     .replace(/\s+/g, ' ')
+}
+
+/** The store's inbox; every built-in store has one (a read-only SQLite store does not). */
+export function inboxOf(store: DedupStore): InboxQueue {
+  if (!store.inbox) throw new Error('this store has no inbox')
+  return store.inbox
 }
