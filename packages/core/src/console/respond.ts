@@ -7,8 +7,7 @@
 import { CONSOLE_CSS } from './style.js'
 
 /** The console's Content-Security-Policy. */
-export const CONSOLE_CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+export const CONSOLE_CSP = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-security-policy': CONSOLE_CSP,
