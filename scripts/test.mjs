@@ -20,7 +20,7 @@ const steps = createSteps(matrix ? 'npm run test:matrix' : filters.length ? `npm
 
 await steps.step('install dependencies (pnpm, from the lockfile)', install)
 let env = {}
-await steps.step('PostgreSQL, Redis and strace for the store tests', async () => {
+await steps.step('PostgreSQL, Redis, strace and Chromium for the store and browser tests', async () => {
   env = await ensureServices()
 })
 await steps.step('build packages whose sources changed', buildIfStale)

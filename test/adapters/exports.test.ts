@@ -9,10 +9,10 @@ import { describe, expect, it } from 'vitest'
 const require = createRequire(import.meta.url)
 
 const EXPORTS: Record<string, string[]> = {
-  '@email-webhooks/express': ['captureRawBody', 'emailWebhook'],
-  '@email-webhooks/hono': ['emailWebhook'],
-  '@email-webhooks/fastify': ['emailWebhook'],
-  '@email-webhooks/koa': ['emailWebhook'],
+  '@email-webhooks/express': ['captureRawBody', 'emailWebhook', 'emailWebhookConsole'],
+  '@email-webhooks/hono': ['emailWebhook', 'emailWebhookConsole'],
+  '@email-webhooks/fastify': ['emailWebhook', 'emailWebhookConsole'],
+  '@email-webhooks/koa': ['emailWebhook', 'emailWebhookConsole'],
   '@email-webhooks/lambda': ['emailWebhook'],
   '@email-webhooks/cloudflare': [
     'D1DedupStore',

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander'
 import { version } from '../package.json'
+import { consoleCommand } from './commands/console.js'
 import { emailsCommand } from './commands/emails.js'
 import { endpointCommand } from './commands/endpoint.js'
 import { inboxCommand } from './commands/inbox.js'
@@ -25,6 +26,7 @@ const COMMANDS: readonly CommandFactory[] = [
   endpointCommand,
   emailsCommand,
   inboxCommand,
+  consoleCommand,
 ]
 
 /**

@@ -21,6 +21,7 @@ import type { Request, Response } from 'express'
 import { guardedResponse } from './guarded-response.js'
 import { RAW_BODY_GONE, rawBody } from './raw-body.js'
 
+export { type ExpressConsoleContext, type ExpressConsoleMiddleware, type ExpressConsoleOptions, emailWebhookConsole } from './console.js'
 export { captureRawBody } from './raw-body.js'
 
 /** The Express request and response, added to every handler's context. */

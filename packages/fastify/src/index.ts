@@ -18,6 +18,8 @@ import {
 } from '@email-webhooks/core'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
+export { emailWebhookConsole, type FastifyConsoleContext, type FastifyConsoleOptions } from './console.js'
+
 /** Fastify's request and reply, added to every handler's context. */
 export interface FastifyHandlerContext {
   /** The Fastify request (`ctx.request.log`, `ctx.request.ip`, `ctx.request.params`, …). */

@@ -22,6 +22,8 @@ import {
 } from '@email-webhooks/core'
 import type { Context, Env, Handler } from 'hono'
 
+export { emailWebhookConsole, type HonoConsoleContext, type HonoConsoleHandler, type HonoConsoleOptions } from './console.js'
+
 /** Hono's context, added to every handler's context as `c`. */
 export interface HonoHandlerContext<E extends Env = Env> {
   c: Context<E>

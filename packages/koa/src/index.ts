@@ -21,6 +21,8 @@ import {
 } from '@email-webhooks/core'
 import type { DefaultContext, DefaultState, Middleware, ParameterizedContext } from 'koa'
 
+export { emailWebhookConsole, type KoaConsoleContext, type KoaConsoleMiddleware, type KoaConsoleOptions } from './console.js'
+
 /** Koa's context, added to every handler's context as `koa`. */
 export interface KoaHandlerContext<StateT = DefaultState, ContextT = DefaultContext> {
   /** The Koa context (`ctx.koa.state`, `ctx.koa.params` with @koa/router, …). The middleware sets the answer after the handler. */

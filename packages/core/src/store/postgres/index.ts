@@ -14,9 +14,11 @@
 // By package name, not '../errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
+import { registerConsoleSource } from '../../console/registry.js'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { locationOf, postgresConsoleSource } from './console.js'
 import { onConnection, type PostgresPoolClient } from './deadline.js'
 import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
@@ -117,6 +119,15 @@ export class PostgresDedupStore implements DedupStore {
       query: (text, values) => this.#query(text, values),
       prepare: () => this.#prepare(),
     })
+    // The operator's console reads the tables through its own statements (console.ts).
+    registerConsoleSource(this, () =>
+      postgresConsoleSource({
+        table,
+        location: locationOf(target),
+        query: (text, values) => this.#query(text, values),
+        prepare: () => this.#prepare(),
+      }),
+    )
   }
 
   /**

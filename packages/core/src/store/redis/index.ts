@@ -13,10 +13,12 @@
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
+import { registerConsoleSource } from '../../console/registry.js'
 import type { OrderMark } from '../../ordering/position.js'
 import { durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { redisConsoleSource } from './console.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
 import { RedisInbox } from './inbox.js'
@@ -93,6 +95,15 @@ export class RedisDedupStore implements DedupStore {
         if (this.#waitFor) await awaitCopies(this.#server(), this.#waitFor, 'an inbox entry')
       },
     })
+    // The operator's console reads through scripts of its own (console.ts).
+    registerConsoleSource(this, () =>
+      redisConsoleSource({
+        prefix: this.#prefix,
+        location: this.#target.replace(/^Redis at rediss?:\/\/(?:[^@/]*@)?/, ''),
+        ordering: this.ordering === true,
+        run: (script, names, ...args) => this.#run(script, names, ...args),
+      }),
+    )
   }
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {

@@ -20,7 +20,9 @@ import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, 
 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
 
+import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
+import { sqliteConsoleSource } from './console.js'
 import { closedError, commandError, openError } from './errors.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
@@ -112,6 +114,8 @@ export class SqliteDedupStore implements DedupStore {
       const lease = this.#sql.findHeldLease.get(key) as number | undefined
       return lease !== undefined && lease > now ? 'in_flight' : 'absent'
     })
+    // The operator's console reads the file through its own statements (console.ts).
+    registerConsoleSource(this, () => sqliteConsoleSource({ db, table, path, now, refused: () => this.#refused() }))
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
