@@ -30,8 +30,9 @@ function stop(child: ChildProcess): Promise<string> {
   child.stderr?.on('data', (data: Buffer) => {
     stderr += data.toString()
   })
+  // 'close', not 'exit': the child's last stderr may still be in flight when it exits (a loaded machine showed it).
   return new Promise((resolve) => {
-    child.once('exit', () => resolve(stderr))
+    child.once('close', () => resolve(stderr))
     child.kill('SIGINT')
   })
 }
