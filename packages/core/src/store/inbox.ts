@@ -37,6 +37,12 @@ export interface InboxEntry extends InboxItem {
   lastError: string | null
   /** When it was finished (done) or given up (dead). */
   endedAt: number | null
+  /** When its last attempt failed (the time of `lastError`), or null. */
+  failedAt: number | null
+  /** When `retry` last made it pending again after it was dead, or null: a `lastError` from before then is a failure of before the retry. */
+  retriedAt: number | null
+  /** Attempts it used before it was retried (all retries together); `attempts` counts from the last retry. */
+  attemptsBeforeRetry: number
 }
 
 /** A worker's hold on one entry: only its token may finish, fail or defer it. */
@@ -72,7 +78,8 @@ export interface InboxStats {
  *    `finish` makes it done (kept `retentionMs` as a duplicate, then forgotten); `fail` records the
  *    error and makes it pending again after `retryInMs`, or dead when `retryInMs` is null; `defer`
  *    makes it pending again after `retryInMs` and gives its attempt back.
- * 4. `retry` makes dead entries (the given keys, or every one) pending now, attempts from zero;
+ * 4. `retry` makes dead entries (the given keys, or every one) pending now, attempts from zero
+ *    (those it had are added to `attemptsBeforeRetry`, and `retriedAt` is now);
  *    `purge` deletes dead entries that ended before `olderThanMs` ago; neither touches other states.
  */
 export interface InboxQueue {

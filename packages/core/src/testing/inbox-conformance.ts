@@ -118,6 +118,46 @@ function recordCases(test: InboxTest, shortMs: number): void {
     check(stats.dead >= 1, `stats count it dead, got ${JSON.stringify(stats)}`)
   })
 
+  test('keeps what a retried entry went through: when it failed, the attempts before the retry, and when it was retried', async (inbox) => {
+    const entry = item()
+    await inbox.enqueue(entry, LONG)
+    const fresh = await inbox.get(entry.key)
+    check(
+      fresh?.failedAt === null && fresh.retriedAt === null && fresh.attemptsBeforeRetry === 0,
+      `a new entry has no history, got ${JSON.stringify(fresh)}`,
+    )
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const lease = await takeKey(inbox, entry.key)
+      check(lease !== undefined, `taken for attempt ${attempt}`)
+      check(
+        (await inbox.fail(lease, { error: `down ${attempt}`, retryInMs: attempt === 2 ? null : 0 })) === true,
+        `attempt ${attempt} fails`,
+      )
+    }
+    const dead = await inbox.get(entry.key)
+    check(
+      dead?.state === 'dead' && typeof dead.failedAt === 'number' && dead.lastError === 'down 2',
+      `dead with its last failure, got ${JSON.stringify(dead)}`,
+    )
+    check((await inbox.retry([entry.key])) === 1, 'retried')
+    const retried = await inbox.get(entry.key)
+    check(
+      retried?.state === 'pending' && retried.attempts === 0 && retried.attemptsBeforeRetry === 2 && typeof retried.retriedAt === 'number',
+      `pending again from zero attempts, the 2 before kept, when it was retried noted, got ${JSON.stringify(retried)}`,
+    )
+    check(
+      (retried.failedAt as number) <= (retried.retriedAt as number) && retried.lastError === 'down 2',
+      'its last error is kept, and from before the retry',
+    )
+    const lease = await takeKey(inbox, entry.key)
+    check(lease?.attempt === 1 && (await inbox.finish(lease, LONG)) === true, 'taken as attempt 1 and finished')
+    const done = await inbox.get(entry.key)
+    check(
+      done?.state === 'done' && done.attemptsBeforeRetry === 2 && done.attempts === 1,
+      `done, the history kept, got ${JSON.stringify(done)}`,
+    )
+  })
+
   test('retries dead entries (attempts from zero) and purges those that ended long enough ago', async (inbox) => {
     const [a, b] = [item(), item()]
     for (const entry of [a, b]) {
@@ -226,6 +266,23 @@ function orderedCases(test: InboxTest): void {
     await inbox.finish(a, LONG)
     const b = await takeKey(inbox, unordered[1]?.key as string, false)
     if (b) await inbox.finish(b, LONG)
+  })
+
+  test('takes ordered the due head of another email past entries blocked behind a head that waits for its retry', async (inbox) => {
+    const blockedKey = `conformance:email:${crypto.randomUUID()}`
+    const head = item({ orderKey: blockedKey, createdAtMs: 1_000 })
+    const behind = Array.from({ length: 20 }, (_, i) => item({ orderKey: blockedKey, createdAtMs: 2_000 + i }))
+    await inbox.enqueue(head, LONG)
+    const headLease = await takeKey(inbox, head.key, true)
+    check(headLease !== undefined, 'the head is taken, ordered')
+    check((await inbox.fail(headLease, { error: 'down', retryInMs: 60_000 })) === true, 'its attempt fails: it waits a minute')
+    for (const one of behind) await inbox.enqueue(one, LONG)
+    const free = item({ orderKey: `conformance:email:${crypto.randomUUID()}`, createdAtMs: 5_000 })
+    await inbox.enqueue(free, LONG)
+    const taken = await takeKey(inbox, free.key, true)
+    check(taken?.key === free.key, `the other email's head is taken while the blocked ones wait, got ${taken?.key}`)
+    for (const one of behind) check((await inbox.get(one.key))?.state === 'pending', 'the entries behind the waiting head stay pending')
+    check((await inbox.finish(taken, LONG)) === true, 'and it finishes')
   })
 
   test('counts pending, running and dead entries, with the time of the oldest pending', async (inbox) => {

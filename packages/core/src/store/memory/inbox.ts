@@ -40,6 +40,9 @@ export class MemoryInbox implements InboxQueue {
       nextAttemptAt: now,
       lastError: null,
       endedAt: null,
+      failedAt: null,
+      retriedAt: null,
+      attemptsBeforeRetry: 0,
       token: null,
       until: now + opts.retentionMs,
     })
@@ -77,6 +80,7 @@ export class MemoryInbox implements InboxQueue {
     const now = this.#now()
     entry.token = null
     entry.lastError = opts.error
+    entry.failedAt = now
     if (opts.retryInMs === null) Object.assign(entry, { state: 'dead', endedAt: now })
     else Object.assign(entry, { state: 'pending', nextAttemptAt: now + opts.retryInMs })
     return Promise.resolve(true)
@@ -119,7 +123,14 @@ export class MemoryInbox implements InboxQueue {
     let count = 0
     for (const entry of keys === 'dead' ? this.#entries.values() : keys.map((key) => this.#entries.get(key))) {
       if (entry?.state !== 'dead') continue
-      Object.assign(entry, { state: 'pending', attempts: 0, nextAttemptAt: now, endedAt: null })
+      Object.assign(entry, {
+        state: 'pending',
+        attemptsBeforeRetry: entry.attemptsBeforeRetry + entry.attempts,
+        attempts: 0,
+        retriedAt: now,
+        nextAttemptAt: now,
+        endedAt: null,
+      })
       count++
     }
     return Promise.resolve(count)

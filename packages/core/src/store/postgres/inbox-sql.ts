@@ -24,12 +24,27 @@ export function postgresInboxTableSql(table: string): string {
   token text,
   last_error text,
   ended_at timestamptz,
-  expires_at timestamptz
+  expires_at timestamptz,
+  failed_at timestamptz,
+  retried_at timestamptz,
+  retried_attempts integer NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS ${t}_due ON ${t} (next_attempt_at) WHERE state IN ('pending', 'running');
 CREATE INDEX IF NOT EXISTS ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE state IN ('pending', 'running');
 CREATE INDEX IF NOT EXISTS ${t}_done ON ${t} (expires_at) WHERE state = 'done';
 `
+}
+
+/** Columns added to the inbox table after 0.1.0, with their definitions (the inbox adds them to an older table). */
+export const ADDED_INBOX_COLUMNS: ReadonlyArray<[string, string]> = [
+  ['failed_at', 'timestamptz'],
+  ['retried_at', 'timestamptz'],
+  ['retried_attempts', 'integer NOT NULL DEFAULT 0'],
+]
+
+/** The SQL that adds the columns of `missing` to the inbox table of `table`. */
+export function postgresInboxUpgradeSql(table: string, missing: ReadonlyArray<[string, string]>): string {
+  return missing.map(([name, definition]) => `ALTER TABLE ${table}_inbox ADD COLUMN IF NOT EXISTS ${name} ${definition};`).join('\n')
 }
 
 /** The statements of the inbox (parameters in each one's comment). */
@@ -42,11 +57,11 @@ export interface PostgresInboxSql {
   takeOrdered: string
   /** $1 key, $2 token, $3 retention ms. */
   finish: string
-  /** $1 key, $2 token, $3 error, $4 retry in ms. */
+  /** $1 key, $2 token, $3 error, $4 retry in ms: one row, `n` = 1 when it held. */
   failRetry: string
   /** $1 key, $2 token, $3 error. */
   failDead: string
-  /** $1 key, $2 token, $3 retry in ms. */
+  /** $1 key, $2 token, $3 retry in ms: one row, `n` = 1 when it held. */
   defer: string
   /** $1 key, $2 token, $3 lease ms: the lease now ends then. */
   renew: string
@@ -73,7 +88,7 @@ const LAPSED = `(state = 'running' AND next_attempt_at <= now())`
 const SHOWN_STATE = `CASE WHEN ${LAPSED} THEN 'pending' ELSE state END`
 const ITEM = 'key, type, payload, timestamp::float8 AS timestamp, order_key, created_at_ms::float8 AS created_at_ms'
 const ENTRY = `${ITEM}, ${SHOWN_STATE} AS state, attempts, ${ms('enqueued_at')} AS enqueued_at, ${ms('next_attempt_at')} AS next_attempt_at,
-  last_error, ${ms('ended_at')} AS ended_at`
+  last_error, ${ms('ended_at')} AS ended_at, ${ms('failed_at')} AS failed_at, ${ms('retried_at')} AS retried_at, retried_attempts`
 /** Done entries past their retention are forgotten, even before the purge deletes them. */
 const REMEMBERED = `NOT (state = 'done' AND expires_at <= now())`
 /** The lease of token $2 holds entry $1: running with that token, not lapsed. */
@@ -98,6 +113,19 @@ FROM next, lazy WHERE i.key = next.key
 RETURNING i.key, i.type, i.payload, i.timestamp::float8 AS timestamp, i.order_key, i.created_at_ms::float8 AS created_at_ms, i.attempts`
 }
 
+/**
+ * A pending entry that waits for a retry holds back the later entries of its order key (its email):
+ * an ordered take would skip them all, one by one, while they are due. So when an entry is made to
+ * wait (failed, deferred) its key's other pending entries wait as long, and an entry queued behind a
+ * waiting head waits for it: they are not due before it, and the take's range never holds them.
+ * (It only delays what the ordered rule would not take anyway; the take still checks the rule.)
+ */
+function waitingBehind(t: string, changed: string): string {
+  return `held_back AS (UPDATE ${t} f SET next_attempt_at = ${changed}.next_attempt_at FROM ${changed}
+  WHERE ${changed}.order_key IS NOT NULL AND f.order_key = ${changed}.order_key AND f.state = 'pending' AND f.key <> ${changed}.key
+  AND f.next_attempt_at < ${changed}.next_attempt_at)`
+}
+
 /** Builds the inbox statements of `table`. */
 export function postgresInboxSql(table: string): PostgresInboxSql {
   const t = `${table}_inbox`
@@ -108,29 +136,40 @@ export function postgresInboxSql(table: string): PostgresInboxSql {
     AND ((o.state = 'running' AND o.next_attempt_at > now())
       OR (coalesce(o.created_at_ms, 0), o.key) < (coalesce(e.created_at_ms, 0), e.key))))`
   const pending = `state = 'pending', token = NULL`
+  /** An update of the held entry that makes it wait, its email's other pending entries with it; one row `n` = 1 when it held. */
+  const waiting = (set: string) => `WITH ${LAZY}, changed AS (
+  UPDATE ${t} SET ${set} FROM lazy WHERE ${HELD} RETURNING key, order_key, next_attempt_at),
+${waitingBehind(t, 'changed')}
+SELECT count(*)::int AS n FROM changed`
+  // The head of order key $5 (its oldest unfinished entry), while it waits for a retry: a new entry behind it waits as long.
+  const headWait = `(SELECT CASE WHEN h.state = 'pending' THEN h.next_attempt_at END FROM ${t} h
+  WHERE $5::text IS NOT NULL AND h.order_key = $5 AND h.state IN ('pending', 'running') ORDER BY h.created_at_ms, h.key LIMIT 1)`
   return {
     // synchronous_commit on for this transaction: queued means flushed to the WAL, whatever the
     // role or session says. A done entry past its retention is forgotten: its key is queued again.
     enqueue: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 INSERT INTO ${t} AS i (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_attempt_at)
-SELECT $1, $2, $3, $4, $5, $6, 'pending', 0, now(), now() FROM durable
+SELECT $1, $2, $3, $4, $5, $6, 'pending', 0, now(), greatest(now(), ${headWait}) FROM durable
 ON CONFLICT (key) DO UPDATE SET type = excluded.type, payload = excluded.payload, timestamp = excluded.timestamp,
   order_key = excluded.order_key, created_at_ms = excluded.created_at_ms, state = 'pending', attempts = 0,
   enqueued_at = excluded.enqueued_at, next_attempt_at = excluded.next_attempt_at, token = NULL, last_error = NULL,
-  ended_at = NULL, expires_at = NULL
+  ended_at = NULL, expires_at = NULL, failed_at = NULL, retried_at = NULL, retried_attempts = 0
 WHERE i.state = 'done' AND i.expires_at <= now()`,
     take: take(t, ''),
     takeOrdered: take(t, ordered),
     finish: held(t, `state = 'done', token = NULL, ended_at = now(), expires_at = ${after('$3')}`),
-    failRetry: held(t, `${pending}, last_error = $3, next_attempt_at = ${after('$4')}`),
-    failDead: held(t, `state = 'dead', token = NULL, last_error = $3, ended_at = now()`),
-    defer: held(t, `${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')}`),
+    failRetry: waiting(`${pending}, last_error = $3, failed_at = now(), next_attempt_at = ${after('$4')}`),
+    failDead: held(t, `state = 'dead', token = NULL, last_error = $3, failed_at = now(), ended_at = now()`),
+    defer: waiting(`${pending}, attempts = attempts - 1, next_attempt_at = ${after('$3')}`),
     renew: held(t, `next_attempt_at = ${after('$3')}`),
     list: `SELECT ${ENTRY} FROM ${t} WHERE ${REMEMBERED} AND ($1::text IS NULL OR ${SHOWN_STATE} = $1::text)
 ORDER BY enqueued_at, key LIMIT $2`,
     get: `SELECT ${ENTRY} FROM ${t} WHERE key = $1 AND ${REMEMBERED}`,
-    retry: `UPDATE ${t} SET state = 'pending', attempts = 0, next_attempt_at = now(), ended_at = NULL WHERE state = 'dead' AND key = ANY($1::text[])`,
-    retryAll: `UPDATE ${t} SET state = 'pending', attempts = 0, next_attempt_at = now(), ended_at = NULL WHERE state = 'dead'`,
+    // A retried entry keeps what it went through: the attempts it had, and when it was retried.
+    retry: `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = now(),
+  next_attempt_at = now(), ended_at = NULL WHERE state = 'dead' AND key = ANY($1::text[])`,
+    retryAll: `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = now(),
+  next_attempt_at = now(), ended_at = NULL WHERE state = 'dead'`,
     purge: `DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= now() - $1::float8 * interval '1 millisecond'`,
     stats: `SELECT count(*) FILTER (WHERE state = 'pending' OR ${LAPSED})::int AS pending,
   count(*) FILTER (WHERE state = 'running' AND NOT ${LAPSED})::int AS running,

@@ -16,7 +16,13 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { inboxDurationProblem } from '../durations.js'
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { PACKAGE } from './errors.js'
-import { type PostgresInboxSql, postgresInboxSql, postgresInboxTableSql } from './inbox-sql.js'
+import {
+  ADDED_INBOX_COLUMNS,
+  type PostgresInboxSql,
+  postgresInboxSql,
+  postgresInboxTableSql,
+  postgresInboxUpgradeSql,
+} from './inbox-sql.js'
 
 type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
 
@@ -46,6 +52,9 @@ type EntryRow = ItemRow & {
   next_attempt_at: number
   last_error: string | null
   ended_at: number | null
+  failed_at: number | null
+  retried_at: number | null
+  retried_attempts: number
 }
 
 function itemOf(row: ItemRow): InboxItem {
@@ -64,6 +73,9 @@ function entryOf(row: EntryRow): InboxEntry {
     nextAttemptAt: row.next_attempt_at,
     lastError: row.last_error,
     endedAt: row.ended_at,
+    failedAt: row.failed_at,
+    retriedAt: row.retried_at,
+    attemptsBeforeRetry: row.retried_attempts,
   }
 }
 
@@ -110,16 +122,13 @@ export class PostgresInbox implements InboxQueue {
   async fail(lease: InboxLease, opts: { error: string; retryInMs: number | null }): Promise<boolean> {
     this.#check({ retryInMs: opts.retryInMs })
     const params = [lease.key, lease.token, String(opts.error)]
-    const failed =
-      opts.retryInMs === null
-        ? await this.#query(this.#sql.failDead, params)
-        : await this.#query(this.#sql.failRetry, [...params, opts.retryInMs])
-    return failed.rowCount === 1
+    if (opts.retryInMs === null) return (await this.#query(this.#sql.failDead, params)).rowCount === 1
+    return (await this.#query<{ n: number }>(this.#sql.failRetry, [...params, opts.retryInMs])).rows[0]?.n === 1
   }
 
   async defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
     this.#check(opts)
-    return (await this.#query(this.#sql.defer, [lease.key, lease.token, opts.retryInMs])).rowCount === 1
+    return (await this.#query<{ n: number }>(this.#sql.defer, [lease.key, lease.token, opts.retryInMs])).rows[0]?.n === 1
   }
 
   async renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
@@ -187,7 +196,8 @@ export class PostgresInbox implements InboxQueue {
     if (missing && performance.now() - missing.at < RECHECK_MS) throw missing.error
     const { table, createTable, query } = this.#host
     const found = await query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${table}_inbox`])
-    if (found.rows[0]?.present !== true) {
+    if (found.rows[0]?.present === true) await this.#upgrade()
+    else {
       const why = createTable ? await this.#create() : 'is missing and createTable is false'
       if (why !== undefined) {
         const error = new DedupStoreError(
@@ -200,6 +210,35 @@ export class PostgresInbox implements InboxQueue {
     }
     this.#missing = undefined
     this.#present = true
+  }
+
+  /**
+   * Adds to a table made by an earlier version the columns it lacks (under the store's advisory
+   * lock); when the role may not, rejects with `misconfigured` and the SQL to run.
+   */
+  async #upgrade(): Promise<void> {
+    const { table, query } = this.#host
+    const found = await query<{ name: string }>(
+      'SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 AND table_schema = ANY(current_schemas(false))',
+      [`${table}_inbox`],
+    )
+    const have = new Set(found.rows.map((row) => row.name))
+    const missing = ADDED_INBOX_COLUMNS.filter(([name]) => !have.has(name))
+    if (missing.length === 0) return
+    const upgrade = postgresInboxUpgradeSql(table, missing)
+    try {
+      await query(`SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${upgrade}`)
+    } catch (error) {
+      if (
+        error instanceof DedupStoreError &&
+        (error.code === 'connection_failed' || error.code === 'auth_failed' || error.code === 'timeout')
+      )
+        throw error
+      throw new DedupStoreError(
+        'misconfigured',
+        `${PACKAGE} the inbox table ${table}_inbox was made by an earlier version and lacks ${missing.map(([name]) => name).join(', ')}, and this role could not add them (${error instanceof Error ? error.message : String(error)}): run as the table's owner: ${upgrade}`,
+      )
+    }
   }
 
   /** Creates the table; why it could not, or undefined. */

@@ -1,12 +1,21 @@
 /**
  * The Lua scripts of the Redis store's inbox: each one call, atomic, on the server's clock (TIME).
- * KEYS are always [pending, running, dead, done, age]: sorted sets of entry keys by when they are
- * due, when their lease ends, when they died, when they are forgotten, and (pending ones) when they
- * were recorded. ARGV[1] is the base of the other keys: `<base>entry:<key>` (a hash per entry:
- * type, payload, ts, ok (order key), cms (created_at ms), state, att, enq, next, tok, err, ended),
- * `<base>order:<order key>` (its pending and running entries by created_at ms, then key: the
- * first is the oldest) and `<base>order-run:<order key>` (its running entries). Every key shares
- * the base, whose hash tag keeps them in one cluster slot. Bundled into the Redis subpath.
+ * KEYS are always [pending, running, dead, done, age, ready]: sorted sets of entry keys by when they
+ * are due, when their lease ends, when they died, when they are forgotten, (pending ones) when they
+ * were recorded, and (ready) the pending entries an ordered take may have now, by when they are due:
+ * every pending entry without an order key, and of each order key only its head, the oldest
+ * unfinished entry, while it is pending and none of its key runs. An ordered take reads the first
+ * of `ready`, so it costs O(log n) however many entries wait behind their email's head (a handler
+ * outage leaves every later event of an email pending and blocked); each change of an order key's
+ * entries moves its head. ARGV[1] is the base of the other keys: `<base>entry:<key>` (a hash per
+ * entry: type, payload, ts, ok (order key), cms (created_at ms), state, att, enq, next, tok, err,
+ * ended, fat (failed at), rat (retried at), ratt (attempts before the retries)),
+ * `<base>order:<order key>` (its pending and running entries by created_at ms, then key: the first
+ * is the oldest), `<base>order-run:<order key>` (its running ones), `<base>head:<order key>` (the
+ * entry of it in `ready`, if any) and `<base>tok:<token>` (the entry a take leased with that token,
+ * while the lease lasts: a take sent again after its reply was lost returns the same entry instead
+ * of taking a second one). Every key shares the base, whose hash tag keeps them in one cluster
+ * slot. Bundled into the Redis subpath.
  */
 import { NOW, type Script, script } from './scripts.js'
 
@@ -156,7 +165,8 @@ redis.call('ZADD', F, now + retention, k)
 return 1`
 
 // ARGV key, token, error, retry in ms ('' for dead).
-const FAIL = `${COMMON}${HELD}if ARGV[5] == '' then
+const FAIL = `${COMMON}${HELD}redis.call('HSET', e, 'fat', now)
+if ARGV[5] == '' then
   redis.call('HSET', e, 'state', 'dead', 'tok', '', 'err', ARGV[4], 'ended', now)
   if ok then
     redis.call('ZREM', O(ok), k)
@@ -191,7 +201,8 @@ for _, k in ipairs(keys) do
   local e = E(k)
   local f = redis.call('HMGET', e, 'state', 'ok', 'cms')
   if f[1] == 'dead' then
-    redis.call('HSET', e, 'state', 'pending', 'att', 0, 'next', now)
+    redis.call('HINCRBY', e, 'ratt', tonumber(redis.call('HGET', e, 'att')) or 0)
+    redis.call('HSET', e, 'state', 'pending', 'att', 0, 'next', now, 'rat', now)
     redis.call('HDEL', e, 'ended')
     redis.call('ZREM', D, k)
     if f[2] then redis.call('ZADD', O(f[2]), tonumber(f[3] or 0) or 0, k) end

@@ -58,6 +58,9 @@ function entryOf(key: string, pairs: string[]): InboxEntry {
     nextAttemptAt: Number(get('next')),
     lastError: get('err'),
     endedAt: f.has('ended') ? Number(f.get('ended')) : null,
+    failedAt: f.has('fat') ? Number(f.get('fat')) : null,
+    retriedAt: f.has('rat') ? Number(f.get('rat')) : null,
+    attemptsBeforeRetry: Number(f.get('ratt') ?? 0),
   }
 }
 

@@ -13,7 +13,14 @@ import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxSt
 import { commandError } from './errors.js'
 import type { Database } from './types.js'
 
-/** The SQL that creates the inbox table of `table` and its indexes. */
+/**
+ * The SQL that creates the inbox table of `table` and its first indexes (the columns and index
+ * added later come with `upgradeInbox`, which also adds them to a table made before them).
+ * `ready` marks what an ordered take may have now: a pending entry without an order key, and of
+ * each order key only its head (the oldest unfinished entry) while none of its key runs; every
+ * change of an order key's entries moves its head, so an ordered take reads one index range
+ * instead of walking every entry blocked behind its email's head.
+ */
 export function inboxTableSql(table: string): string {
   const t = `${table}_inbox`
   return `CREATE TABLE IF NOT EXISTS ${t} (
@@ -25,6 +32,32 @@ export function inboxTableSql(table: string): string {
   CREATE INDEX IF NOT EXISTS ${t}_due ON ${t} (state, next_at);
   CREATE INDEX IF NOT EXISTS ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE order_key IS NOT NULL;
   CREATE INDEX IF NOT EXISTS ${t}_done ON ${t} (until) WHERE state = 'done';`
+}
+
+/** Columns added to the inbox table after 0.1.0, with their definitions. */
+const ADDED_COLUMNS: ReadonlyArray<[string, string]> = [
+  ['ready', 'INTEGER NOT NULL DEFAULT 0'],
+  ['failed_at', 'INTEGER'],
+  ['retried_at', 'INTEGER'],
+  ['retried_attempts', 'INTEGER NOT NULL DEFAULT 0'],
+]
+
+/**
+ * Brings an inbox table up to date, in the transaction that creates the tables: adds the columns
+ * it lacks, marks what is ready when `ready` is new (once, over every pending entry), and creates
+ * the index of ready entries.
+ */
+export function upgradeInbox(db: Database, table: string): void {
+  const t = `${table}_inbox`
+  const columns = new Set(db.prepare(`SELECT name FROM pragma_table_info('${t}')`).pluck().all() as string[])
+  const missing = ADDED_COLUMNS.filter(([name]) => !columns.has(name))
+  for (const [name, definition] of missing) db.exec(`ALTER TABLE ${t} ADD COLUMN ${name} ${definition}`)
+  if (missing.some(([name]) => name === 'ready')) {
+    db.exec(`UPDATE ${t} SET ready = 1 WHERE state = 'pending' AND (order_key IS NULL OR (
+      key = (SELECT o.key FROM ${t} o WHERE o.order_key = ${t}.order_key AND o.state IN ('pending', 'running') ORDER BY o.created_at_ms, o.key LIMIT 1)
+      AND NOT EXISTS (SELECT 1 FROM ${t} r WHERE r.order_key = ${t}.order_key AND r.state = 'running')))`)
+  }
+  db.exec(`CREATE INDEX IF NOT EXISTS ${t}_ready ON ${t} (next_at) WHERE state = 'pending' AND ready = 1`)
 }
 
 type Row = {
@@ -40,14 +73,20 @@ type Row = {
   next_at: number
   last_error: string | null
   ended_at: number | null
+  failed_at: number | null
+  retried_at: number | null
+  retried_attempts: number
 }
 
-const COLUMNS = 'key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, last_error, ended_at'
+const COLUMNS =
+  'key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, last_error, ended_at, failed_at, retried_at, retried_attempts'
 /** A running entry whose lease lapsed (at :now) reads as pending, due since its lease ended; a take makes it so. */
 const LAPSED = `(state = 'running' AND until <= :now)`
 const SHOWN_STATE = `CASE WHEN ${LAPSED} THEN 'pending' ELSE state END`
 const VIEW = `key, type, payload, timestamp, order_key, created_at_ms, ${SHOWN_STATE} AS state, attempts, enqueued_at,
-  CASE WHEN ${LAPSED} THEN until ELSE next_at END AS next_at, last_error, ended_at`
+  CASE WHEN ${LAPSED} THEN until ELSE next_at END AS next_at, last_error, ended_at, failed_at, retried_at, retried_attempts`
+/** A pending entry without an order key is ready at once; one with an order key when `refresh` makes it its key's head. */
+const READY_ALONE = '(order_key IS NULL)'
 /** The lease's token holds the entry: running with it, the lease not lapsed. */
 const HELD = `key = :key AND token = :token AND state = 'running' AND until > :now`
 
@@ -67,42 +106,68 @@ function entryOf(row: Row): InboxEntry {
     nextAttemptAt: row.next_at,
     lastError: row.last_error,
     endedAt: row.ended_at,
+    failedAt: row.failed_at,
+    retriedAt: row.retried_at,
+    attemptsBeforeRetry: row.retried_attempts,
   }
 }
 
 function prepare(db: Database, table: string) {
   const t = `${table}_inbox`
-  const older = `o.state = 'running' OR (o.state = 'pending' AND (o.created_at_ms < e.created_at_ms OR (o.created_at_ms = e.created_at_ms AND o.key < e.key)))`
   return {
     // A done entry past its retention is forgotten: its key may be queued again.
     enqueue: db.prepare(
-      `INSERT INTO ${t} (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, until)
-       VALUES (:key, :type, :payload, :timestamp, :orderKey, :createdAtMs, 'pending', 0, :now, :now, :until)
+      `INSERT INTO ${t} (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, until, ready)
+       VALUES (:key, :type, :payload, :timestamp, :orderKey, :createdAtMs, 'pending', 0, :now, :now, :until, :orderKey IS NULL)
        ON CONFLICT (key) DO UPDATE SET type = excluded.type, payload = excluded.payload, timestamp = excluded.timestamp,
          order_key = excluded.order_key, created_at_ms = excluded.created_at_ms, state = 'pending', attempts = 0,
          enqueued_at = excluded.enqueued_at, next_at = excluded.next_at, token = NULL, until = excluded.until,
-         last_error = NULL, ended_at = NULL
+         last_error = NULL, ended_at = NULL, failed_at = NULL, retried_at = NULL, retried_attempts = 0, ready = excluded.ready
        WHERE ${t}.state = 'done' AND ${t}.until <= :now`,
     ),
-    lapse: db.prepare(`UPDATE ${t} SET state = 'pending', token = NULL, next_at = ? WHERE state = 'running' AND until <= ?`),
-    due: db
-      .prepare(`SELECT key FROM ${t} e WHERE state = 'pending' AND next_at <= :now
-       AND (:ordered = 0 OR order_key IS NULL OR NOT EXISTS (
-         SELECT 1 FROM ${t} o WHERE o.order_key = e.order_key AND o.key <> e.key AND (${older})))
-       ORDER BY next_at LIMIT 1`)
+    lapsedOrderKeys: db
+      .prepare(`SELECT DISTINCT order_key FROM ${t} WHERE state = 'running' AND until <= ? AND order_key IS NOT NULL`)
       .pluck(),
-    take: db.prepare(`UPDATE ${t} SET state = 'running', attempts = attempts + 1, token = ?, until = ? WHERE key = ? RETURNING ${COLUMNS}`),
-    finish: db.prepare(`UPDATE ${t} SET state = 'done', token = NULL, ended_at = :now, until = :until WHERE ${HELD}`),
-    fail: db.prepare(`UPDATE ${t} SET state = :state, token = NULL, last_error = :error, next_at = :next, ended_at = :ended WHERE ${HELD}`),
-    defer: db.prepare(`UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = :next WHERE ${HELD}`),
+    lapse: db.prepare(
+      `UPDATE ${t} SET state = 'pending', token = NULL, next_at = ?, ready = ${READY_ALONE} WHERE state = 'running' AND until <= ?`,
+    ),
+    due: db.prepare(`SELECT key FROM ${t} WHERE state = 'pending' AND next_at <= ? ORDER BY next_at LIMIT 1`).pluck(),
+    dueReady: db.prepare(`SELECT key FROM ${t} WHERE state = 'pending' AND ready = 1 AND next_at <= ? ORDER BY next_at LIMIT 1`).pluck(),
+    take: db.prepare(
+      `UPDATE ${t} SET state = 'running', attempts = attempts + 1, token = ?, until = ?, ready = 0 WHERE key = ? RETURNING ${COLUMNS}`,
+    ),
+    orderKeyOf: db.prepare(`SELECT order_key FROM ${t} WHERE key = ?`).pluck(),
+    // An order key's head: its oldest unfinished entry, ready while it is pending and none of the key runs.
+    unready: db.prepare(`UPDATE ${t} SET ready = 0 WHERE order_key = ? AND ready = 1`),
+    readyHead: db.prepare(
+      `UPDATE ${t} SET ready = 1 WHERE state = 'pending' AND key = (
+         SELECT o.key FROM ${t} o WHERE o.order_key = :ok AND o.state IN ('pending', 'running') ORDER BY o.created_at_ms, o.key LIMIT 1)
+       AND NOT EXISTS (SELECT 1 FROM ${t} r WHERE r.order_key = :ok AND r.state = 'running')`,
+    ),
+    finish: db.prepare(`UPDATE ${t} SET state = 'done', token = NULL, ended_at = :now, until = :until, ready = 0 WHERE ${HELD}`),
+    fail: db.prepare(
+      `UPDATE ${t} SET state = :state, token = NULL, last_error = :error, failed_at = :now, next_at = :next, ended_at = :ended,
+       ready = :state = 'pending' AND ${READY_ALONE} WHERE ${HELD}`,
+    ),
+    defer: db.prepare(
+      `UPDATE ${t} SET state = 'pending', token = NULL, attempts = attempts - 1, next_at = :next, ready = ${READY_ALONE} WHERE ${HELD}`,
+    ),
     renew: db.prepare(`UPDATE ${t} SET until = :until WHERE ${HELD}`),
     list: db.prepare(
       `SELECT ${VIEW} FROM ${t} WHERE (:state IS NULL OR ${SHOWN_STATE} = :state) AND NOT (state = 'done' AND until <= :now)
        ORDER BY enqueued_at LIMIT :limit`,
     ),
     get: db.prepare(`SELECT ${VIEW} FROM ${t} WHERE key = :key AND NOT (state = 'done' AND until <= :now)`),
-    retryAll: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead'`),
-    retryOne: db.prepare(`UPDATE ${t} SET state = 'pending', attempts = 0, next_at = ?, ended_at = NULL WHERE state = 'dead' AND key = ?`),
+    deadOrderKeys: db.prepare(`SELECT DISTINCT order_key FROM ${t} WHERE state = 'dead' AND order_key IS NOT NULL`).pluck(),
+    // A retried entry keeps what it went through: the attempts it had, and when it was retried.
+    retryAll: db.prepare(
+      `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = :now,
+       next_at = :now, ended_at = NULL, ready = ${READY_ALONE} WHERE state = 'dead'`,
+    ),
+    retryOne: db.prepare(
+      `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = :now,
+       next_at = :now, ended_at = NULL, ready = ${READY_ALONE} WHERE state = 'dead' AND key = :key`,
+    ),
     purge: db.prepare(`DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= ?`),
     forget: db.prepare(`DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE state = 'done' AND until <= ? LIMIT 1000)`),
     stats: db.prepare(
@@ -129,36 +194,77 @@ export class SqliteInbox implements InboxQueue {
   readonly #host: SqliteInboxHost
   readonly #sql: ReturnType<typeof prepare>
   readonly #take: (token: string, leaseMs: number, ordered: boolean, now: number) => Row | undefined
+  /** Runs `change` (a write to `key`'s entry) and, in the same transaction, moves its order key's head; `change`'s result. */
+  readonly #changing: <T>(key: string, change: () => T) => T
 
   constructor(host: SqliteInboxHost) {
     this.#host = host
     this.#sql = prepare(host.db, host.table)
     const sql = this.#sql
+    const refresh = (orderKey: string): void => {
+      sql.unready.run(orderKey)
+      sql.readyHead.run({ ok: orderKey })
+    }
     this.#take = host.db.transaction((token: string, leaseMs: number, ordered: boolean, now: number): Row | undefined => {
-      // A running entry whose lease ended is pending again (its attempt stays counted).
+      // A running entry whose lease ended is pending again (its attempt stays counted), and may be its email's head.
+      const lapsed = sql.lapsedOrderKeys.all(now) as string[]
       sql.lapse.run(now, now)
-      const key = sql.due.get({ now, ordered: ordered ? 1 : 0 }) as string | undefined
+      for (const orderKey of lapsed) refresh(orderKey)
+      const key = (ordered ? sql.dueReady : sql.due).get(now) as string | undefined
       if (key === undefined) return undefined
-      return sql.take.all(token, now + leaseMs, key)[0] as Row | undefined
+      const row = sql.take.all(token, now + leaseMs, key)[0] as Row | undefined
+      // One of its email's entries runs now: none of them is ready until it ends.
+      if (row?.order_key) refresh(row.order_key)
+      return row
+    }).immediate
+    const changing = host.db.transaction(<T>(key: string, change: () => T): T => {
+      const orderKey = sql.orderKeyOf.get(key) as string | null | undefined
+      const result = change()
+      if (orderKey) refresh(orderKey)
+      return result
+    })
+    this.#changing = <T>(key: string, change: () => T): T => changing.immediate(key, change) as T
+    this.#retry = host.db.transaction((keys: string[] | 'dead', now: number): number => {
+      if (keys === 'dead') {
+        const orderKeys = sql.deadOrderKeys.all() as string[]
+        const count = sql.retryAll.run({ now }).changes
+        for (const orderKey of orderKeys) refresh(orderKey)
+        return count
+      }
+      let count = 0
+      for (const key of keys) {
+        const orderKey = sql.orderKeyOf.get(key) as string | null | undefined
+        const changed = sql.retryOne.run({ now, key }).changes
+        count += changed
+        if (changed > 0 && orderKey) refresh(orderKey)
+      }
+      return count
+    }).immediate
+    this.#enqueue = host.db.transaction((params: Record<string, unknown>): boolean => {
+      const queued = sql.enqueue.run(params).changes === 1
+      if (queued && typeof params.orderKey === 'string') refresh(params.orderKey)
+      return queued
     }).immediate
   }
+
+  readonly #retry: (keys: string[] | 'dead', now: number) => number
+  readonly #enqueue: (params: Record<string, unknown>) => boolean
 
   enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
     let queued: boolean
     try {
       const now = this.#check()
       const { key, type, payload, timestamp } = item
-      queued =
-        this.#sql.enqueue.run({
-          key,
-          type,
-          payload,
-          timestamp,
-          orderKey: item.orderKey ?? null,
-          createdAtMs: item.createdAtMs ?? null,
-          now,
-          until: now + opts.retentionMs,
-        }).changes === 1
+      queued = this.#enqueue({
+        key,
+        type,
+        payload,
+        timestamp,
+        orderKey: item.orderKey ?? null,
+        createdAtMs: item.createdAtMs ?? null,
+        now,
+        until: now + opts.retentionMs,
+      })
     } catch (error) {
       return Promise.reject(commandError(this.#host.path, error))
     }
@@ -179,7 +285,8 @@ export class SqliteInbox implements InboxQueue {
   finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean> {
     return this.#run(() => {
       const now = this.#host.now()
-      return this.#sql.finish.run({ now, until: now + opts.retentionMs, key: lease.key, token: lease.token }).changes === 1
+      const params = { now, until: now + opts.retentionMs, key: lease.key, token: lease.token }
+      return this.#changing(lease.key, () => this.#sql.finish.run(params).changes === 1)
     })
   }
 
@@ -187,7 +294,7 @@ export class SqliteInbox implements InboxQueue {
     return this.#run(() => {
       const now = this.#host.now()
       const dead = opts.retryInMs === null
-      const changes = this.#sql.fail.run({
+      const params = {
         state: dead ? 'dead' : 'pending',
         error: opts.error,
         next: now + (opts.retryInMs ?? 0),
@@ -195,15 +302,16 @@ export class SqliteInbox implements InboxQueue {
         now,
         key: lease.key,
         token: lease.token,
-      })
-      return changes.changes === 1
+      }
+      return this.#changing(lease.key, () => this.#sql.fail.run(params).changes === 1)
     })
   }
 
   defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
     return this.#run(() => {
       const now = this.#host.now()
-      return this.#sql.defer.run({ next: now + opts.retryInMs, now, key: lease.key, token: lease.token }).changes === 1
+      const params = { next: now + opts.retryInMs, now, key: lease.key, token: lease.token }
+      return this.#changing(lease.key, () => this.#sql.defer.run(params).changes === 1)
     })
   }
 
@@ -229,11 +337,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   retry(keys: string[] | 'dead'): Promise<number> {
-    return this.#run(() => {
-      const now = this.#host.now()
-      if (keys === 'dead') return this.#sql.retryAll.run(now).changes
-      return keys.reduce((count, key) => count + this.#sql.retryOne.run(now, key).changes, 0)
-    })
+    return this.#run(() => this.#retry(keys, this.#host.now()))
   }
 
   purge(opts: { olderThanMs: number }): Promise<number> {

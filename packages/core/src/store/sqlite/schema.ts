@@ -9,7 +9,7 @@
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
 import { openError, PACKAGE } from './errors.js'
-import { inboxTableSql } from './inbox.js'
+import { inboxTableSql, upgradeInbox } from './inbox.js'
 import { markTableSql, prepareMarks } from './order.js'
 import { prepareWalk } from './purge.js'
 import type { Database, DatabaseConstructor, Statements } from './types.js'
@@ -100,6 +100,7 @@ function createTables(db: Database, table: string): void {
     if (!columns.includes('done')) {
       // CREATE … IF NOT EXISTS: also adds the mark table to a file from before ordering.
       db.exec(create)
+      upgradeInbox(db, table)
       return
     }
     // 0.1 kept leases and done records in one table with an index on expires_at: move both over.
@@ -110,6 +111,7 @@ function createTables(db: Database, table: string): void {
       INSERT INTO ${table} (key, expires_at) SELECT key, expires_at FROM ${table}_v1 WHERE done = 1;
       INSERT INTO ${table}_lease (key, token, attempt, expires_at) SELECT key, token, attempt, expires_at FROM ${table}_v1 WHERE done = 0;
       DROP TABLE ${table}_v1;`)
+    upgradeInbox(db, table)
   }).immediate()
   const lease = db.prepare(`SELECT name FROM pragma_table_info('${table}_lease')`).pluck().all() as string[]
   if (!lease.includes('token')) {

@@ -1,0 +1,123 @@
+/**
+ * An inbox table made by 0.1.0 keeps working: the SQLite and PostgreSQL stores add the columns it
+ * lacks (what a retried entry went through; SQLite's `ready` marks, filled in once for the entries
+ * already there) when they open it, and an ordered take, a failure and a retry then work on the
+ * entries 0.1.0 left, a blocked email's later entries included. The 0.1.0 tables are made here
+ * from their SQL as that version shipped it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { InboxQueue } from '@email-webhooks/core'
+import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type RunningServer, startPostgres } from '../services/servers.js'
+
+const SQLITE_0_1 = (t: string) => `CREATE TABLE ${t} (
+    key TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, timestamp INTEGER NOT NULL,
+    order_key TEXT, created_at_ms INTEGER, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+    enqueued_at INTEGER NOT NULL, next_at INTEGER NOT NULL, token TEXT, until INTEGER NOT NULL,
+    last_error TEXT, ended_at INTEGER
+  );
+  CREATE INDEX ${t}_due ON ${t} (state, next_at);
+  CREATE INDEX ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE order_key IS NOT NULL;
+  CREATE INDEX ${t}_done ON ${t} (until) WHERE state = 'done';`
+
+const POSTGRES_0_1 = (t: string) => `CREATE TABLE ${t} (
+  key text COLLATE "C" PRIMARY KEY, type text NOT NULL, payload text NOT NULL, timestamp bigint NOT NULL,
+  order_key text COLLATE "C", created_at_ms bigint, state text NOT NULL, attempts integer NOT NULL,
+  enqueued_at timestamptz NOT NULL, next_attempt_at timestamptz NOT NULL, token text, last_error text,
+  ended_at timestamptz, expires_at timestamptz
+);
+CREATE INDEX ${t}_due ON ${t} (next_attempt_at) WHERE state IN ('pending', 'running');
+CREATE INDEX ${t}_order ON ${t} (order_key, created_at_ms, key) WHERE state IN ('pending', 'running');
+CREATE INDEX ${t}_done ON ${t} (expires_at) WHERE state = 'done';`
+
+/** What 0.1.0 left: email a's head waits an hour after a failure with two entries due behind it; email b's one entry is due; one entry is dead. */
+const ROWS = [
+  { key: 'default:a1', orderKey: 'default:email:a', createdAtMs: 1, state: 'pending', attempts: 1, inMs: 3_600_000 },
+  { key: 'default:a2', orderKey: 'default:email:a', createdAtMs: 2, state: 'pending', attempts: 0, inMs: -1_000 },
+  { key: 'default:a3', orderKey: 'default:email:a', createdAtMs: 3, state: 'pending', attempts: 0, inMs: -1_000 },
+  { key: 'default:b1', orderKey: 'default:email:b', createdAtMs: 1, state: 'pending', attempts: 0, inMs: -1_000 },
+  { key: 'default:d1', orderKey: null, createdAtMs: null, state: 'dead', attempts: 3, inMs: -1_000 },
+] as const
+
+/** The checks every upgraded store passes. */
+async function expectWorking(inbox: InboxQueue): Promise<void> {
+  const first = await inbox.take({ leaseMs: 60_000, ordered: true })
+  expect(first?.key).toBe('default:b1')
+  // Email a's later entries wait behind their head.
+  expect(await inbox.take({ leaseMs: 60_000, ordered: true })).toBeUndefined()
+  expect(await inbox.fail(first as NonNullable<typeof first>, { error: 'down', retryInMs: null })).toBe(true)
+  expect(await inbox.retry('dead')).toBe(2)
+  expect(await inbox.get('default:d1')).toMatchObject({ state: 'pending', attempts: 0, attemptsBeforeRetry: 3 })
+  expect(await inbox.get('default:b1')).toMatchObject({ state: 'pending', attemptsBeforeRetry: 1, lastError: 'down' })
+  const keys: string[] = []
+  for (let i = 0; i < 3; i++) {
+    const lease = await inbox.take({ leaseMs: 60_000, ordered: true })
+    if (lease) keys.push(lease.key)
+  }
+  expect(keys.sort()).toEqual(['default:b1', 'default:d1'])
+}
+
+describe('an inbox table made by 0.1.0', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-upgrade-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('SQLite: the store adds its columns, marks what is ready once, and takes, fails and retries the old entries', async () => {
+    const path = join(dir, 'v0.1.db')
+    const db = new Database(path)
+    db.pragma('journal_mode = WAL')
+    db.exec(SQLITE_0_1('email_webhook_dedup_inbox'))
+    const now = Date.now()
+    const insert = db.prepare(
+      `INSERT INTO email_webhook_dedup_inbox (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, until, ended_at)
+       VALUES (?, 'email.bounced', '{}', 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    for (const r of ROWS)
+      insert.run(r.key, r.orderKey, r.createdAtMs, r.state, r.attempts, now, now + r.inMs, now + 3_600_000, r.state === 'dead' ? now : null)
+    db.close()
+    const store = new SqliteDedupStore({ path })
+    try {
+      await expectWorking(store.inbox as InboxQueue)
+    } finally {
+      await store.close()
+    }
+  })
+
+  describe('PostgreSQL', () => {
+    let server: RunningServer
+    beforeAll(async () => {
+      server = await startPostgres()
+    })
+    afterAll(async () => {
+      await server?.stop()
+    })
+
+    it('the store adds its columns and takes, fails and retries the old entries', async () => {
+      const client = new pg.Client({ connectionString: server.url })
+      await client.connect()
+      try {
+        await client.query(POSTGRES_0_1('email_webhook_dedup_inbox'))
+        for (const r of ROWS) {
+          await client.query(
+            `INSERT INTO email_webhook_dedup_inbox (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_attempt_at, ended_at)
+             VALUES ($1, 'email.bounced', '{}', 1, $2, $3, $4, $5, now(), now() + $6 * interval '1 millisecond', CASE WHEN $4 = 'dead' THEN now() END)`,
+            [r.key, r.orderKey, r.createdAtMs, r.state, r.attempts, r.inMs],
+          )
+        }
+      } finally {
+        await client.end()
+      }
+      const store = new PostgresDedupStore({ connectionString: server.url })
+      try {
+        await expectWorking(store.inbox)
+      } finally {
+        await store.close()
+      }
+    })
+  })
+})
