@@ -1,8 +1,9 @@
 /**
  * The inbox's ordered take under a backlog (issue 41): with a handler outage and `ordering: true`,
- * each email's first event fails and waits for its backoff while the email's later events are due
- * and blocked behind it. The inbox is filled with `n` such blocked entries (n / 5 emails: the head
- * pending an hour from now, four later events due now), then ordered takes are timed (each finds
+ * each email's first event fails and waits for its backoff while the email's later events wait
+ * behind it. The inbox is filled through the store's own API with `n` such entries (n / 5 emails:
+ * the head taken and failed, to be tried again in an hour, and four later events queued after),
+ * then ordered takes are timed (each finds
  * nothing to take: the worst case, every entry blocked) while another client of the same server
  * measures its own latency: a PING on Redis (one thread: a script that runs long makes everyone
  * wait), `SELECT 1` on PostgreSQL, a claim and complete of a second store on the same SQLite file
@@ -23,7 +24,6 @@ import { fileURLToPath } from 'node:url'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { parseArgs, writeSection } from './section.js'
@@ -58,46 +58,11 @@ function* backlog(n, now) {
   }
 }
 
-/** Fills the SQLite store's inbox table directly (one transaction), through the store's own schema. */
-function fillSqlite(path, n) {
-  const db = new Database(path)
-  const now = Date.now()
-  const insert = db.prepare(
-    `INSERT INTO email_webhook_dedup_inbox (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_at, until)
-     VALUES (?, 'email.deferred', '{}', 1, ?, ?, 'pending', ?, ?, ?, ?)`,
-  )
-  db.transaction(() => {
-    for (const r of backlog(n, now)) insert.run(r.key, r.orderKey, r.createdAtMs, r.head ? 1 : 0, now, r.nextAt, now + HOUR_MS)
-  })()
-  db.close()
-}
-
-/** Fills the PostgreSQL store's inbox table directly (one statement per 10,000 rows), through the store's own schema. */
-async function fillPostgres(url, table, n) {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  const now = Date.now()
-  const rows = [...backlog(n, now)]
-  for (let i = 0; i < rows.length; i += 10_000) {
-    const chunk = rows.slice(i, i + 10_000)
-    await client.query(
-      `INSERT INTO ${table}_inbox (key, type, payload, timestamp, order_key, created_at_ms, state, attempts, enqueued_at, next_attempt_at)
-       SELECT k, 'email.deferred', '{}', 1, o, c, 'pending', a, now(), to_timestamp(t / 1000.0)
-       FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::float8[]) AS x(k, o, c, a, t)`,
-      [
-        chunk.map((r) => r.key),
-        chunk.map((r) => r.orderKey),
-        chunk.map((r) => r.createdAtMs),
-        chunk.map((r) => (r.head ? 1 : 0)),
-        chunk.map((r) => r.nextAt),
-      ],
-    )
-  }
-  await client.end()
-}
-
-/** Fills the Redis store's inbox through its API: heads queued, taken and failed for an hour; then the followers. */
-async function fillRedis(store, n) {
+/**
+ * Fills a store's inbox through its own API, as a handler outage leaves it: each email's first event
+ * queued, taken and failed (to be tried again in an hour), then its four later events queued.
+ */
+async function fill(store, n) {
   const rows = [...backlog(n, Date.now())]
   const item = (r) => ({
     key: r.key,
@@ -155,12 +120,10 @@ async function measure(store, probe) {
 }
 
 async function oneRun(kind, n, dir, services) {
-  const table = `backlog_${n}`
   if (kind === 'sqlite') {
     const path = join(dir, `backlog-${n}.db`)
-    await new SqliteDedupStore({ path }).close()
-    fillSqlite(path, n)
     const store = new SqliteDedupStore({ path })
+    await fill(store, n)
     const other = new SqliteDedupStore({ path })
     try {
       return await measure(store, async () => {
@@ -173,9 +136,8 @@ async function oneRun(kind, n, dir, services) {
   }
   const server = await services.get(kind)
   if (kind === 'postgres') {
-    const store = new PostgresDedupStore({ connectionString: server.url, table })
-    await store.inbox.stats()
-    await fillPostgres(server.url, table, n)
+    const store = new PostgresDedupStore({ connectionString: server.url, table: `backlog_${n}` })
+    await fill(store, n)
     const other = new pg.Client({ connectionString: server.url })
     await other.connect()
     try {
@@ -186,7 +148,7 @@ async function oneRun(kind, n, dir, services) {
     }
   }
   const store = new RedisDedupStore({ url: server.url, prefix: `backlog-${n}:` })
-  await fillRedis(store, n)
+  await fill(store, n)
   const other = new Redis(server.url)
   try {
     return await measure(store, () => other.ping())
@@ -227,7 +189,7 @@ const lines = [
   '',
   `Run of ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC by \`node bench/src/inbox-backlog.js\` (written into this file by that script; a full \`npx -y pnpm@12 bench\` run rewrites the file without it). @email-webhooks/core ${coreVersion}, Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load average ${loadavg()[0].toFixed(1)} at the end.`,
   '',
-  `Each inbox holds n blocked entries (n / ${PER_EMAIL} emails: the first event pending an hour from now after a failure, the four later ones due now and blocked behind it, as a handler outage leaves them with \`ordering: true\`). ${TAKES} ordered takes one after another, each finding nothing (the worst case), while another client of the same server answers in a loop. Medians, and the slowest.`,
+  `Each inbox holds n blocked entries, filled through the store's own API as a handler outage leaves them with \`ordering: true\` (n / ${PER_EMAIL} emails: the first event taken and failed, to be tried again in an hour, the four later ones queued behind it). ${TAKES} ordered takes one after another, each finding nothing (the worst case), while another client of the same server answers in a loop. Medians, and the slowest.`,
   '',
   '| Store | blocked entries | ordered take | slowest take | other client (what) | other client, slowest |',
   '| --- | ---: | ---: | ---: | --- | ---: |',
