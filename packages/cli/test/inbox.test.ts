@@ -164,6 +164,34 @@ describe('the store each inbox command reads', () => {
 })
 
 describe('inbox retry and purge', () => {
+  it('shows what a retried entry went through: done after the retry, its attempts before it, and its last error as from before the retry', async () => {
+    const { path, store } = sqliteStore('history.db')
+    await queueEvents(store, 1)
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const lease = await store.inbox?.take({ leaseMs: 60_000, ordered: false })
+      if (lease) await store.inbox?.fail(lease, { error: 'Error: CRM is down', retryInMs: attempt === 3 ? null : 0 })
+    }
+    const [entry] = (await store.inbox?.list({ state: 'dead' })) ?? []
+    const id = (entry?.key ?? '').slice('default:'.length)
+    expect((await inbox(['retry', id, '--store', path])).code).toBe(0)
+    const lease = await store.inbox?.take({ leaseMs: 60_000, ordered: false })
+    if (lease) await store.inbox?.finish(lease, { retentionMs: 60_000 })
+    const shown = await inbox(['show', id, '--store', path])
+    expect(shown.code, shown.stderr).toBe(0)
+    expect(shown.stdout).toMatch(/^state +done$/m)
+    expect(shown.stdout).toMatch(/^attempts +1 \(\+3 before the retry\)$/m)
+    expect(shown.stdout).toMatch(/^retried +\d{4}-/m)
+    expect(shown.stdout).toMatch(/^last error \(before the retry\) +Error: CRM is down, \d{4}-/m)
+    const json = JSON.parse((await inbox(['show', id, '--json', '--store', path])).stdout)
+    expect(json).toMatchObject({
+      state: 'done',
+      attempts: 1,
+      attemptsBeforeRetry: 3,
+      lastError: 'Error: CRM is down',
+      lastErrorBeforeRetry: true,
+    })
+  })
+
   it(
     'retries given dead entries or every one, naming those that are not dead; purges dead entries older than --older-than',
     async () => {

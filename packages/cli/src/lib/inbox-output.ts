@@ -67,11 +67,25 @@ export function entryJson(entry: InboxEntry, namespace: string, withPayload: boo
     nextAttemptAt: entry.state === 'pending' ? iso(entry.nextAttemptAt) : null,
     endedAt: iso(entry.endedAt),
     lastError: entry.lastError,
+    failedAt: iso(entry.failedAt),
+    retriedAt: iso(entry.retriedAt),
+    attemptsBeforeRetry: entry.attemptsBeforeRetry,
+    lastErrorBeforeRetry: errorBeforeRetry(entry),
     timestamp: entry.timestamp,
     orderKey: entry.orderKey ?? null,
     createdAt: iso(entry.createdAtMs ?? null),
     ...(withPayload ? { payload: entry.payload } : {}),
   }
+}
+
+/** Whether the entry's last error is a failure of before its last retry (it has not failed since). */
+function errorBeforeRetry(entry: InboxEntry): boolean {
+  return entry.lastError !== null && entry.retriedAt !== null && (entry.failedAt === null || entry.failedAt <= entry.retriedAt)
+}
+
+/** The attempts column: since the last retry, and those before it when there were. */
+function attemptsText(entry: InboxEntry): string {
+  return entry.attemptsBeforeRetry > 0 ? `${entry.attempts} (+${entry.attemptsBeforeRetry} before the retry)` : String(entry.attempts)
 }
 
 /**
@@ -84,10 +98,10 @@ export function printEntries(out: Output, entries: InboxEntry[], namespace: stri
     idOf(e.key, namespace),
     e.type,
     e.state === 'dead' ? out.colors.red(e.state) : e.state,
-    String(e.attempts),
+    attemptsText(e),
     formatDuration(now - e.enqueuedAt),
     nextAttempt(e, now),
-    oneLine(e.lastError, ERROR_WIDTH),
+    errorBeforeRetry(e) ? `(before the retry) ${oneLine(e.lastError, ERROR_WIDTH)}` : oneLine(e.lastError, ERROR_WIDTH),
   ])
   table(out, ['id', 'type', 'state', 'attempts', 'age', 'next attempt', 'last error'], rows)
 }
@@ -105,7 +119,7 @@ export function printEntry(out: Output, entry: InboxEntry, namespace: string, no
     ['key', entry.key],
     ['type', entry.type],
     ['state', entry.state],
-    ['attempts', String(entry.attempts)],
+    ['attempts', attemptsText(entry)],
     ['enqueued', when(entry.enqueuedAt)],
     ['next attempt', entry.state === 'pending' ? when(entry.nextAttemptAt) : '—'],
     ['ended', when(entry.endedAt)],
@@ -113,7 +127,11 @@ export function printEntry(out: Output, entry: InboxEntry, namespace: string, no
   ]
   if (entry.orderKey !== undefined) rows.push(['order key', entry.orderKey])
   if (entry.createdAtMs !== undefined) rows.push(['created_at', new Date(entry.createdAtMs).toISOString()])
-  rows.push(['last error', entry.lastError ?? '—'])
+  if (entry.retriedAt !== null) rows.push(['retried', when(entry.retriedAt)])
+  rows.push([
+    errorBeforeRetry(entry) ? 'last error (before the retry)' : 'last error',
+    entry.lastError === null ? '—' : `${entry.lastError}${entry.failedAt === null ? '' : `, ${when(entry.failedAt)}`}`,
+  ])
   const width = Math.max(...rows.map(([name]) => name.length))
   for (const [name, value] of rows) out.line(`${out.colors.bold(name.padEnd(width))}  ${value}`)
   if (withPayload) out.line(`${out.colors.bold('payload'.padEnd(width))}\n${entry.payload}`)
