@@ -11,15 +11,23 @@
  * `npm test -- test/faults -t "killed -9"`. Longer faults and more traffic: `npm run chaos`.
  */
 import { afterAll } from 'vitest'
+import { clockJumpScenarios } from './clock-jump.js'
+import { disabledScenarios } from './disabled.js'
 import { printTable } from './figures.js'
+import { killLoopScenarios } from './kill-loop.js'
+import { FULL_LEVEL } from './level.js'
 import { useServers } from './services.js'
-import './shared-stores.js'
-import './sqlite-disk.js'
-import './kill-loop.js'
-import './slow-handler.js'
-import './clock-jump.js'
-import './disabled.js'
-import './silent-stores.js'
+import { sharedStoreScenarios } from './shared-stores.js'
+import { silentStoreScenarios } from './silent-stores.js'
+import { slowHandlerScenarios } from './slow-handler.js'
+import { sqliteDiskScenarios } from './sqlite-disk.js'
 
 useServers()
+sharedStoreScenarios(FULL_LEVEL)
+sqliteDiskScenarios(FULL_LEVEL)
+killLoopScenarios(FULL_LEVEL)
+slowHandlerScenarios(FULL_LEVEL)
+clockJumpScenarios(FULL_LEVEL)
+disabledScenarios(FULL_LEVEL)
+silentStoreScenarios(FULL_LEVEL)
 afterAll(() => printTable('Faults survived, end to end (the faithful sender against real adapters and stores)'))

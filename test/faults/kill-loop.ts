@@ -16,14 +16,14 @@ import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { describe, expect, it } from 'vitest'
 import { startBalancer } from './balancer.js'
-import { LONG, measure, readJournal, report } from './figures.js'
+import { measure, readJournal, report } from './figures.js'
+import { type FaultLevel, pick } from './level.js'
 import { type ReceiverConfig, type ReceiverProcess, type StoreConfig, startReceiver } from './processes.js'
 import { RECONCILABLE, startRun, thresholdName } from './run.js'
 import { scratch, sleep } from './scenario.js'
 import { servers } from './services.js'
 
 const ADAPTERS = ['express', 'express', 'hono'] as const
-const LOOP_MS = LONG ? 30_000 : 8_000
 const PER_SECOND = 40
 /** Compressed like the sender's backoff: a killed run's event waits 2 s (not 30) before another instance may take it over. */
 const LEASE_MS = 2_000
@@ -35,14 +35,6 @@ interface Instance {
   generation: number
   current: ReceiverProcess | undefined
 }
-
-/**
- * The sender's disable threshold: out of reach in the default run, so that its retries carry
- * the events through the kills (in-flight requests of a killed instance get 502 from the
- * balancer, and on a loaded 2-core machine ten of them in a row disable the endpoint); the
- * contract's 10 as well with FAULTS_LONG=1.
- */
-const THRESHOLDS = LONG ? [1_000_000, 10] : [1_000_000]
 
 /** One kill loop: where the instances keep their events, and in which mode they run. */
 interface KillLoop {
@@ -62,7 +54,7 @@ interface KillLoop {
  * least are up and started again on its port at once, under the faithful sender; then recover
  * and reconcile, and the checks. Returns the figures and when the last kill's instance was up again.
  */
-async function killLoop(k: KillLoop, file: (name: string) => string) {
+async function killLoop(k: KillLoop, file: (name: string) => string, loopMs: number) {
   const journal = file(`${k.name}.journal`)
   const logs: string[] = []
   /** Tag of each killed process → when it was killed (ms since the epoch). */
@@ -103,12 +95,12 @@ async function killLoop(k: KillLoop, file: (name: string) => string) {
   const store = k.openStore()
   let kills = 0
   try {
-    const traffic = run.traffic(Math.round((LOOP_MS / 1000 + 2) * PER_SECOND), PER_SECOND)
+    const traffic = run.traffic(Math.round((loopMs / 1000 + 2) * PER_SECOND), PER_SECOND)
     await sleep(1_000)
     run.mark('fault')
     run.mark('down')
     const restarts: Promise<unknown>[] = []
-    for (const until = performance.now() + LOOP_MS; performance.now() < until; ) {
+    for (const until = performance.now() + loopMs; performance.now() < until; ) {
       await sleep(300 + Math.random() * 300)
       // One instance at least stays up (a start takes about 1 s here): with none, the balancer
       // answers 502 to everything, which tests the balancer and the sender's disabling, not the receivers.
@@ -131,7 +123,7 @@ async function killLoop(k: KillLoop, file: (name: string) => string) {
     await run.settle({ store })
     const figures = await measure(
       run,
-      `3 receivers killed -9 every 300-600 ms for ${LOOP_MS / 1000} s, ${thresholdName(k.disableAfter)} (${k.title})`,
+      `3 receivers killed -9 every 300-600 ms for ${loopMs / 1000} s, ${thresholdName(k.disableAfter)} (${k.title})`,
       `${kills} kills, each instance restarted on its port at once; lease ${k.leaseMs} ms`,
       journal,
       (id) => (store.lookup as NonNullable<DedupStore['lookup']>).call(store, `default:${id}`),
@@ -164,7 +156,7 @@ async function killLoop(k: KillLoop, file: (name: string) => string) {
     // Every emitted event handled, by the sender's deliveries or reconcile: once, or twice where a kill explains it.
     expect(figures.once + figures.twice).toBe(figures.emitted)
     // A start takes 0.4 s to 2 s here (more on a loaded machine), and two instances stay up.
-    expect(kills).toBeGreaterThanOrEqual(LOOP_MS / 6_000)
+    expect(kills).toBeGreaterThanOrEqual(loopMs / 6_000)
     return { figures, upAt, journal }
   } finally {
     await run.close()
@@ -174,55 +166,69 @@ async function killLoop(k: KillLoop, file: (name: string) => string) {
   }
 }
 
-describe('receivers killed -9 in a loop', () => {
-  const file = scratch('kill-loop')
-  it.each(THRESHOLDS)(
-    `3 instances on PostgreSQL, one killed every 300-600 ms for ${LOOP_MS / 1000} s, sender disabling after %i failures in a row: every event emitted handled (recover, then reconcile), doubles only where a kill cut a run off before its record`,
-    async (disableAfter) => {
-      await killLoop(
-        {
-          name: `kill-loop-${disableAfter}`,
-          title: 'PostgreSQL',
-          store: { kind: 'postgres', url: servers.postgres.url },
-          openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
-          options: { ...RECONCILABLE, leaseMs: LEASE_MS },
-          leaseMs: LEASE_MS,
-          disableAfter,
-        },
-        file,
-      )
-    },
-    240_000,
-  )
+/**
+ * The kill loops at `level`: quick runs 4 s of kills in request mode on PostgreSQL and in inbox
+ * mode on SQLite; full runs 8 s, inbox mode on PostgreSQL too; long 30 s, and also with the
+ * contract's disable threshold (out of reach otherwise, so that the sender's retries carry the
+ * events through the kills: in-flight requests of a killed instance get 502 from the balancer, and
+ * on a loaded 2-core machine ten of them in a row disable the endpoint).
+ */
+export function killLoopScenarios(level: FaultLevel): void {
+  const LOOP_MS = pick(level, { quick: 4_000, full: 8_000, long: 30_000 })
+  const THRESHOLDS = level === 'long' ? [1_000_000, 10] : [1_000_000]
+  const INBOX_STORES = level === 'quick' ? (['SQLite'] as const) : (['SQLite', 'PostgreSQL'] as const)
+  describe('receivers killed -9 in a loop', () => {
+    const file = scratch('kill-loop')
+    it.each(THRESHOLDS)(
+      `3 instances on PostgreSQL, one killed every 300-600 ms for ${LOOP_MS / 1000} s, sender disabling after %i failures in a row: every event emitted handled (recover, then reconcile), doubles only where a kill cut a run off before its record`,
+      async (disableAfter) => {
+        await killLoop(
+          {
+            name: `kill-loop-${disableAfter}`,
+            title: 'PostgreSQL',
+            store: { kind: 'postgres', url: servers.postgres.url },
+            openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+            options: { ...RECONCILABLE, leaseMs: LEASE_MS },
+            leaseMs: LEASE_MS,
+            disableAfter,
+          },
+          file,
+          LOOP_MS,
+        )
+      },
+      240_000,
+    )
 
-  it.each(['SQLite', 'PostgreSQL'] as const)(
-    `inbox mode on %s, one instance (and its worker) killed every 300-600 ms for ${LOOP_MS / 1000} s: every event handled, those of a killed worker within one short lease and a backoff of the last kill`,
-    async (kind) => {
-      const db = file(`inbox-kill-loop-${kind}.db`)
-      const { figures, upAt, journal } = await killLoop(
-        {
-          name: `inbox-kill-loop-${kind}`,
-          title: `inbox mode, ${kind}`,
-          store: kind === 'SQLite' ? { kind: 'sqlite', path: db } : { kind: 'postgres', url: servers.postgres.url },
-          openStore: () =>
-            kind === 'SQLite' ? new SqliteDedupStore({ path: db }) : new PostgresDedupStore({ connectionString: servers.postgres.url }),
-          options: { ...RECONCILABLE, mode: 'inbox', inbox: { leaseMs: LEASE_MS, retryBaseMs: 200, pollMs: 50 } },
-          leaseMs: LEASE_MS,
-          disableAfter: 1_000_000,
-        },
-        file,
-      )
-      // The last kill's entries lapse one lease after their worker's last renewal and are taken again:
-      // every run the sender's deliveries brought ended within a lease and a backoff of the loop's end.
-      const lastEnd = Math.max(...[...readJournal(journal).values()].filter((r) => r.source === 'sender').flatMap((r) => r.endedAt))
-      const afterLoopMs = lastEnd - upAt
-      console.log(`inbox mode on ${kind}: the last handler run ended ${afterLoopMs} ms after the kill loop (lease ${LEASE_MS} ms)`)
-      expect(afterLoopMs).toBeLessThan(LEASE_MS + 5_000)
-      expect(figures.once + figures.twice).toBe(figures.emitted)
-    },
-    240_000,
-  )
-})
+    it.each(INBOX_STORES)(
+      `inbox mode on %s, one instance (and its worker) killed every 300-600 ms for ${LOOP_MS / 1000} s: every event handled, those of a killed worker within one short lease and a backoff of the last kill`,
+      async (kind) => {
+        const db = file(`inbox-kill-loop-${kind}.db`)
+        const { figures, upAt, journal } = await killLoop(
+          {
+            name: `inbox-kill-loop-${kind}`,
+            title: `inbox mode, ${kind}`,
+            store: kind === 'SQLite' ? { kind: 'sqlite', path: db } : { kind: 'postgres', url: servers.postgres.url },
+            openStore: () =>
+              kind === 'SQLite' ? new SqliteDedupStore({ path: db }) : new PostgresDedupStore({ connectionString: servers.postgres.url }),
+            options: { ...RECONCILABLE, mode: 'inbox', inbox: { leaseMs: LEASE_MS, retryBaseMs: 200, pollMs: 50 } },
+            leaseMs: LEASE_MS,
+            disableAfter: 1_000_000,
+          },
+          file,
+          LOOP_MS,
+        )
+        // The last kill's entries lapse one lease after their worker's last renewal and are taken again:
+        // every run the sender's deliveries brought ended within a lease and a backoff of the loop's end.
+        const lastEnd = Math.max(...[...readJournal(journal).values()].filter((r) => r.source === 'sender').flatMap((r) => r.endedAt))
+        const afterLoopMs = lastEnd - upAt
+        console.log(`inbox mode on ${kind}: the last handler run ended ${afterLoopMs} ms after the kill loop (lease ${LEASE_MS} ms)`)
+        expect(afterLoopMs).toBeLessThan(LEASE_MS + 5_000)
+        expect(figures.once + figures.twice).toBe(figures.emitted)
+      },
+      240_000,
+    )
+  })
+}
 
 /** For the failure message: the doubles no kill explains. */
 function unexpectedDoubles(doubled: Array<{ id: string; eventIds: string[]; ended: string[] }>): string[] {

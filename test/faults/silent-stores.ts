@@ -12,15 +12,15 @@ import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
-import { LONG, measure, report } from './figures.js'
+import { measure, report } from './figures.js'
 import { type Fleet, startFleet, viaPort } from './fleet.js'
+import { type FaultLevel, pick } from './level.js'
 import type { ReceiverConfig, StoreConfig } from './processes.js'
 import { RECONCILABLE, startRun, thresholdName } from './run.js'
 import { expectExactlyOnce, scratch, sleep } from './scenario.js'
 import { servers } from './services.js'
 
 const ADAPTERS = ['express', 'express', 'hono'] as const
-const EVENTS = LONG ? 1_000 : 240
 const PER_SECOND = 40
 /** Longer than the silence (5 s), so that a complete tried again while it lasts still holds the event: 0 doubles is the goal. */
 const LEASE_MS = 10_000
@@ -47,7 +47,7 @@ interface SilentScenario {
 }
 
 /** Runs one silent fault under traffic through a fleet and measures it, checking the goals every row shares. */
-async function runSilent(s: SilentScenario, file: (name: string) => string) {
+async function runSilent(s: SilentScenario, file: (name: string) => string, events: number) {
   const journal = file(`${s.name}.journal`)
   const fleet: Fleet = await startFleet({
     adapters: ADAPTERS,
@@ -68,12 +68,12 @@ async function runSilent(s: SilentScenario, file: (name: string) => string) {
     if (s.wholeRun) {
       run.mark('fault')
       run.mark('down')
-      await run.traffic(EVENTS, PER_SECOND, s.data)
+      await run.traffic(events, PER_SECOND, s.data)
       run.mark('up')
       run.mark('fixed')
       traffic = Promise.resolve()
     } else if (s.pauseMs === undefined) {
-      traffic = run.traffic(EVENTS, PER_SECOND, s.data)
+      traffic = run.traffic(events, PER_SECOND, s.data)
       await sleep(s.faultAtMs)
     } else {
       // A first burst, then quiet: the pool's connections sit idle when the fault comes.
@@ -90,7 +90,7 @@ async function runSilent(s: SilentScenario, file: (name: string) => string) {
       await s.end()
       run.mark('fixed')
     }
-    if (s.pauseMs !== undefined) traffic = run.traffic(EVENTS - run.emitted.length, PER_SECOND, s.data)
+    if (s.pauseMs !== undefined) traffic = run.traffic(events - run.emitted.length, PER_SECOND, s.data)
     await traffic
     store = s.openStore()
     await run.settle({ store })
@@ -108,114 +108,123 @@ async function runSilent(s: SilentScenario, file: (name: string) => string) {
   }
 }
 
-describe('store faults that fail quietly (3 instances behind a balancer)', () => {
-  const file = scratch('silent')
-  let pgProxy: FaultProxy
-  let redisProxy: FaultProxy
-  beforeAll(async () => {
-    ;[pgProxy, redisProxy] = await Promise.all([startFaultProxy(servers.postgres.port), startFaultProxy(servers.redis.port)])
-  })
-  afterAll(async () => {
-    await Promise.all([pgProxy?.close(), redisProxy?.close()])
-  })
-  const faultMs = LONG ? 20_000 : 5_000
+/** The silent-fault scenarios at `level`: quick blackholes for 2 s with less traffic. */
+export function silentStoreScenarios(level: FaultLevel): void {
+  const EVENTS = pick(level, { quick: 80, full: 240, long: 1_000 })
+  describe('store faults that fail quietly (3 instances behind a balancer)', () => {
+    const file = scratch('silent')
+    let pgProxy: FaultProxy
+    let redisProxy: FaultProxy
+    beforeAll(async () => {
+      ;[pgProxy, redisProxy] = await Promise.all([startFaultProxy(servers.postgres.port), startFaultProxy(servers.redis.port)])
+    })
+    afterAll(async () => {
+      await Promise.all([pgProxy?.close(), redisProxy?.close()])
+    })
+    const faultMs = pick(level, { quick: 2_000, full: 5_000, long: 20_000 })
 
-  it(`PostgreSQL blackholed ${faultMs / 1000} s mid-traffic (pooled connections hang, then new ones work): every event handled once, no email blocked past a lease`, async () => {
-    const { figures } = await runSilent(
-      {
-        scenario: `PostgreSQL blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
-        method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, queryTimeoutMs 3000`,
-        name: 'pg-blackhole',
-        store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
-        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
-        faultAtMs: 1_500,
-        faultMs,
-        begin: () => pgProxy.mode('blackhole'),
-        end: () => pgProxy.mode('pass'),
-      },
-      file,
-    )
-    expect(figures.duringFault).toMatch(/503 store_unavailable/)
-  }, 240_000)
-
-  it(`Redis blackholed ${faultMs / 1000} s mid-traffic: every event handled once, no email blocked past a lease`, async () => {
-    const { figures } = await runSilent(
-      {
-        scenario: `Redis blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
-        method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, commandTimeoutMs 3000`,
-        name: 'redis-blackhole',
-        store: { kind: 'redis', url: viaPort(servers.redis.url, redisProxy.port) },
-        openStore: () => new RedisDedupStore({ url: servers.redis.url }),
-        faultAtMs: 1_500,
-        faultMs,
-        begin: () => redisProxy.mode('blackhole'),
-        end: () => redisProxy.mode('pass'),
-      },
-      file,
-    )
-    expect(figures.duringFault).toMatch(/503 store_unavailable/)
-  }, 240_000)
-
-  it('PostgreSQL restarted while the pool’s connections sit idle, the old ones left dead (a failover): every event handled once', async () => {
-    await runSilent(
-      {
-        scenario: 'PostgreSQL restarted under idle pools, old connections dead (3 instances)',
-        method: 'traffic 2 s, idle 1 s; proxy blackholes the open connections, pg_ctl stop -m fast and start, new connections pass',
-        name: 'pg-failover',
-        store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
-        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
-        faultAtMs: 2_000,
-        pauseMs: 1_000,
-        faultMs: 0,
-        begin: async () => {
-          pgProxy.mode('blackhole')
-          await servers.postgres.halt('graceful')
-          await servers.postgres.start()
-          pgProxy.mode('pass')
+    it(`PostgreSQL blackholed ${faultMs / 1000} s mid-traffic (pooled connections hang, then new ones work): every event handled once, no email blocked past a lease`, async () => {
+      const { figures } = await runSilent(
+        {
+          scenario: `PostgreSQL blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
+          method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, queryTimeoutMs 3000`,
+          name: 'pg-blackhole',
+          store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
+          openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+          faultAtMs: 1_500,
+          faultMs,
+          begin: () => pgProxy.mode('blackhole'),
+          end: () => pgProxy.mode('pass'),
         },
-        end: () => {},
-      },
-      file,
-    )
-  }, 240_000)
+        file,
+        EVENTS,
+      )
+      expect(figures.duringFault).toMatch(/503 store_unavailable/)
+    }, 240_000)
 
-  it('a complete that hangs (the first three of each instance never answer): every event handled once, its retries duplicates', async () => {
-    await runSilent(
-      {
-        scenario: 'complete hangs, first 3 of each instance (3 instances, PostgreSQL)',
-        method: `each instance's first 3 completes never answer; storeTimeoutMs 1500, lease ${LEASE_MS} ms`,
-        name: 'complete-hangs',
-        store: { kind: 'postgres', url: servers.postgres.url },
-        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
-        stallCompletes: 3,
-        wholeRun: true,
-        faultAtMs: 0,
-        faultMs: 0,
-        begin: () => {},
-        end: () => {},
-      },
-      file,
-    )
-  }, 240_000)
+    it(`Redis blackholed ${faultMs / 1000} s mid-traffic: every event handled once, no email blocked past a lease`, async () => {
+      const { figures } = await runSilent(
+        {
+          scenario: `Redis blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
+          method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, commandTimeoutMs 3000`,
+          name: 'redis-blackhole',
+          store: { kind: 'redis', url: viaPort(servers.redis.url, redisProxy.port) },
+          openStore: () => new RedisDedupStore({ url: servers.redis.url }),
+          faultAtMs: 1_500,
+          faultMs,
+          begin: () => redisProxy.mode('blackhole'),
+          end: () => redisProxy.mode('pass'),
+        },
+        file,
+        EVENTS,
+      )
+      expect(figures.duringFault).toMatch(/503 store_unavailable/)
+    }, 240_000)
 
-  it('a handler that finishes past its deadline while its complete hangs: every event handled once, no email blocked past a lease', async () => {
-    await runSilent(
-      {
-        scenario: 'late handler, its complete hangs (3 instances, PostgreSQL)',
-        method: `every 8th event runs 2.5 s against handlerTimeoutMs 2000, and its late complete never answers; lease ${LEASE_MS} ms`,
-        name: 'late-hangs',
-        store: { kind: 'postgres', url: servers.postgres.url },
-        openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
-        options: { handlerTimeoutMs: 2_000 },
-        stallSlowCompletes: true,
-        data: (i) => (i % 8 === 3 ? { slowMs: 2_500 } : undefined),
-        wholeRun: true,
-        faultAtMs: 0,
-        faultMs: 0,
-        begin: () => {},
-        end: () => {},
-      },
-      file,
-    )
-  }, 240_000)
-})
+    it('PostgreSQL restarted while the pool’s connections sit idle, the old ones left dead (a failover): every event handled once', async () => {
+      await runSilent(
+        {
+          scenario: 'PostgreSQL restarted under idle pools, old connections dead (3 instances)',
+          method: 'traffic 2 s, idle 1 s; proxy blackholes the open connections, pg_ctl stop -m fast and start, new connections pass',
+          name: 'pg-failover',
+          store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
+          openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+          faultAtMs: 2_000,
+          pauseMs: 1_000,
+          faultMs: 0,
+          begin: async () => {
+            pgProxy.mode('blackhole')
+            await servers.postgres.halt('graceful')
+            await servers.postgres.start()
+            pgProxy.mode('pass')
+          },
+          end: () => {},
+        },
+        file,
+        EVENTS,
+      )
+    }, 240_000)
+
+    it('a complete that hangs (the first three of each instance never answer): every event handled once, its retries duplicates', async () => {
+      await runSilent(
+        {
+          scenario: 'complete hangs, first 3 of each instance (3 instances, PostgreSQL)',
+          method: `each instance's first 3 completes never answer; storeTimeoutMs 1500, lease ${LEASE_MS} ms`,
+          name: 'complete-hangs',
+          store: { kind: 'postgres', url: servers.postgres.url },
+          openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+          stallCompletes: 3,
+          wholeRun: true,
+          faultAtMs: 0,
+          faultMs: 0,
+          begin: () => {},
+          end: () => {},
+        },
+        file,
+        EVENTS,
+      )
+    }, 240_000)
+
+    it('a handler that finishes past its deadline while its complete hangs: every event handled once, no email blocked past a lease', async () => {
+      await runSilent(
+        {
+          scenario: 'late handler, its complete hangs (3 instances, PostgreSQL)',
+          method: `every 8th event runs 2.5 s against handlerTimeoutMs 2000, and its late complete never answers; lease ${LEASE_MS} ms`,
+          name: 'late-hangs',
+          store: { kind: 'postgres', url: servers.postgres.url },
+          openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
+          options: { handlerTimeoutMs: 2_000 },
+          stallSlowCompletes: true,
+          data: (i) => (i % 8 === 3 ? { slowMs: 2_500 } : undefined),
+          wholeRun: true,
+          faultAtMs: 0,
+          faultMs: 0,
+          begin: () => {},
+          end: () => {},
+        },
+        file,
+        EVENTS,
+      )
+    }, 240_000)
+  })
+}

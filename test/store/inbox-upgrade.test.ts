@@ -6,15 +6,24 @@
  * from their SQL as that version shipped it.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { InboxQueue } from '@email-webhooks/core'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
-import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RunningServer, startPostgres } from '../services/servers.js'
+
+/** The part of a better-sqlite3 Database this test uses. */
+interface RawDatabase {
+  pragma(source: string): unknown
+  exec(source: string): void
+  prepare(source: string): { run(...params: unknown[]): unknown }
+  close(): void
+}
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => RawDatabase
 
 const SQLITE_0_1 = (t: string) => `CREATE TABLE ${t} (
     key TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, timestamp INTEGER NOT NULL,
