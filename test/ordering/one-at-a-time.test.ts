@@ -15,7 +15,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createEmailSequence, createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Delivery, express5Listen, type Target } from '../adapters/targets.js'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -75,8 +75,8 @@ interface Case {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-one-at-a-time-'))
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 const stores: DedupStore[] = []
 const keep = <S extends DedupStore>(store: S): S => {
   stores.push(store)
@@ -96,7 +96,7 @@ const CASES: Case[] = [
 ]
 
 beforeAll(async () => {
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
 }, 120_000)
 afterAll(async () => {
   await Promise.all(stores.map((store) => store.close?.()))

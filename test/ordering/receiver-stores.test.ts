@@ -15,7 +15,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Delivery, express5Listen, type Target } from '../adapters/targets.js'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 
 type Seen = { type: string; order: EventOrder }[]
 
@@ -78,11 +78,11 @@ describe('ordering with the SQLite default store over HTTP', () => {
 })
 
 describe('ordering with PostgreSQL over HTTP', () => {
-  let postgres: RunningServer
+  let postgres: TestServer
   let pool: pg.Pool
   const stores: DedupStore[] = []
   beforeAll(async () => {
-    postgres = await startPostgres()
+    postgres = await sharedPostgres()
     pool = new pg.Pool({ connectionString: postgres.url, max: 4 })
     // The server stops at the end of the file; an idle client's "terminating connection" is expected then.
     pool.on('error', () => {})
@@ -179,11 +179,11 @@ describe('ordering with PostgreSQL over HTTP', () => {
 })
 
 describe('ordering with Redis over HTTP', () => {
-  let redis: RunningServer
+  let redis: TestServer
   let client: Redis
   const stores: DedupStore[] = []
   beforeAll(async () => {
-    redis = await startRedis()
+    redis = await sharedRedis()
     client = new Redis(redis.url)
   })
   afterAll(async () => {

@@ -17,12 +17,12 @@ import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import PgBoss from 'pg-boss'
 import { afterAll, afterEach, beforeAll } from 'vitest'
-import { type RunningServer, startPostgres } from '../services/servers.js'
+import { sharedPostgres, type TestServer } from '../services/servers.js'
 import { startTcpProxy, type TcpProxy } from './support.js'
 
 /** Registers the file's hooks (PostgreSQL, the proxy and the worker's PgBoss for the file, apps per test). */
 export function pgBossHarness() {
-  let postgres: RunningServer
+  let postgres: TestServer
   let proxy: TcpProxy
   let workerBoss: PgBoss
   const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-pg-boss-'))
@@ -38,7 +38,7 @@ export function pgBossHarness() {
   }
 
   beforeAll(async () => {
-    postgres = await startPostgres()
+    postgres = await sharedPostgres()
     proxy = await startTcpProxy(postgres.port)
     workerBoss = newBoss(postgres.port)
     await workerBoss.start()

@@ -4,11 +4,11 @@ import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { emailWebhook } from '@email-webhooks/express'
 import express from 'express'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startRedis } from '../services/servers.js'
+import { sharedRedis, type TestServer } from '../services/servers.js'
 
-let redis: RunningServer
+let redis: TestServer
 beforeAll(async () => {
-  redis = await startRedis()
+  redis = await sharedRedis()
 })
 afterAll(async () => {
   await redis?.stop()

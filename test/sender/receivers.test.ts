@@ -16,7 +16,7 @@ import { getRequestListener } from '@hono/node-server'
 import express from 'express'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { type RunningServer, startPostgresAndRedis } from '../services/servers.js'
+import { sharedPostgresAndRedis, type TestServer } from '../services/servers.js'
 import { bounceHandler, runRecoveryScenario } from './recovery-scenario.js'
 
 // The examples are plain JavaScript without declarations: imported by path, typed here.
@@ -31,10 +31,10 @@ const { createApp: createHonoExample } = (await import(HONO_EXAMPLE)) as {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-sender-'))
-let redis: RunningServer | undefined
-let postgres: RunningServer | undefined
+let redis: TestServer | undefined
+let postgres: TestServer | undefined
 beforeAll(async () => {
-  ;({ redis, postgres } = await startPostgresAndRedis())
+  ;({ redis, postgres } = await sharedPostgresAndRedis())
 })
 afterAll(async () => {
   await Promise.all([redis?.stop(), postgres?.stop()])

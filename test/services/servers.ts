@@ -9,6 +9,9 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } 
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { inject } from 'vitest'
 
 const INSTALL_HINT =
   'Run the tests with `npm test`, which installs it (scripts/services.mjs), or install the Debian/Ubuntu packages postgresql-15 and redis-server.'
@@ -16,11 +19,17 @@ const PG_BIN = process.env.EMAIL_WEBHOOKS_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 const REDIS_SERVER = process.env.EMAIL_WEBHOOKS_REDIS_SERVER ?? 'redis-server'
 const PG_USER = 'webhooks'
 
-export interface RunningServer {
+/** A server a test file may use but not stop, crash or restart: a database of its own on a shared server, or a server of its own. */
+export interface TestServer {
   /** Connection URL with the password. */
   url: string
   password: string
   port: number
+  /** Drops the file's database (on a shared server) or stops the server. */
+  stop(): Promise<void>
+}
+
+export interface RunningServer extends TestServer {
   /** Kills the server the hard way (SIGKILL for Redis, `pg_ctl stop -m immediate` for PostgreSQL) and starts it again on the same data and port. */
   crashAndRestart(): Promise<void>
   /**
@@ -30,7 +39,6 @@ export interface RunningServer {
   halt(how: 'graceful' | 'crash'): Promise<void>
   /** Starts a server stopped by `halt()` again on the same data and port; resolves once it accepts connections. */
   start(): Promise<void>
-  stop(): Promise<void>
 }
 
 const cleanups = new Set<() => void>()
@@ -67,8 +75,11 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
   return ['runuser', ['-u', 'postgres', '--', command, ...args]]
 }
 
-/** Starts a PostgreSQL 15 with a password-protected user `webhooks`; `url` points at database `postgres`. */
-export async function startPostgres(): Promise<RunningServer> {
+/**
+ * Starts a PostgreSQL 15 with a password-protected user `webhooks`; `url` points at database
+ * `postgres`. `maxConnections` (default 200) is higher for the server the whole run shares.
+ */
+export async function startPostgres(options: { maxConnections?: number } = {}): Promise<RunningServer> {
   if (!existsSync(join(PG_BIN, 'initdb')) || !existsSync(join(PG_BIN, 'pg_ctl'))) {
     throw new Error(`PostgreSQL 15 is not installed (no ${PG_BIN}/initdb). ${INSTALL_HINT}`)
   }
@@ -98,7 +109,13 @@ export async function startPostgres(): Promise<RunningServer> {
     rmSync(dir, { recursive: true, force: true })
   }
   cleanups.add(cleanup)
-  const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
+  const serverOptions = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    `-c max_connections=${options.maxConnections ?? 200}`,
+    '-c fsync=on',
+  ].join(' ')
   const startArgs = ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']
   const pgCtlStart = () => run('pg_ctl', startArgs)
   const pgCtlAsync = (args: string[]) => execFileAsync(...asServerUser(join(PG_BIN, 'pg_ctl'), args), 90_000)
@@ -234,4 +251,99 @@ export async function startPostgresAndRedis(): Promise<{ postgres: RunningServer
   if (postgres.status === 'fulfilled' && redis.status === 'fulfilled') return { postgres: postgres.value, redis: redis.value }
   await Promise.all([postgres, redis].map((started) => (started.status === 'fulfilled' ? started.value.stop() : undefined)))
   throw postgres.status === 'rejected' ? postgres.reason : (redis as PromiseRejectedResult).reason
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The suite's PostgreSQL (test/services/global-setup.ts): the URL of its database `postgres`. */
+    sharedPostgresUrl: string
+    /** The suite's Redis (test/services/global-setup.ts), with SHARED_REDIS_DATABASES logical databases. */
+    sharedRedisUrl: string
+  }
+}
+
+/** Logical databases of the shared Redis: one per file that asks, numbered from 1 (0 keeps the counter). */
+export const SHARED_REDIS_DATABASES = 4096
+
+function provided(key: 'sharedPostgresUrl' | 'sharedRedisUrl'): string | undefined {
+  try {
+    return inject(key)
+  } catch {
+    return undefined // outside a vitest worker, or a config without the global setup
+  }
+}
+
+/**
+ * A database of its own for this test file on the suite's PostgreSQL, started once for every file
+ * (test/services/global-setup.ts): `CREATE DATABASE` takes milliseconds where a server of its own
+ * takes an initdb and a start (about 2 s of CPU). Files that stop, crash or restart their server,
+ * or change its settings, use startPostgres(). Without the shared server, starts one.
+ */
+export async function sharedPostgres(): Promise<TestServer> {
+  const admin = provided('sharedPostgresUrl')
+  if (!admin) return startPostgres()
+  const database = `test_${crypto.randomUUID().replaceAll('-', '')}`
+  const client = new pg.Client({ connectionString: admin })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${database}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(admin)
+  url.pathname = `/${database}`
+  return {
+    url: url.toString(),
+    password: decodeURIComponent(url.password),
+    port: Number(url.port),
+    async stop() {
+      const dropper = new pg.Client({ connectionString: admin })
+      await dropper.connect()
+      try {
+        await dropper.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      } finally {
+        await dropper.end()
+      }
+    },
+  }
+}
+
+/**
+ * A logical database of its own for this test file on the suite's Redis (appendfsync always, as
+ * startRedis() configures it), numbered by an INCR on database 0. Files that kill, restart or
+ * reconfigure their server use startRedis(). Without the shared server, starts one.
+ */
+export async function sharedRedis(): Promise<TestServer> {
+  const admin = provided('sharedRedisUrl')
+  if (!admin) return startRedis()
+  const client = new Redis(admin, { lazyConnect: true, maxRetriesPerRequest: 3 })
+  await client.connect()
+  let db: number
+  try {
+    db = ((await client.incr('email-webhooks-tests:next-database')) % (SHARED_REDIS_DATABASES - 1)) + 1
+  } finally {
+    client.disconnect()
+  }
+  const url = new URL(admin)
+  url.pathname = `/${db}`
+  return {
+    url: url.toString(),
+    password: decodeURIComponent(url.password),
+    port: Number(url.port),
+    async stop() {
+      const flusher = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 3 })
+      await flusher.connect()
+      try {
+        await flusher.flushdb()
+      } finally {
+        flusher.disconnect()
+      }
+    },
+  }
+}
+
+/** sharedPostgres() and sharedRedis() at once. */
+export async function sharedPostgresAndRedis(): Promise<{ postgres: TestServer; redis: TestServer }> {
+  const [postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
+  return { postgres, redis }
 }

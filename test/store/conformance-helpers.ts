@@ -14,15 +14,23 @@ import {
 } from '@email-webhooks/core'
 import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
 import { describe, it } from 'vitest'
+import { scaled } from '../support/time.js'
+
+/**
+ * The cases of one suite run side by side (vitest's describe.concurrent, five at a time): each
+ * uses keys and emails of its own, and most of their time is spent waiting for a lease or a
+ * retention to end. The timed margins stretch with TEST_TIME_SCALE.
+ */
+const sideBySide = { describe: describe.concurrent, it }
 
 /** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test (a built-in store: durations checked too). */
 export function conformance(name: string, createStore: () => DedupStore): void {
-  dedupStoreConformance(name, { describe, it }, { createStore, checkDurations: true })
+  dedupStoreConformance(name, sideBySide, { createStore, checkDurations: true, shortMs: scaled(300) })
 }
 
 /** Registers the ordering conformance suite with vitest's describe/it, on a new store per test. */
 export function ordering(name: string, createStore: () => DedupStore): void {
-  orderingConformance(name, { describe, it }, { createStore })
+  orderingConformance(name, sideBySide, { createStore, shortMs: scaled(300) })
 }
 
 /**

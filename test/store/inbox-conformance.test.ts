@@ -1,6 +1,7 @@
 // The inbox conformance suite on every built-in store's inbox: memory, SQLite (a temp file), and
 // PostgreSQL 15 and Redis 7 (real servers started for this file, see test/services/servers.ts),
-// each server store on a table or prefix of its own.
+// each server store on a table or prefix of its own. The stores run side by side (their queues are
+// apart), the cases of one store one after another (a take may take any due entry of its queue).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,16 +13,16 @@ import { inboxConformance } from '@email-webhooks/core/testing'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-'))
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 let pool: pg.Pool
 let client: Redis
 
 beforeAll(async () => {
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
   pool = new pg.Pool({ connectionString: postgres.url, max: 5 })
   // The server stops at the end of the file; an idle client's "terminating connection" is expected then.
   pool.on('error', () => {})
@@ -33,47 +34,29 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-inboxConformance('MemoryDedupStore', { describe, it }, { createStore: () => new MemoryDedupStore() })
-inboxConformance(
-  'SqliteDedupStore (a temp file)',
-  { describe, it },
-  {
-    createStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
-    createPeerStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
-  },
-)
+const stores = { describe: describe.concurrent, it: it.sequential }
 
-inboxConformance(
-  'PostgresDedupStore (connectionString, real PostgreSQL 15, table "inbox_url")',
-  { describe, it },
-  {
-    createStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
-    createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
-  },
-)
+inboxConformance('MemoryDedupStore', stores, { createStore: () => new MemoryDedupStore() })
+inboxConformance('SqliteDedupStore (a temp file)', stores, {
+  createStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
+  createPeerStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
+})
+
+inboxConformance('PostgresDedupStore (connectionString, real PostgreSQL 15, table "inbox_url")', stores, {
+  createStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
+  createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
+})
 // The given pool outlives every store: close() leaves it open for the next test.
-inboxConformance(
-  'PostgresDedupStore (a given pg.Pool, table "inbox_pool")',
-  { describe, it },
-  {
-    createStore: () => new PostgresDedupStore({ pool, table: 'inbox_pool' }),
-    createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_pool' }),
-  },
-)
+inboxConformance('PostgresDedupStore (a given pg.Pool, table "inbox_pool")', stores, {
+  createStore: () => new PostgresDedupStore({ pool, table: 'inbox_pool' }),
+  createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_pool' }),
+})
 
-inboxConformance(
-  'RedisDedupStore (url, real Redis 7 with appendfsync always, prefix "inbox-url:")',
-  { describe, it },
-  {
-    createStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
-    createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
-  },
-)
-inboxConformance(
-  'RedisDedupStore (a given ioredis client, prefix "inbox-given:")',
-  { describe, it },
-  {
-    createStore: () => new RedisDedupStore({ client, prefix: 'inbox-given:' }),
-    createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-given:' }),
-  },
-)
+inboxConformance('RedisDedupStore (url, real Redis 7 with appendfsync always, prefix "inbox-url:")', stores, {
+  createStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
+  createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
+})
+inboxConformance('RedisDedupStore (a given ioredis client, prefix "inbox-given:")', stores, {
+  createStore: () => new RedisDedupStore({ client, prefix: 'inbox-given:' }),
+  createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-given:' }),
+})

@@ -14,7 +14,7 @@ import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres } from '../services/servers.js'
+import { sharedPostgres, type TestServer } from '../services/servers.js'
 
 /** The part of a better-sqlite3 Database this test uses. */
 interface RawDatabase {
@@ -98,9 +98,9 @@ describe('an inbox table made by 0.1.0', () => {
   })
 
   describe('PostgreSQL', () => {
-    let server: RunningServer
+    let server: TestServer
     beforeAll(async () => {
-      server = await startPostgres()
+      server = await sharedPostgres()
     })
     afterAll(async () => {
       await server?.stop()

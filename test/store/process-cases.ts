@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process'
 import type { DedupStore } from '@email-webhooks/core'
 import { expect } from 'vitest'
+import { scaled } from '../support/time.js'
 import { type Claimed, LONG, type Message, nextMessage, type RaceReport, sleep } from './process-harness.js'
 
 /** Waits until every racer ('race' mode) is ready, starts them all at once and resolves to their reports. */
@@ -41,7 +42,7 @@ interface Seen {
  */
 export async function expectTakeoverAfterLease(store: DedupStore, key: string, claimed: Claimed, leaseMs: number): Promise<void> {
   const seen: Seen[] = []
-  const deadline = claimed.after + leaseMs + 3_000
+  const deadline = claimed.after + leaseMs + scaled(3_000)
   for (let i = 0; i < 100 && Date.now() < deadline; i++) {
     const result = await store.claim(key, LONG)
     const at = Date.now()

@@ -12,12 +12,12 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
-import { type RunningServer, startRedis } from '../services/servers.js'
+import { sharedRedis, type TestServer } from '../services/servers.js'
 
-let redis: RunningServer
+let redis: TestServer
 let proxy: FaultProxy
 beforeAll(async () => {
-  redis = await startRedis()
+  redis = await sharedRedis()
   proxy = await startFaultProxy(redis.port)
 })
 afterAll(async () => {
@@ -42,7 +42,8 @@ const stores = {
     return { store: new RedisDedupStore({ url: url.href }), close: async () => {} }
   },
   'a client of the app’s (ioredis defaults)': () => {
-    const client = new Redis({ host: '127.0.0.1', port: proxy.port, password: redis.password })
+    const db = Number(new URL(redis.url).pathname.slice(1) || 0)
+    const client = new Redis({ host: '127.0.0.1', port: proxy.port, password: redis.password, db })
     client.on('error', () => {})
     return { store: new RedisDedupStore({ client }), close: () => client.quit().then(() => undefined) }
   },

@@ -8,16 +8,16 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 let pool: pg.Pool
 let client: Redis
 
 beforeAll(async () => {
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
   pool = new pg.Pool({ connectionString: postgres.url, max: 5 })
   // The server stops at the end of the file; an idle client's "terminating connection" is expected then.
   pool.on('error', () => {})

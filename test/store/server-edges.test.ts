@@ -10,6 +10,7 @@ import { Cluster, Redis } from 'ioredis'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { type RunningServer, startRedis } from '../services/servers.js'
+import { until } from '../support/time.js'
 import { LONG, type ServerKind, sleep, useServers } from './process-harness.js'
 
 // Both servers are started before the first test (useServers' beforeAll).
@@ -201,14 +202,15 @@ describe('PostgresDedupStore: leases that end', () => {
       const store = new PostgresDedupStore({ pool: watchedPool(pool, releaseBeforeInspect), table })
       const claimed = store.claim('raced', LONG)
       // The holder commits once the store's claim waits on its row (seen in pg_stat_activity; a
-      // fixed pause was too short at a load average of 19), at most 10 s.
-      for (let waited = 0; waited < 10_000; waited += 20) {
+      // fixed pause was too short at a load average of 19).
+      // pg_stat_activity is read once per transaction unless its snapshot is cleared, and the holder is in one.
+      await until(async () => {
+        await holder.query('SELECT pg_stat_clear_snapshot()')
         const { rows } = await holder.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%${table}%'`,
         )
-        if (rows[0].n > 0) break
-        await sleep(20)
-      }
+        return rows[0].n > 0
+      }, "the store's claim to wait on the holder's row")
       await holder.query('COMMIT')
       const result = await claimed
       expect(result.status === 'acquired' && result.claim.attempt).toBe(2)

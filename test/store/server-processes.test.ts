@@ -7,6 +7,7 @@ import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { describe, expect, it } from 'vitest'
 import type { RunningServer } from '../services/servers.js'
+import { scaled } from '../support/time.js'
 import { completionsUntilKilled, expectOneWinnerPerKey, expectTakeoverAfterLease, race, raceShares } from './process-cases.js'
 import { killed, LONG, nextMessage, type ServerKind, sleep, storeChildren, useServers, withStore } from './process-harness.js'
 
@@ -42,9 +43,9 @@ describe.each(['postgres', 'redis'] as const)('%s store shared by several OS pro
 
   it('keeps a key claimed by a process killed with SIGKILL in flight until its lease ends, then grants attempt 2', async () => {
     const prefix = newPrefix()
-    // Long enough for the kill and the first look after it on a loaded machine; the look polls, so
-    // the test lasts about the lease.
-    const leaseMs = 5_000
+    // Long enough for the kill and the first look after it (TEST_TIME_SCALE stretches it on a
+    // loaded machine); the look polls, so the test lasts about the lease.
+    const leaseMs = scaled(1_500)
     // This side's store is connected (and its table made) before the child's lease starts, so that
     // its first look after the kill comes while the lease is live.
     await withStore(openStore(kind), async (store) => {

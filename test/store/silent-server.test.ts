@@ -13,14 +13,14 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 let pgProxy: FaultProxy
 let redisProxy: FaultProxy
 beforeAll(async () => {
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
   ;[pgProxy, redisProxy] = await Promise.all([startFaultProxy(postgres.port), startFaultProxy(redis.port)])
 })
 afterAll(async () => {

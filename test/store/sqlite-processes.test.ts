@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
+import { scaled } from '../support/time.js'
 import { completionsUntilKilled, expectOneWinnerPerKey, expectTakeoverAfterLease, race, raceShares } from './process-cases.js'
 import { killed, LONG, nextMessage, storeChildren, withStore } from './process-harness.js'
 
@@ -61,9 +62,9 @@ describe('SqliteDedupStore shared by several OS processes', () => {
 
   it('keeps a key claimed by a process killed with SIGKILL in flight until its lease ends, then grants attempt 2', async () => {
     const path = newFile()
-    // Long enough for the kill and the first look after it on a loaded machine; the look polls, so
-    // the test lasts about the lease.
-    const leaseMs = 5_000
+    // Long enough for the kill and the first look after it (TEST_TIME_SCALE stretches it on a
+    // loaded machine); the look polls, so the test lasts about the lease.
+    const leaseMs = scaled(1_500)
     // This side's store is open (the file made) and warm before the child's lease starts, so that
     // its first look after the kill comes while the lease is live.
     await withStore(new SqliteDedupStore({ path }), async (store) => {

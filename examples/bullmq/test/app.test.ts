@@ -5,12 +5,12 @@
 import type { AddressInfo } from 'node:net'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startRedis } from '../../../test/services/servers.js'
+import { sharedRedis, type TestServer } from '../../../test/services/servers.js'
 import { createWebApp, startWorker } from '../src/app.ts'
 
-let redis: RunningServer
+let redis: TestServer
 beforeAll(async () => {
-  redis = await startRedis()
+  redis = await sharedRedis()
 })
 afterAll(async () => {
   await redis?.stop()

@@ -13,15 +13,15 @@ import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { lambdaContext, lambdaEvent } from '../../../test/adapters/lambda-events.js'
 import { type Dynalite, LOCAL_CREDENTIALS, startDynalite } from '../../../test/services/dynalite.js'
-import { type RunningServer, startPostgresAndRedis } from '../../../test/services/servers.js'
+import { sharedPostgresAndRedis, type TestServer } from '../../../test/services/servers.js'
 
 type Handler = typeof import('../src/handler.js')['handler']
 
-let services: { postgres: RunningServer; redis: RunningServer }
+let services: { postgres: TestServer; redis: TestServer }
 let dynamo: Dynalite
 const TABLE = 'email-webhooks-example'
 beforeAll(async () => {
-  ;[services, dynamo] = await Promise.all([startPostgresAndRedis(), startDynalite()])
+  ;[services, dynamo] = await Promise.all([sharedPostgresAndRedis(), startDynalite()])
   await dynamo.createTable(TABLE)
 }, 120_000)
 afterAll(async () => {

@@ -3,10 +3,10 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres } from '../../../test/services/servers.js'
+import { sharedPostgres, type TestServer } from '../../../test/services/servers.js'
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), '../src/server.js')
-let postgres: RunningServer
+let postgres: TestServer
 const instances: { child: ChildProcess; url: string; output: () => string }[] = []
 
 /** Runs src/server.js as its own process, as a deployment would, on a free port. */
@@ -35,7 +35,7 @@ async function startInstance(databaseUrl: string) {
 }
 
 beforeAll(async () => {
-  postgres = await startPostgres()
+  postgres = await sharedPostgres()
 })
 afterAll(async () => {
   await Promise.all(

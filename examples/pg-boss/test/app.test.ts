@@ -7,12 +7,12 @@ import type { AddressInfo } from 'node:net'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { serve } from '@hono/node-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres } from '../../../test/services/servers.js'
+import { sharedPostgres, type TestServer } from '../../../test/services/servers.js'
 import { createWebApp, startWorker } from '../src/app.ts'
 
-let postgres: RunningServer
+let postgres: TestServer
 beforeAll(async () => {
-  postgres = await startPostgres()
+  postgres = await sharedPostgres()
 })
 afterAll(async () => {
   await postgres?.stop()

@@ -12,11 +12,11 @@ import type { SQSEvent } from 'aws-lambda'
 import { type FauxqsServer, interceptLocalhostDns, startFauxqs } from 'fauxqs'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { lambdaContext, lambdaEvent } from '../../../test/adapters/lambda-events.js'
-import { type RunningServer, startRedis } from '../../../test/services/servers.js'
+import { sharedRedis, type TestServer } from '../../../test/services/servers.js'
 
 type Functions = typeof import('../src/functions.ts')
 
-let redis: RunningServer
+let redis: TestServer
 let fauxqs: FauxqsServer
 let sqs: SQSClient
 let queueUrl: string
@@ -24,7 +24,7 @@ let functions: Functions
 let restoreDns: (() => void) | undefined
 
 beforeAll(async () => {
-  redis = await startRedis()
+  redis = await sharedRedis()
   fauxqs = await startFauxqs({ port: 0, logger: false })
   // Its queue URLs are http://sqs.us-east-1.localhost:<port>/…, and the SDK sends to the queue URL's
   // host: make *.localhost resolve to 127.0.0.1 in this process.

@@ -9,19 +9,19 @@ import type { DedupStore } from '@email-webhooks/core'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../../../test/services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../../../test/services/servers.js'
 import { runCli } from './helpers/cli.js'
 import { lines, queueEvents, writeHandlers } from './helpers/inbox.js'
 
 const SLOW = 180_000
 let dir: string
-let postgres: RunningServer
-let redis: RunningServer
+let postgres: TestServer
+let redis: TestServer
 const stores: Partial<Record<'postgres' | 'redis', DedupStore>> = {}
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cli-inbox-stores-'))
-  ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+  ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
   // Made as a receiver makes them: tables created, the server's durability not checked.
   stores.postgres = new PostgresDedupStore({ connectionString: postgres.url })
   stores.redis = new RedisDedupStore({ url: redis.url, checkDurability: false })

@@ -15,7 +15,7 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createFaithfulSender, type FaithfulSender, listenSender, type SenderListener } from '@email-webhooks/core/testing'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningServer, startPostgres, startRedis } from '../../../test/services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../../../test/services/servers.js'
 import { runCli } from './helpers/cli.js'
 
 const KEY = `ek_cli_${crypto.randomUUID().replaceAll('-', '')}`
@@ -129,10 +129,10 @@ describe('endpoint recover: the dedup store it consults', () => {
   }, 60_000)
 
   describe('with --store', () => {
-    let postgres: RunningServer
-    let redis: RunningServer
+    let postgres: TestServer
+    let redis: TestServer
     beforeAll(async () => {
-      ;[postgres, redis] = await Promise.all([startPostgres(), startRedis()])
+      ;[postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
     }, 120_000)
     afterAll(() => Promise.all([postgres?.stop(), redis?.stop()]))
 

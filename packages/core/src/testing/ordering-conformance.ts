@@ -27,6 +27,11 @@ export interface OrderingConformanceOptions {
   /** Rounds of the race cases; default 20. */
   rounds?: number
   /**
+   * How long a case waits for its email to be freed (its ordered claim answered `in_flight`
+   * while another event holds the email) before the case fails; default 10 s.
+   */
+  freeWaitMs?: number
+  /**
    * `true` (default): the store keeps facts (`order.fact` counts, for reconcile) and must pass their
    * cases. `false`: it keeps none; its ordered claims must then carry no `order.fact`.
    */
@@ -43,6 +48,7 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
   const shortMs = options.shortMs ?? 300
   const rounds = options.rounds ?? 20
   const closeAfterEach = options.closeAfterEach ?? true
+  const freeWaitMs = options.freeWaitMs ?? 10_000
 
   function test(title: string, body: (store: DedupStore) => Promise<void>): void {
     runner.it(title, async () => {
@@ -60,7 +66,7 @@ export function orderingConformance(name: string, runner: ConformanceRunner, opt
         supportsOrdering(store),
         'the store declares the ordering capability (ordering: true); pass expectCapability: false if it has none',
       )
-      await body(() => emailOf(store), store)
+      await body(() => emailOf(store, freeWaitMs), store)
     })
   }
 

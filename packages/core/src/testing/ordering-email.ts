@@ -56,11 +56,11 @@ export interface Email {
   expectMark(expected: OrderMark | null, what: string): Promise<void>
 }
 
-/** How long `handle` waits for the email to be free before it fails the case. */
-const HANDLE_WAIT_MS = 10_000
-
-/** The helpers of a new email (a random id) on `store`. */
-export function emailOf(store: OrderingDedupStore): Email {
+/**
+ * The helpers of a new email (a random id) on `store`; `handle` waits up to `freeWaitMs` for the
+ * email to be free before it fails the case.
+ */
+export function emailOf(store: OrderingDedupStore, freeWaitMs = 10_000): Email {
   const emailId = crypto.randomUUID()
   const markKey = `conformance:email:${emailId}`
   const step = (type: string, offsetMs: number, id: string = crypto.randomUUID()): Step => {
@@ -84,7 +84,7 @@ export function emailOf(store: OrderingDedupStore): Email {
   const complete = (c: Claim, s: Step, retentionMs = LONG.retentionMs, factChange?: FactCounts) =>
     store.complete(c, { retentionMs, order: { key: s.markKey, mark: s.mark, fact: s.fact }, ...(factChange ? { factChange } : {}) })
   const handle = async (s: Step): Promise<EventOrder> => {
-    const until = Date.now() + HANDLE_WAIT_MS
+    const until = Date.now() + freeWaitMs
     let result = await ask(s)
     while (result.status === 'in_flight' && result.reason === 'order' && Date.now() < until) {
       await sleep(2 + Math.random() * 5)
