@@ -13,7 +13,7 @@
 //   npm run test:matrix           the whole suite again on Node 22 and Node 24 (CI runs it last)
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { ensureServices } from './services.mjs'
 import { buildIfStale, createSteps, install, pnpmCommand, ROOT, run } from './workspace.mjs'
 
@@ -38,17 +38,16 @@ const titles = {
   default: filters.length ? `npm test -- ${filters.join(' ')}` : 'npm test',
 }
 const steps = createSteps(titles[mode])
+let env = timeScaleEnv()
 /** The one file that needs Chromium (in test:all, or when a filter picks it). */
 const BROWSER_TEST = 'test/console/browser.test.ts'
 
 await steps.step('install dependencies (pnpm, from the lockfile)', install)
-let env = {}
 await steps.step(
   `PostgreSQL, Redis and strace${mode === 'all' ? ', Chromium' : ''} for the store${mode === 'all' ? ' and browser' : ''} tests`,
   async () => {
-    env = await ensureServices({
-      browser: mode === 'all' || mode === 'matrix' || filters.some((f) => BROWSER_TEST.includes(f.replace(/^\.\//, ''))),
-    })
+    const browser = mode === 'all' || mode === 'matrix' || filters.some((f) => BROWSER_TEST.includes(f.replace(/^\.\//, '')))
+    env = { ...env, ...(await ensureServices({ browser })) }
   },
 )
 await steps.step('build packages whose sources changed', buildIfStale)
@@ -61,8 +60,8 @@ if (mode === 'matrix') {
   const results = []
   for (let i = 1; i <= runs; i++) {
     const code = await steps.step(
-      `vitest's default tier under CPU load, TEST_TIME_SCALE=${process.env.TEST_TIME_SCALE ?? 3} (run ${i} of ${runs})`,
-      () => underLoad(() => run(process.execPath, [vitest, 'run', ...reporters, ...filters], { env: { TEST_TIME_SCALE: '3', ...env } })),
+      `vitest's default tier, a busy process on each core, TEST_TIME_SCALE=${env.TEST_TIME_SCALE} (run ${i} of ${runs})`,
+      () => underLoad(() => run(process.execPath, [vitest, 'run', ...reporters, ...filters], { env })),
       { continueOnFailure: true },
     )
     results.push({ run: i, code, ...counts() })
@@ -99,6 +98,25 @@ if (mode === 'matrix') {
 steps.summary()
 const { passed, failed, skipped } = counts()
 if (passed + failed > 0) console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`)
+
+/**
+ * TEST_TIME_SCALE for this run: as given, else 3 under test:stress, else from how busy the
+ * machine is as the command starts (load average per core: under 0.75 quiet, 1; busier, one more
+ * per unit of load per core, at most 4), said in one line when it is not 1.
+ */
+function timeScaleEnv() {
+  const given = process.env.TEST_TIME_SCALE
+  if (given) return { TEST_TIME_SCALE: given }
+  if (mode === 'stress') return { TEST_TIME_SCALE: '3' }
+  const cores = availableParallelism()
+  const perCore = loadavg()[0] / cores
+  if (perCore < 0.75) return {}
+  const scale = Math.min(4, Math.round((1 + perCore) * 2) / 2)
+  console.log(
+    `busy machine (load average ${loadavg()[0].toFixed(1)} on ${cores} cores): the tests' deadlines ×${scale} (TEST_TIME_SCALE=${scale}; set it to choose)`,
+  )
+  return { TEST_TIME_SCALE: String(scale) }
+}
 
 /** tsc over every package, example and the tests; its output only when it fails. */
 function typecheck({ ticker = true } = {}) {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createSignedDelivery } from '@email-webhooks/core/testing'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { scaled } from '../support/time.js'
 
 const CHILD = fileURLToPath(new URL('./inbox-child.mjs', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-crash-'))
@@ -168,7 +169,7 @@ describe('inbox mode under kill -9 (SQLite file, real processes)', () => {
     const tookMs = Date.now() - restartedAt
     expect(new Set(lines.filter((line) => line.startsWith('done')))).toEqual(new Set(ids.map((id) => `done ${id}`)))
     // The four held by the dead worker waited for their 2 s lease; nothing waited for the handler's deadline.
-    expect(tookMs).toBeLessThan(15_000)
+    expect(tookMs).toBeLessThan(scaled(15_000))
     const store = new SqliteDedupStore({ path: db })
     try {
       const stats = await store.inbox?.stats()

@@ -12,6 +12,7 @@ import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { describe, expect, it } from 'vitest'
 import type { RunningServer } from '../services/servers.js'
+import { scaled } from '../support/time.js'
 import {
   type InboxTake,
   killed,
@@ -131,7 +132,7 @@ describe.each(['postgres', 'redis'] as const)('%s inbox shared by several OS pro
       const at = Date.now()
       expect(lease).toMatchObject({ key: 'default:held', attempt: 2 })
       expect(at).toBeGreaterThanOrEqual(taken.before + leaseMs)
-      expect(at).toBeLessThan(taken.after + leaseMs + 3_000)
+      expect(at).toBeLessThan(taken.after + leaseMs + scaled(3_000))
     })
   }, 30_000)
 

@@ -14,6 +14,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
 import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { scaled } from '../support/time.js'
 
 let postgres: TestServer
 let redis: TestServer
@@ -114,7 +115,7 @@ describe.each([
         expect(call.error).toMatchObject({ code: 'timeout' })
         expect((call.error as Error).message).toMatch(/did not answer/)
         // The deadline, not the lease nor the kernel's TCP timeouts (at most a second of slack for a loaded machine).
-        expect(call.ms).toBeLessThan(TIMEOUT_MS + 1_500)
+        expect(call.ms).toBeLessThan(TIMEOUT_MS + scaled(1_500))
       }
       proxy.mode('pass')
       // The connections that hung stay dead (the proxy never answers on them): calls now need fresh ones.
