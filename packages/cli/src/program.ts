@@ -10,6 +10,7 @@ import { endpointCommand } from './commands/endpoint.js'
 import { inboxCommand } from './commands/inbox.js'
 import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
+import { senderCommand } from './commands/sender.js'
 import { signCommand } from './commands/sign.js'
 import { verifyCommand } from './commands/verify.js'
 import type { CommandFactory, RunState } from './lib/common.js'
@@ -27,6 +28,7 @@ const COMMANDS: readonly CommandFactory[] = [
   emailsCommand,
   inboxCommand,
   consoleCommand,
+  senderCommand,
 ]
 
 /**
@@ -38,7 +40,7 @@ const COMMANDS: readonly CommandFactory[] = [
 export function createProgram(state: RunState): Command {
   const program = new Command('email-webhooks')
     .description(
-      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox.",
+      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox; rehearse an outage and its recovery against a local sender.",
     )
     .version(version)
     .option('--no-color', 'never colour the output (also NO_COLOR=1; FORCE_COLOR=1 colours it when not a terminal)')
