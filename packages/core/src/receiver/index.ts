@@ -5,13 +5,14 @@
  * A 2xx is returned only after the store's `complete` has resolved.
  */
 import { WebhookVerificationError } from '../errors.js'
-import { parseEnvelope, type WebhookEvent } from '../events.js'
+import { type EmailEventType, parseEnvelope, type WebhookEvent } from '../events.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
 import { createVerifier, type VerifiedWebhook, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
 import { claimKey } from './claim.js'
 import { enqueueEvent } from './enqueue.js'
 import { handleClaimed } from './handle.js'
+import type { CheckedEmailEventHandlers } from './handler-keys.js'
 import type { ResolvedInbox } from './inbox-options.js'
 import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
@@ -40,7 +41,7 @@ function parse(body: WebhookBody, id: string): WebhookEvent | WebhookVerificatio
  * Builds the pipeline with secrets and options checked once, and the store opened.
  *
  * @param options.secret One endpoint secret or several (rotation).
- * @param options.handlers Handlers keyed by email event type.
+ * @param options.handlers Handlers keyed by email event type (a misspelt key fails to compile, saying which type it likely meant).
  * @param options.store Dedup store; default SQLite on Node (`EMAIL_WEBHOOKS_DB` or `./.email-webhooks/dedup.db`), `'memory'` to opt out of durability.
  * @throws {TypeError} when a secret or an option is invalid.
  * @throws {DedupStoreError} when no store is given and Node's default SQLite file cannot be opened.
@@ -48,7 +49,9 @@ function parse(body: WebhookBody, id: string): WebhookEvent | WebhookVerificatio
  * const receiver = createReceiver({ secret, handlers: { 'email.bounced': (e) => markBounced(e.data.id) } })
  * const answer = await receiver.receive({ headers: request.headers, body: await request.arrayBuffer() })
  */
-export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerContext & Extra>): Receiver<Extra> {
+export function createReceiver<Extra = object, K extends string = EmailEventType>(
+  options: ReceiverOptions<HandlerContext & Extra> & { handlers?: CheckedEmailEventHandlers<K, HandlerContext & Extra> },
+): Receiver<Extra> {
   if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createReceiver needs an options object.`)
   const verify = createVerifier(options)
   const resolved = resolveOptions(options)
@@ -149,6 +152,7 @@ function createInbox<Extra>(
 
 export { bodyTooLargeError } from './answers.js'
 export { type EventSource, RECONCILE_FIELD } from './facts.js'
+export type { CheckedEmailEventHandlers, NearestEmailEventTypes, UnknownHandlerKey } from './handler-keys.js'
 export {
   createInboxWorker,
   type InboxWorkerHandle,
