@@ -65,6 +65,39 @@ function inboxReceiver(store: DedupStore, handlers: EmailEventHandlers, options:
 
 const send = (receiver: Receiver, delivery: SignedDelivery) => receiver.receive({ headers: delivery.headers, body: delivery.body })
 
+describe('inbox mode at start-up', () => {
+  it('says once that it is in inbox mode and who runs the handlers: its worker here, a worker elsewhere, or the queue', async () => {
+    const said = (options: Partial<ReceiverOptions>): string[] => {
+      const infos: string[] = []
+      inboxReceiver(
+        new MemoryDedupStore(),
+        { 'email.bounced': () => {} },
+        {
+          logger: { error: () => {}, warn: () => {}, info: (m) => void infos.push(m) },
+          ...options,
+        },
+      )
+      return infos
+    }
+    expect(said({ inbox: { concurrency: 2, maxAttempts: 5, inRequest: ['email.bounced'] } })).toEqual([
+      "[@email-webhooks/core] inbox mode: each delivery is answered 200 once the event is recorded in the store's inbox (MemoryDedupStore); the inbox worker runs the handlers in this process, after the answer (2 at a time, up to 5 attempts each; `email-webhooks inbox stats` shows the queue). email.bounced still run in the request (inbox.inRequest).",
+    ])
+    expect(said({ inbox: { worker: false } })).toEqual([
+      expect.stringContaining(
+        'the inbox worker does not run in this process (inbox.worker: false): run `email-webhooks inbox work` (or createInboxWorker) beside it',
+      ),
+    ])
+    const sink = { enqueue: async () => 'queued' as const }
+    expect(said({ inbox: { sink } })).toEqual([
+      expect.stringContaining(
+        "handed to your queue (inbox.sink) and accepted there; your queue's consumers run the handlers (createInboxProcessor).",
+      ),
+    ])
+    // Request mode says nothing of an inbox.
+    expect(said({ mode: 'request' })).toEqual([])
+  })
+})
+
 for (const kind of STORES) {
   describe(`inbox mode on ${kind.name}`, () => {
     it('answers 200 queued before the handler runs; the worker then runs it once', async () => {

@@ -17,6 +17,7 @@ import type { ResolvedInbox } from './inbox-options.js'
 import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
 import { type EventOrdering, orderingOf } from './order.js'
+import { storeName } from './order-options.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverInbox, ReceiverOptions, ReceiverResponse } from './types.js'
 import { InboxWorker } from './worker.js'
@@ -133,6 +134,14 @@ function createInbox<Extra>(
   if (worker) p.wake = () => worker.wake()
   if (queue && p.telemetry) p.telemetry.observeInbox(() => queueStats(queue))
   if (worker && settings.worker) worker.start()
+  p.reporter.inboxMode({
+    store: storeName(p.store),
+    sink: !queue,
+    worker: worker !== undefined && settings.worker,
+    concurrency: settings.concurrency,
+    maxAttempts: settings.maxAttempts,
+    inRequest: [...settings.inRequest],
+  })
   const noWorker = () =>
     new TypeError(`${PACKAGE} this receiver hands events to inbox.sink: your queue's workers run the handlers (createInboxProcessor).`)
   return {

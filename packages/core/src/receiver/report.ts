@@ -249,6 +249,29 @@ export class Reporter {
     )
   }
 
+  /**
+   * Says once, when an inbox-mode receiver is built (through `logger.info`, when the logger has it),
+   * that it answers once an event is recorded and who runs the handlers: its worker in this process,
+   * a worker elsewhere (`inbox.worker: false`), or the consumers of the user's queue (`inbox.sink`).
+   */
+  inboxMode(how: {
+    store: string
+    sink: boolean
+    worker: boolean
+    concurrency: number
+    maxAttempts: number
+    inRequest: readonly string[]
+  }): void {
+    const where = how.sink ? 'handed to your queue (inbox.sink) and accepted there' : `recorded in the store's inbox (${how.store})`
+    const who = how.sink
+      ? "your queue's consumers run the handlers (createInboxProcessor)"
+      : how.worker
+        ? `the inbox worker runs the handlers in this process, after the answer (${how.concurrency} at a time, up to ${how.maxAttempts} attempts each; \`email-webhooks inbox stats\` shows the queue)`
+        : 'the inbox worker does not run in this process (inbox.worker: false): run `email-webhooks inbox work` (or createInboxWorker) beside it, or the events wait in the inbox'
+    const inRequest = how.inRequest.length > 0 ? ` ${how.inRequest.join(', ')} still run in the request (inbox.inRequest).` : ''
+    this.#logger?.info?.(`${PACKAGE} inbox mode: each delivery is answered 200 once the event is ${where}; ${who}.${inRequest}`)
+  }
+
   /** The inbox worker could not take from the store: said once, until a take works again. */
   inboxPaused(cause: unknown): void {
     const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
