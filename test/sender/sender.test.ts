@@ -164,7 +164,8 @@ describe('faithful sender: deliveries', () => {
   })
 
   it('counts the failures of attempts already in flight when the 10th disables the endpoint (12 at once: failures 12), starts none after, and the README says so', async () => {
-    const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 50 }), { receiverTimeoutMs: 20 })
+    // Backoff at its real 5 s: no retry starts before the endpoint is disabled, which pauses them all.
+    const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 1_000 }), { receiverTimeoutMs: 300, timeScale: 1 })
     for (let i = 0; i < 12; i++) sender.emit()
     await sender.idle()
     // All 12 first attempts were on their way before the first failure: each fails and counts.

@@ -103,8 +103,8 @@ describe('email-webhooks sender', () => {
     const disabled = await s.waitFor((l) => l.kind === 'endpoint' && l.enabled === false, 'the endpoint disabled', 20_000, from)
     expect(disabled.failures).toBeGreaterThanOrEqual(10)
     const failed = s.lines.slice(from, s.lines.indexOf(disabled)).filter((l): l is SenderLine => l.kind === 'attempt' && l.ok === false)
-    // The endpoint line comes after the attempts that led to it.
-    expect(failed.length).toBe(disabled.failures)
+    // The endpoint line comes after the attempts that led to it (a delivery already on its way may have succeeded in between, resetting the count).
+    expect(failed.length).toBeGreaterThanOrEqual(disabled.failures as number)
     expect(failed.every((l) => l.onPurpose === true && l.status === 0 && l.failure === 'network')).toBe(true)
     // Attempts already on their way when fail mode came on may still land; none after them.
     expect(received.length - reachedBefore).toBeLessThan(10)
