@@ -10,7 +10,7 @@ import { resolve } from 'node:path'
 import { SENDER_DISABLE_AFTER } from '@email-webhooks/core/testing'
 import { Command, Option } from 'commander'
 import { type CommandFactory, examples, type RunState, withJson, withSecretOptions } from '../lib/common.js'
-import { EXIT, UsageError } from '../lib/errors.js'
+import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
 import { checkUrl } from '../lib/http.js'
 import { decimalNumber, wholeNumber } from '../lib/input.js'
 import { Lifecycles } from '../lib/lifecycles.js'
@@ -153,7 +153,10 @@ async function runSender(state: RunState, o: SenderOptions): Promise<void> {
   const onControl = (which: SenderControl | undefined, text: string): void => {
     if (which === undefined) printer.note('unknown_control', `"${text}" is not a control. ${CONTROLS_HELP[mode]}`)
     else if (which === 'quit') quit()
-    else void control(which, local, emission, printer, mode)
+    else
+      control(which, local, emission, printer, mode).catch((error: unknown) =>
+        printer.note('error', `${which} failed: ${plainMessage(error)}`, { control: which, message: plainMessage(error) }),
+      )
   }
   const input = o.input ? readControls(onControl) : undefined
   mode = input?.mode ?? 'lines'
