@@ -61,4 +61,7 @@ if (cli !== undefined) {
   console.log(
     `\nThen the CLI as a dev dependency, and run it with npx --no-install (these packages are not on the npm registry yet: without --no-install, a missing local install makes npx fetch whatever the registry holds under the name ${cli}, and run it with your secret in its environment):\n  npm i -D ${byName(cli)}\n  npx --no-install ${cli} send http://localhost:3000/hooks`,
   )
+  console.log(
+    `\nIf npx --no-install ${cli} … answers "npm error 404 Not Found - GET https://registry.npmjs.org/${cli}", the CLI is not installed in that folder (npx then asks the registry, where it is not published yet): run the npm i -D line above there. The tarball's path is absolute, so the line works from any folder.`,
+  )
 }

@@ -166,6 +166,18 @@ describe('documentation snippets', () => {
     // One tsc run over every snippet: about 30 s on a quiet machine, past 60 s at a load average of 13.
   }, 180_000)
 
+  it('shows where an inbox-mode handler is mounted, in the root and core READMEs', () => {
+    const inbox = checked.filter(
+      (snippet) => ['README.md', 'packages/core/README.md'].includes(snippet.doc) && snippet.code.includes("mode: 'inbox'"),
+    )
+    expect(inbox.map((snippet) => snippet.doc).sort()).toEqual(['README.md', 'packages/core/README.md'])
+    for (const snippet of inbox)
+      expect([`${snippet.doc}:${snippet.line}`, snippet.code]).toEqual([
+        expect.any(String),
+        expect.stringMatching(/\.post\('\/hooks', hooks\)/),
+      ])
+  })
+
   it('the checker refuses the old "What one call does" snippet (no import, undefined actions, env under strict)', () => {
     const old = [
       "app.post('/hooks', emailWebhook(process.env.EMAIL_WEBHOOK_SECRET, {",

@@ -55,6 +55,39 @@ function inboxReceiver(store: DedupStore, handlers: EmailEventHandlers, options:
 
 const send = (receiver: Receiver, delivery: SignedDelivery) => receiver.receive({ headers: delivery.headers, body: delivery.body })
 
+describe('inbox mode at start-up', () => {
+  it('says once that it is in inbox mode and who runs the handlers: its worker here, a worker elsewhere, or the queue', async () => {
+    const said = (options: Partial<ReceiverOptions>): string[] => {
+      const infos: string[] = []
+      inboxReceiver(
+        new MemoryDedupStore(),
+        { 'email.bounced': () => {} },
+        {
+          logger: { error: () => {}, warn: () => {}, info: (m) => void infos.push(m) },
+          ...options,
+        },
+      )
+      return infos
+    }
+    expect(said({ inbox: { concurrency: 2, maxAttempts: 5, inRequest: ['email.bounced'] } })).toEqual([
+      "[@email-webhooks/core] inbox mode: each delivery is answered 200 once the event is recorded in the store's inbox (MemoryDedupStore); the inbox worker runs the handlers in this process, after the answer (2 at a time, up to 5 attempts each; `email-webhooks inbox stats` shows the queue). email.bounced still run in the request (inbox.inRequest).",
+    ])
+    expect(said({ inbox: { worker: false } })).toEqual([
+      expect.stringContaining(
+        'the inbox worker does not run in this process (inbox.worker: false): run `email-webhooks inbox work` (or createInboxWorker) beside it',
+      ),
+    ])
+    const sink = { enqueue: async () => 'queued' as const }
+    expect(said({ inbox: { sink } })).toEqual([
+      expect.stringContaining(
+        "handed to your queue (inbox.sink) and accepted there; your queue's consumers run the handlers (createInboxProcessor).",
+      ),
+    ])
+    // Request mode says nothing of an inbox.
+    expect(said({ mode: 'request' })).toEqual([])
+  })
+})
+
 for (const kind of STORES) {
   describe(`inbox mode on ${kind.name}`, () => {
     it('answers 200 queued before the handler runs; the worker then runs it once', async () => {
@@ -110,7 +143,7 @@ for (const kind of STORES) {
       expect(receiver.stats()).toMatchObject({ queued: 1, duplicates: 3, handled: 1 })
     })
 
-    it('retries a failing handler after growing waits, keeps it dead with its last error after maxAttempts (logged once), and runs it again after retry', async () => {
+    it('retries a failing handler after growing waits, saying each attempt, keeps it dead with its last error after maxAttempts, and runs it again after retry', async () => {
       const { logger, errors } = capture()
       let broken = true
       const tries: number[] = []
@@ -139,22 +172,34 @@ for (const kind of STORES) {
       const deadLogs = errors.filter((line) => line.includes('dead letter'))
       expect(deadLogs).toHaveLength(1)
       expect(deadLogs[0]).toContain(poison.event.id)
+      expect(deadLogs[0]).toContain(`email-webhooks inbox retry ${poison.event.id}`)
       expect(deadLogs[0]).toContain('email-webhooks inbox retry --dead')
       expect(deadLogs[0]).not.toContain(poison.body)
-      // The sender had its 200 long ago: the worker's failures say that the worker tries again.
-      const failures = errors.filter((line) => line.includes('handler_failed'))
-      expect(failures.length).toBeGreaterThan(0)
-      for (const line of failures) {
-        expect(line).toContain('the inbox worker tries it again after a backoff, until inbox.maxAttempts')
-        expect(line).not.toContain('sender will retry')
+      // The sender had its 200 long ago: the worker's failures are said as its attempts, with the next wait.
+      expect(errors.filter((line) => line.includes('handler_failed') || line.includes('sender will retry'))).toEqual([])
+      const failures = errors.filter((line) => line.includes('inbox attempt'))
+      expect(failures).toHaveLength(3)
+      for (const [i, line] of failures.entries()) {
+        expect(line).toMatch(
+          new RegExp(
+            `^\\[@email-webhooks/core\\] inbox attempt ${i + 1}/4 failed for email\\.complained ${poison.event.id}: Error: CRM answered 502 \\(at .+\\); next try in \\d+ (ms|s) `,
+          ),
+        )
+        expect(line).toContain('only the inbox worker tries it again')
       }
 
-      // A second dead letter is counted, not logged again.
+      // A second dead letter of the type within the minute is counted, and said once the worker stops.
       const second = await createSignedDelivery({ type: 'email.complained' })
       await send(receiver, second)
       await until(async () => (await receiver.inbox?.stats())?.dead === 2, 'the second dead entry')
       expect(errors.filter((line) => line.includes('dead letter'))).toHaveLength(1)
       expect(receiver.stats().dead).toBe(2)
+      await receiver.inbox?.stop()
+      const folded = errors.filter((line) => line.includes('more dead letter'))
+      expect(folded).toEqual([
+        expect.stringContaining(`1 more dead letter of email.complained since the last line (the last: ${second.event.id}`),
+      ])
+      expect(folded[0]).toContain('email-webhooks inbox retry --dead')
 
       broken = false
       expect(await receiver.store().inbox?.retry('dead')).toBe(2)
@@ -163,6 +208,35 @@ for (const kind of STORES) {
       await until(async () => (await receiver.inbox?.stats())?.pending === 0, 'the second entry to be done')
       expect(await receiver.inbox?.stats()).toMatchObject({ pending: 0, running: 0, dead: 0 })
       expect(receiver.stats().handled).toBe(2)
+    })
+
+    it('says every dead letter: a new type at once, more of one type within the minute folded into a count said when the worker stops', async () => {
+      const { logger, errors } = capture()
+      const fail = () => {
+        throw new Error('CRM is down')
+      }
+      const receiver = inboxReceiver(
+        kind.create(),
+        { 'email.bounced': fail, 'email.rejected': fail },
+        { logger, inbox: { maxAttempts: 1, pollMs: 5, concurrency: 1 } },
+      )
+      const bounces = await Promise.all([1, 2, 3].map(() => createSignedDelivery({ type: 'email.bounced' })))
+      const rejected = await createSignedDelivery({ type: 'email.rejected' })
+      for (const delivery of [...bounces, rejected]) expect((await send(receiver, delivery)).outcome).toBe('queued')
+      await until(async () => (await receiver.inbox?.stats())?.dead === 4, 'four dead entries')
+      const full = errors.filter((line) => line.includes('] dead letter '))
+      expect(full).toHaveLength(2)
+      expect(full.map((line) => /dead letter (email\.\w+)/.exec(line)?.[1]).sort()).toEqual(['email.bounced', 'email.rejected'])
+      for (const line of full) expect(line).toMatch(/`email-webhooks inbox retry [0-9a-f-]{36}`/)
+      expect(errors.filter((line) => line.includes('more dead letter'))).toEqual([])
+      await receiver.inbox?.stop()
+      expect(errors.filter((line) => line.includes('more dead letter'))).toEqual([
+        expect.stringContaining('2 more dead letters of email.bounced since the last line'),
+      ])
+      expect(receiver.stats().dead).toBe(4)
+      // Said once: stopping again says nothing more.
+      await receiver.inbox?.stop()
+      expect(errors.filter((line) => line.includes('dead letter'))).toHaveLength(3)
     })
 
     it('never lets a poison event hold up the others (one worker loop)', async () => {

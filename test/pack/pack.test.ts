@@ -67,6 +67,11 @@ describe('packed packages in a fresh app outside the workspace', () => {
       cliTarball = join(dir, cli as string)
       expect(stdout).toMatch(new RegExp(`email-webhooks \\(the CLI, a dev dependency\\) +${cliTarball.replaceAll('.', '\\.')}\n`))
       expect(stdout).toContain(`npm i -D ${cliTarball}\n  npx --no-install email-webhooks `)
+      // What npx's bare 404 means when the CLI is not installed, and that the absolute line works anywhere.
+      expect(cliTarball.startsWith('/')).toBe(true)
+      expect(stdout).toContain(
+        'If npx --no-install email-webhooks … answers "npm error 404 Not Found - GET https://registry.npmjs.org/email-webhooks", the CLI is not installed in that folder',
+      )
       const sqlite = workspacePackage('better-sqlite3', 'packages/express')
       mkdirSync(app)
       const file = (name: string): string => `file:${tarballs[name]}`

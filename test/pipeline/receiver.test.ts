@@ -858,6 +858,22 @@ describe('createReceiver default store', () => {
     writeFileSync(path, Buffer.alloc(8192, 'this is not a SQLite database file. '))
     const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: path })
     expectRefusedAtConstruction(result, path, /not a database|SQLITE_NOTADB|file is (encrypted|not a database)/i)
+    // One piece of advice, not the SQLite store's and then the default store's own.
+    expect(result.error?.message.match(/EMAIL_WEBHOOKS_DB/g)).toHaveLength(1)
+    expect(result.error?.message).not.toContain('Fix:')
+  })
+
+  it('refuses at construction in one short message that gives its advice once, when EMAIL_WEBHOOKS_DB is a folder', async () => {
+    const folder = join(dir, 'a-folder.db')
+    mkdirSync(folder, { recursive: true })
+    const result = await runChild([await createSignedDelivery({ type: 'email.bounced' })], { EMAIL_WEBHOOKS_DB: folder })
+    expectRefusedAtConstruction(result, folder, /EISDIR/)
+    const message = result.error?.message ?? ''
+    expect(message).toContain(`it is a folder: give the path of a file, such as ${join(folder, 'dedup.db')}`)
+    expect(message.match(/EMAIL_WEBHOOKS_DB/g)).toHaveLength(1)
+    expect(message).not.toMatch(/Fix:|check that its folder exists|writable/)
+    // About 400 characters (it was about 900, with the advice twice).
+    expect(message.replaceAll(folder, 'PATH').length).toBeLessThan(450)
   })
 
   it('refuses at construction with driver_missing and the rebuild command when better-sqlite3 is installed but was never built', async () => {

@@ -4,6 +4,8 @@
  * exponential backoff over 10 attempts, disable after 10 failures in a row, and the
  * management API's answers (keys and scopes, JSON, request ids, the 100-record cap, expiry).
  */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { checkEndpointUrl, isLoopbackHost, validateBaseUrl } from '@email-webhooks/core/api'
 import {
   checkEndpointUrl as checkEndpointUrlFromTesting,
@@ -159,6 +161,20 @@ describe('faithful sender: deliveries', () => {
     ])
     // Events emitted while it is disabled get no delivery record.
     expect(sender.emit().deliveries).toEqual([])
+  })
+
+  it('counts the failures of attempts already in flight when the 10th disables the endpoint (12 at once: failures 12), starts none after, and the README says so', async () => {
+    // Backoff at its real 5 s: no retry starts before the endpoint is disabled, which pauses them all.
+    const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 1_000 }), { receiverTimeoutMs: 300, timeScale: 1 })
+    for (let i = 0; i < 12; i++) sender.emit()
+    await sender.idle()
+    // All 12 first attempts were on their way before the first failure: each fails and counts.
+    expect(receiver.posts).toHaveLength(12)
+    expect(sender.attempts).toHaveLength(12)
+    expect(sender.endpoint(endpoint.id)).toMatchObject({ enabled: false, failures: 12 })
+    expect(readFileSync(join(import.meta.dirname, '../../packages/core/README.md'), 'utf8').replace(/\s+/g, ' ')).toContain(
+      'attempts already in flight when the tenth failure disables it still end, and their failures count too',
+    )
   })
 
   it('resumes the deliveries a disable paused when the endpoint is enabled again (PATCH), each with the attempts it had left', async () => {

@@ -3,13 +3,17 @@
  * compile, and each handler sees its literal `type`, a string `data.id` and its framework context.
  */
 import type { EmailEventOf } from '@email-webhooks/core'
+import { createLambdaContext, createLambdaEvent, type SignedDelivery } from '@email-webhooks/core/testing'
 import { emailWebhook as expressWebhook } from '@email-webhooks/express'
 import { emailWebhook as fastifyWebhook } from '@email-webhooks/fastify'
 import { emailWebhook as honoWebhook } from '@email-webhooks/hono'
 import { emailWebhook as koaWebhook } from '@email-webhooks/koa'
 import { emailWebhook as lambdaWebhook } from '@email-webhooks/lambda'
 import type {
+  ALBEvent,
   ALBHandler,
+  APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
   APIGatewayProxyHandler,
   APIGatewayProxyHandlerV2,
   APIGatewayProxyHandlerV2WithJWTAuthorizer,
@@ -153,6 +157,15 @@ expressWebhook(secret, {
   const functionUrl: LambdaFunctionURLHandler = handler
   const alb: ALBHandler = handler
   void [rest, httpApi, jwt, functionUrl, alb]
+  // The testing kit's events are the shapes @types/aws-lambda names, and the handler takes them with its context.
+  const delivery = {} as SignedDelivery
+  expectTypeOf(createLambdaEvent('http-api', delivery)).toExtend<APIGatewayProxyEventV2>()
+  expectTypeOf(createLambdaEvent('rest', delivery)).toExtend<APIGatewayProxyEvent>()
+  expectTypeOf(createLambdaEvent('alb', delivery, { multiValueHeaders: true })).toExtend<ALBEvent>()
+  expectTypeOf(createLambdaContext()).toExtend<LambdaContext>()
+  void handler(createLambdaEvent('rest', delivery), createLambdaContext())
+  // @ts-expect-error an SQS trigger is not an HTTP source
+  createLambdaEvent('sqs', delivery)
   // @ts-expect-error store is required on Lambda (see the package README)
   lambdaWebhook(secret, {}, {})
   lambdaWebhook(

@@ -13,6 +13,8 @@ import {
   type HandlerContext,
   isEmailEvent,
   isEmailEventType,
+  type NearestEmailEventTypes,
+  type UnknownHandlerKey,
   type WebhookEvent,
 } from '@email-webhooks/core'
 import { createEvent, eventFixtures, TEST_SECRET } from '@email-webhooks/core/testing'
@@ -37,6 +39,22 @@ emailWebhook(secret, {
 emailWebhook(secret, {
   // @ts-expect-error unknown types go to onUnknown, not to handlers
   'organization.updated': () => {},
+})
+
+// The compiler's message for a misspelt key says what it likely meant, as the runtime does.
+expectTypeOf<
+  UnknownHandlerKey<'email.bounce'>
+>().toEqualTypeOf<"'email.bounce' is not an email event type. Did you mean 'email.bounced'?">()
+expectTypeOf<NearestEmailEventTypes<'email.recipient_acepted'>>().toEqualTypeOf<'email.recipient_accepted'>()
+expectTypeOf<NearestEmailEventTypes<'Bounced'>>().toEqualTypeOf<'email.bounced'>()
+expectTypeOf<NearestEmailEventTypes<'email.recipient'>>().toEqualTypeOf<
+  'email.recipient_accepted' | 'email.recipient_deferred' | 'email.recipient_resubmitted'
+>()
+expectTypeOf<NearestEmailEventTypes<'email.opened'>>().toBeNever()
+emailWebhook(secret, {
+  'email.queued': (event) => void event.data.id,
+  // @ts-expect-error 'email.bounce' is not an email event type. Did you mean 'email.bounced'? (even beside a right key)
+  'email.bounce': () => {},
 })
 
 // Inside each handler, `type` is the literal and `data.id` a string.

@@ -1,5 +1,7 @@
 // An Express app that receives the email service's webhooks on POST /hooks.
 // The dedup store is the default: a SQLite file at EMAIL_WEBHOOKS_DB (or ./.email-webhooks/dedup.db).
+// Ordering is on: an email's events are handled one at a time, each knows whether a newer one was
+// handled first (ctx.order), and `email-webhooks emails reconcile` can bring missed events here.
 import { emailWebhook } from '@email-webhooks/express'
 import express from 'express'
 
@@ -22,7 +24,7 @@ export function createApp({ secret, actions, onUnknown = () => {}, logger }) {
         'email.complained': async (event) => actions.suppress(event.data.id),
         'email.recipient_accepted': async (event) => actions.markDelivered(event.data.id),
       },
-      { onUnknown: (event) => onUnknown(event.type), ...(logger ? { logger } : {}) },
+      { ordering: true, onUnknown: (event) => onUnknown(event.type), ...(logger ? { logger } : {}) },
     ),
   )
 

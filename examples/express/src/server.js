@@ -10,7 +10,10 @@ const bounced = new Set()
 const app = createApp({
   secret,
   actions: {
-    markBounced: (id) => void bounced.add(id),
+    markBounced: (id) => {
+      bounced.add(id)
+      console.log(`email ${id} bounced: marked`)
+    },
     suppress: (id) => console.log(`suppressing future mail to the recipient of ${id}`),
     markDelivered: (id) => console.log(`email ${id} accepted by the destination server`),
   },

@@ -2,7 +2,7 @@
  * The `email-webhooks` program: every command is registered here, one line each, and `run()`
  * turns a command line into an exit code (usage errors → 2, see EXIT).
  */
-import { Command, CommanderError } from 'commander'
+import { Command, CommanderError, type ErrorOptions } from 'commander'
 import { version } from '../package.json'
 import { consoleCommand } from './commands/console.js'
 import { emailsCommand } from './commands/emails.js'
@@ -10,6 +10,7 @@ import { endpointCommand } from './commands/endpoint.js'
 import { inboxCommand } from './commands/inbox.js'
 import { replayCommand } from './commands/replay.js'
 import { sendCommand } from './commands/send.js'
+import { senderCommand } from './commands/sender.js'
 import { signCommand } from './commands/sign.js'
 import { verifyCommand } from './commands/verify.js'
 import type { CommandFactory, RunState } from './lib/common.js'
@@ -27,7 +28,37 @@ const COMMANDS: readonly CommandFactory[] = [
   emailsCommand,
   inboxCommand,
   consoleCommand,
+  senderCommand,
 ]
+
+/**
+ * The full names of the subcommands a mistyped command may mean: those named `name` exactly
+ * (`recover` → `endpoint recover`), else, for three letters or more, those whose name starts with it.
+ * @param program The program.
+ * @param name The unknown command.
+ * @example
+ * nestedCommands(program, 'recover') // { exact: true, names: ['endpoint recover'] }
+ */
+export function nestedCommands(program: Command, name: string): { exact: boolean; names: string[] } {
+  const all = program.commands.flatMap((group) => group.commands.map((sub) => ({ group: group.name(), sub: sub.name() })))
+  const exact = all.filter(({ sub }) => sub === name)
+  const found = exact.length > 0 ? exact : name.length >= 3 ? all.filter(({ sub }) => sub.startsWith(name)) : []
+  return { exact: exact.length > 0, names: found.map(({ group, sub }) => `${group} ${sub}`) }
+}
+
+/** The program: an unknown command that is a subcommand of a group gets its full name suggested. */
+class Program extends Command {
+  override error(message: string, errorOptions?: ErrorOptions): never {
+    const unknown = errorOptions?.code === 'commander.unknownCommand' ? this.args[0] : undefined
+    if (unknown === undefined) return super.error(message, errorOptions)
+    const { exact, names } = nestedCommands(this, unknown)
+    const suggested = message.includes('(Did you mean')
+    // An exact subcommand beats commander's guess among the top-level names (`retry` is `inbox retry`, not `replay`).
+    if (names.length === 0 || (suggested && !exact)) return super.error(message, errorOptions)
+    const base = `error: unknown command '${unknown}'`
+    return super.error(`${base}\n(Did you mean ${names.map((n) => `email-webhooks ${n}`).join(' or ')}?)`, errorOptions)
+  }
+}
 
 /**
  * Builds the program with every command.
@@ -36,9 +67,9 @@ const COMMANDS: readonly CommandFactory[] = [
  * await createProgram({ exitCode: 0 }).parseAsync(['node', 'email-webhooks', 'send', url])
  */
 export function createProgram(state: RunState): Command {
-  const program = new Command('email-webhooks')
+  const program = new Program('email-webhooks')
     .description(
-      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox.",
+      "Send signed test deliveries of the email service webhooks to a receiver, replay captured ones, sign and verify; manage the sender's endpoints, recover one and reconcile a receiver from the emails' event lists; operate an inbox-mode receiver's inbox; rehearse an outage and its recovery against a local sender.",
     )
     .version(version)
     .option('--no-color', 'never colour the output (also NO_COLOR=1; FORCE_COLOR=1 colours it when not a terminal)')

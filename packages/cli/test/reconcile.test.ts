@@ -35,7 +35,7 @@ interface Setup {
   email(types: string[]): Promise<string>
 }
 
-async function setup(options: { ordering?: boolean } = {}): Promise<Setup> {
+async function setup(options: { ordering?: boolean; mode?: 'inbox' } = {}): Promise<Setup> {
   const runs: Setup['runs'] = []
   const failing = new Set<string>()
   let posts = 0
@@ -47,7 +47,9 @@ async function setup(options: { ordering?: boolean } = {}): Promise<Setup> {
     store: new MemoryDedupStore(),
     ordering: options.ordering ?? true,
     logger: false,
+    ...(options.mode ? { mode: options.mode, inbox: { pollMs: 5 } } : {}),
   })
+  closers.push(() => handler.inbox?.stop())
   const receiver = await listenSender({
     fetch: (request) => {
       posts++
@@ -181,19 +183,46 @@ describe('emails reconcile', () => {
     expect(JSON.stringify(report)).not.toContain(SECRET)
   }, 60_000)
 
-  it('stops when the receiver has ordering off, saying to turn it on; nothing ran', async () => {
+  it('stops when the receiver has ordering off, saying once to turn it on (not in every row); nothing ran', async () => {
     const s = await setup({ ordering: false })
-    const a = await s.email(['email.queued', 'email.submitted'])
-    const b = await s.email(['email.queued', 'email.bounced'])
-    const result = await reconcile(s, ['--ids', await idsFile([a, b]), '--concurrency', '1'])
+    const ids = [await s.email(['email.queued', 'email.submitted'])]
+    for (let i = 0; i < 5; i++) ids.push(await s.email(['email.queued', 'email.bounced']))
+    const result = await reconcile(s, ['--ids', await idsFile(ids)])
     expect(result.code).toBe(1)
-    expect(result.stdout).toMatch(
-      /refused\s+email\.queued\s+\S+\s+409 reconcile_unsupported: the receiver cannot recognise reconciled events: turn ordering: true on/,
-    )
+    // Emails in flight at once each got the 409: every row says so, the advice comes once.
+    const refused = result.stdout.split('\n').filter((line) => /\srefused\s/.test(line))
+    expect(refused.length).toBeGreaterThanOrEqual(1)
+    for (const line of refused) expect(line).toMatch(/409 reconcile_unsupported: the run stopped on it \(what to do: below\)$/)
+    expect((result.stdout + result.stderr).match(/turn ordering: true on/g)).toHaveLength(1)
     expect(result.stderr).toMatch(
-      /stopped at email .*turn ordering: true on.*the receiver would refuse the rest the same way; 1 email not started/,
+      /stopped at email \S+: 409 reconcile_unsupported: the receiver cannot recognise reconciled events: turn ordering: true on.*the receiver would refuse the rest the same way; \d emails? not started/,
     )
     expect(s.runs.filter((r) => r.source === 'reconcile')).toEqual([])
+  })
+
+  it('says queued, not handled, for the events an inbox-mode receiver recorded to handle after the answer', async () => {
+    const s = await setup({ mode: 'inbox' })
+    const a = await s.email(['email.queued', 'email.submitted'])
+    const file = await idsFile([a])
+    const result = await reconcile(s, ['--ids', file])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `${a}\\s+queued\\s+email\\.submitted\\s+\\S+\\s+recorded in its inbox \\(inbox mode\\): its handlers run after the answer`,
+      ),
+    )
+    expect(result.stdout).not.toMatch(/\shandled\s+email\./)
+    expect(result.stdout).toContain('events: 0 handled, 2 queued (inbox mode: handled after the answer), 0 already handled')
+    const json = await reconcile(s, ['--ids', file, '--json'])
+    // The second run: both are known to the receiver's inbox.
+    expect(JSON.parse(json.stdout).totals.events).toMatchObject({ handled: 0, duplicate: 2 })
+    // The worker ran each event once, whichever path brought it: queued by the sender, submitted by reconcile.
+    await expect
+      .poll(() => s.runs.map((r) => [r.type, r.source]))
+      .toEqual([
+        ['email.queued', 'sender'],
+        ['email.submitted', 'reconcile'],
+      ])
   })
 
   it('reports an email still rate limited after the retries (429), and goes on with the others', async () => {

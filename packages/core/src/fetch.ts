@@ -4,10 +4,11 @@
  */
 import { declaredLengthExceeds } from './body.js'
 import { WebhookVerificationError } from './errors.js'
+import type { EmailEventType } from './events.js'
 import {
   bodyTooLargeError,
+  type CheckedEmailEventHandlers,
   createReceiver,
-  type EmailEventHandlers,
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
@@ -63,7 +64,7 @@ export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & Pi
  * Answers web-standard requests with the full pipeline.
  *
  * @param secret The endpoint secret, or several during rotation.
- * @param handlers Handlers keyed by email event type.
+ * @param handlers Handlers keyed by email event type (a misspelt key fails to compile, saying which type it likely meant).
  * @param options See {@link WebhookOptions}; `store` defaults to SQLite on Node, memory elsewhere.
  * @returns `(request: Request) => Promise<Response>`, with `stats()`.
  * @throws {TypeError} when the secret or an option is invalid.
@@ -72,9 +73,9 @@ export type FetchWebhookHandler = ((request: Request) => Promise<Response>) & Pi
  * const handle = emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (e) => markBounced(e.data.id) })
  * Bun.serve({ fetch: handle })
  */
-export function emailWebhook(
+export function emailWebhook<K extends string = EmailEventType>(
   secret: WebhookSecret,
-  handlers: EmailEventHandlers<HandlerContext & FetchHandlerContext> = {},
+  handlers: CheckedEmailEventHandlers<K, HandlerContext & FetchHandlerContext> = {},
   options: WebhookOptions<HandlerContext & FetchHandlerContext> = {},
 ): FetchWebhookHandler {
   const receiver: Receiver<FetchHandlerContext> = createReceiver<FetchHandlerContext>({ ...options, secret, handlers })

@@ -74,6 +74,7 @@ export {
 } from './ordering/index.js'
 export {
   bodyTooLargeError,
+  type CheckedEmailEventHandlers,
   createInboxProcessor,
   createInboxWorker,
   createReceiver,
@@ -97,6 +98,7 @@ export {
   type InboxWorkerOptions,
   type InboxWorkerSettings,
   type InboxWorkResult,
+  type NearestEmailEventTypes,
   RECONCILE_FIELD,
   type ReceiveInput,
   type ReceiveOutcome,
@@ -106,6 +108,7 @@ export {
   type ReceiverResponse,
   type ReceiverStats,
   type StaleObserver,
+  type UnknownHandlerKey,
   type WebhookEventHandler,
   type WebhookLogger,
   type WebhookOptions,

@@ -5,9 +5,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  type CheckedEmailEventHandlers,
   ClientAbortedError,
   createReceiver,
   type EmailEventHandlers,
+  type EmailEventType,
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
@@ -72,9 +74,9 @@ function send(res: ServerResponse, answer: ReceiverResponse, close = false): voi
  *   'email.bounced': async (event) => { await markBounced(event.data.id) },
  * }))
  */
-export function emailWebhook(
+export function emailWebhook<K extends string = EmailEventType>(
   secret: WebhookSecret,
-  handlers: ExpressEventHandlers = {},
+  handlers: CheckedEmailEventHandlers<K, ExpressContext> = {},
   options: ExpressWebhookOptions = {},
 ): EmailWebhookMiddleware {
   const receiver = createReceiver<ExpressHandlerContext>({ ...options, secret, handlers })

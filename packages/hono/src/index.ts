@@ -8,9 +8,11 @@
  */
 import {
   bodyTooLargeError,
+  type CheckedEmailEventHandlers,
   createReceiver,
   declaredLength,
   type EmailEventHandlers,
+  type EmailEventType,
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
@@ -88,9 +90,9 @@ function answer<E extends Env>(c: Context<E>, response: ReceiverResponse): Respo
  * @example
  * app.post('/hooks', emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (event) => markBounced(event.data.id) }))
  */
-export function emailWebhook<E extends Env = Env>(
+export function emailWebhook<E extends Env = Env, K extends string = EmailEventType>(
   secret: WebhookSecret,
-  handlers: HonoEventHandlers<E> = {},
+  handlers: CheckedEmailEventHandlers<K, HonoContext<E>> = {},
   options: HonoWebhookOptions<E> = {},
 ): EmailWebhookHandler<E> {
   const receiver = createReceiver<HonoHandlerContext<E>>({ ...options, secret, handlers })

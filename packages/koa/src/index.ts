@@ -6,10 +6,12 @@
  */
 import {
   bodyTooLargeError,
+  type CheckedEmailEventHandlers,
   ClientAbortedError,
   createReceiver,
   declaredLengthExceeds,
   type EmailEventHandlers,
+  type EmailEventType,
   type HandlerContext,
   type Receiver,
   type ReceiverResponse,
@@ -84,9 +86,9 @@ function send(ctx: ParameterizedContext, answer: ReceiverResponse, close = false
  * @example
  * router.post('/hooks', emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (event) => markBounced(event.data.id) }))
  */
-export function emailWebhook<StateT = DefaultState, ContextT = DefaultContext>(
+export function emailWebhook<StateT = DefaultState, ContextT = DefaultContext, K extends string = EmailEventType>(
   secret: WebhookSecret,
-  handlers: KoaEventHandlers<StateT, ContextT> = {},
+  handlers: CheckedEmailEventHandlers<K, KoaContext<StateT, ContextT>> = {},
   options: KoaWebhookOptions<StateT, ContextT> = {},
 ): EmailWebhookMiddleware<StateT, ContextT> {
   const receiver = createReceiver<KoaHandlerContext<StateT, ContextT>>({ ...options, secret, handlers })

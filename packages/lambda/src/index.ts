@@ -11,9 +11,11 @@ import { STATUS_CODES } from 'node:http'
 import {
   assertValidSecrets,
   bodyTooLargeError,
+  type CheckedEmailEventHandlers,
   createReceiver,
   DedupStoreError,
   type EmailEventHandlers,
+  type EmailEventType,
   type HandlerContext,
   MemoryDedupStore,
   type Receiver,
@@ -109,9 +111,9 @@ function headersOf(event: LambdaHttpEvent): Record<string, string | string[] | u
  * @example
  * export const handler = emailWebhook(process.env.EMAIL_WEBHOOK_SECRET ?? '', { 'email.bounced': (e) => markBounced(e.data.id) }, { store })
  */
-export function emailWebhook(
+export function emailWebhook<K extends string = EmailEventType>(
   secret: WebhookSecret,
-  handlers: LambdaEventHandlers,
+  handlers: CheckedEmailEventHandlers<K, LambdaContext>,
   options: LambdaWebhookOptions,
 ): EmailWebhookLambdaHandler {
   assertValidSecrets(secret)

@@ -21,9 +21,29 @@ interface NamespaceOptions extends InboxOptions {
   namespace: string
 }
 
-/** The entry of a webhook-id (its key is `namespace:id`), or of a whole key as `--json` shows it (`other:id`). */
+/** The shortest start of an id taken as a prefix (an id's first 4 hex digits already tell most apart). */
+const MIN_PREFIX = 4
+/** Entries looked through per state for a prefix. */
+const PREFIX_SCAN = 10_000
+
+/**
+ * The entry of a webhook-id (its key is `namespace:id`), of a whole key as `--json` shows it
+ * (`other:id`), or of the unique entry whose id starts with `id` (at least 4 characters).
+ * @throws {UsageError} when the prefix is the start of several entries' ids (they are named).
+ */
 async function find(inbox: InboxQueue, id: string, namespace: string): Promise<InboxEntry | undefined> {
-  return (await inbox.get(`${namespace}:${id}`)) ?? (id.includes(':') ? await inbox.get(id) : undefined)
+  const exact = (await inbox.get(`${namespace}:${id}`)) ?? (id.includes(':') ? await inbox.get(id) : undefined)
+  if (exact !== undefined || id.length < MIN_PREFIX || id.includes(':')) return exact
+  const start = `${namespace}:${id.toLowerCase()}`
+  const matches: InboxEntry[] = []
+  for (const state of STATES) {
+    for (const entry of await inbox.list({ state, limit: PREFIX_SCAN })) if (entry.key.toLowerCase().startsWith(start)) matches.push(entry)
+  }
+  if (matches.length <= 1) return matches[0]
+  const ids = matches.slice(0, 5).map((entry) => entry.key.slice(namespace.length + 1))
+  throw new UsageError(
+    `${id} is the start of ${matches.length} entries' ids (${ids.join(', ')}${matches.length > 5 ? ', …' : ''}): give more of it, or the whole id.`,
+  )
 }
 
 function listCommand(state: RunState): Command {
@@ -47,7 +67,7 @@ function listCommand(state: RunState): Command {
 function showCommand(state: RunState): Command {
   const command = new Command('show')
     .description('one entry in full; its payload only with --payload')
-    .argument('<id>', 'the webhook-id (as `inbox list` shows it)')
+    .argument('<id>', 'the webhook-id (as `inbox list` shows it), or its start when no other id starts so (4 characters or more)')
     .option('--payload', 'also print the payload, the event as received: it can hold recipient addresses (personal data)')
   return withNamespace(inboxOptions(command)).action((id: string, o: NamespaceOptions & { payload?: boolean }) =>
     withInbox(state, o, async ({ inbox, description }, out) => {
@@ -68,7 +88,7 @@ function showCommand(state: RunState): Command {
 function retryCommand(state: RunState): Command {
   const command = new Command('retry')
     .description('make dead entries pending again, attempts from zero: the given ones, or every one with --dead')
-    .argument('[ids...]', 'webhook-ids of dead entries')
+    .argument('[ids...]', 'webhook-ids of dead entries (or the start of one, when no other id starts so)')
     .option('--dead', 'every dead entry')
   return withNamespace(inboxOptions(command)).action((ids: string[], o: NamespaceOptions & { dead?: boolean }) => {
     if (o.dead && ids.length > 0) throw new UsageError('Give webhook-ids or --dead (every dead entry), not both.')

@@ -62,6 +62,7 @@ export const replayCommand: CommandFactory = (state) => {
         type: delivery.type,
         expected,
         reason: 'a recorded delivery re-sent with a fresh signature is acknowledged',
+        ...(expected === SENDER_SUCCESS ? {} : { natural: SENDER_SUCCESS }),
         answer,
       }
       records.push(record)

@@ -60,6 +60,11 @@ export const signCommand: CommandFactory = (state) => {
     const secret = resolveSecret(options)
     const { timestamp } = options
     const body = await readInput(file, 'body file')
+    if (body.length === 0) {
+      out.error(
+        `warning: the body is empty (${file === '-' ? 'nothing came on stdin' : `${file} has 0 bytes`}): this signs it all the same, and a receiver acknowledges it (200, ignored: invalid_envelope) without running a handler. Sign the event's JSON: a file, or pipe it in.`,
+      )
+    }
     const inside = describeBody(body).id
     const id = options.id ?? inside ?? crypto.randomUUID()
     if (inside !== undefined && inside !== id) {

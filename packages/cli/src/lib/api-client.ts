@@ -50,12 +50,36 @@ export function apiOptions(command: Command, scope: string): Command {
 export function clientFor(options: ApiOptions, scope: string): { client: WebhooksClient; keySource: string } {
   const keySource = options.apiKey !== undefined ? '--api-key' : API_KEY_ENV
   const apiKey = options.apiKey ?? process.env[API_KEY_ENV]
+  const urlSource = options.apiUrl !== undefined ? '--api-url' : options.baseUrl !== undefined ? '--base-url' : API_URL_ENV
   const baseUrl = options.apiUrl ?? options.baseUrl ?? process.env[API_URL_ENV]
   if (!apiKey) throw new UsageError(`No API key: set ${API_KEY_ENV} (or pass --api-key) to a server-side key with the scope ${scope}.`)
   if (!baseUrl) throw new UsageError(`No API base URL: set ${API_URL_ENV} (or pass --api-url) to the API's base URL, ending in /v1.`)
+  const withV1 = suggestV1(baseUrl)
+  if (withV1 !== undefined)
+    throw new UsageError(`${urlSource} must be the API's base URL, whose path ends in /v1: did you mean ${withV1}? (got ${baseUrl})`)
   try {
     return { client: createWebhooksClient({ apiKey, baseUrl }), keySource }
   } catch (error) {
-    throw new UsageError(`${plainMessage(error)} (key from ${keySource})`)
+    // The client refuses the base URL (not https, credentials, a query): nothing about the key.
+    throw new UsageError(`${plainMessage(error)} (${urlSource})`)
   }
+}
+
+/**
+ * The base URL with `/v1` at the end of its path, when it is a URL whose path does not end in `/v1`
+ * (`http://127.0.0.1:4000` → `http://127.0.0.1:4000/v1`); undefined otherwise.
+ * @example
+ * suggestV1('https://api.example.com/') // 'https://api.example.com/v1'
+ */
+export function suggestV1(baseUrl: string): string | undefined {
+  let url: URL
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    return undefined
+  }
+  const path = url.pathname.replace(/\/+$/, '')
+  if (path.endsWith('/v1')) return undefined
+  url.pathname = `${path}/v1`
+  return url.toString()
 }

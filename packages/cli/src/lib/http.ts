@@ -1,7 +1,8 @@
 /**
- * One POST of a signed delivery and what came back: status, Retry-After, latency and the
- * receiver's error code (`{ error: { code } }`). Redirects are not followed: the sender
- * counts them as failures. The body sent and received is never printed.
+ * One POST of a signed delivery and what came back: status, Retry-After, latency, the
+ * receiver's error code and message (`{ error: { code, message } }`), and whether it said
+ * duplicate, queued or skipped. Redirects are not followed: the sender counts them as failures.
+ * The body sent is never printed; of the answer, only those fields.
  */
 
 import { SENDER_RECEIVER_TIMEOUT_MS } from '@email-webhooks/core/testing'
@@ -10,6 +11,8 @@ import { UsageError } from './errors.js'
 /** Default per-request timeout: the sender's own (10 s). */
 export const DEFAULT_TIMEOUT_MS: number = SENDER_RECEIVER_TIMEOUT_MS
 const MAX_ANSWER_CHARS = 64 * 1024
+/** The longest part of a receiver's error message kept (one line). */
+const MAX_MESSAGE_CHARS = 500
 
 /** A request to send. */
 export interface Delivery {
@@ -27,8 +30,12 @@ export interface Answer {
   latencyMs: number
   /** The receiver's error code from `{ error: { code } }`, when it gave one. */
   code?: string
+  /** The receiver's error message from `{ error: { message } }`, on one line (cut at 500 characters), when it gave one. */
+  message?: string
   /** True when the receiver said `{ "duplicate": true }`. */
   duplicate?: boolean
+  /** True when the receiver said `{ "queued": true }`: recorded in its inbox (inbox mode), its handler runs after the answer. */
+  queued?: boolean
   /**
    * Why a 2xx was acknowledged without running a handler, from `{ "skipped": … }`: `stale` when the
    * receiver's ordering (`skipStale`) found a newer event of the same email already handled.
@@ -38,17 +45,35 @@ export interface Answer {
   failure?: string
 }
 
-function readCode(text: string): { code?: string; duplicate?: boolean; skipped?: string } {
+/** A message on one line without control characters, cut to MAX_MESSAGE_CHARS. */
+function oneLine(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const flat = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim()
+  return flat.length > MAX_MESSAGE_CHARS ? `${flat.slice(0, MAX_MESSAGE_CHARS)}…` : flat
+}
+
+type AnswerFacts = Pick<Answer, 'code' | 'message' | 'duplicate' | 'queued' | 'skipped'>
+
+function readCode(text: string): AnswerFacts {
   if (text.length === 0 || text.length > MAX_ANSWER_CHARS) return {}
   try {
-    const value = JSON.parse(text) as { error?: { code?: unknown }; ignored?: unknown; duplicate?: unknown; skipped?: unknown }
+    const value = JSON.parse(text) as {
+      error?: { code?: unknown; message?: unknown }
+      ignored?: unknown
+      duplicate?: unknown
+      queued?: unknown
+      skipped?: unknown
+    }
     // A signed body that is not an envelope is acknowledged with `"ignored": "invalid_envelope"`.
     const code = typeof value?.error?.code === 'string' ? value.error.code : typeof value?.ignored === 'string' ? value.ignored : undefined
+    const message = typeof value?.error?.message === 'string' ? oneLine(value.error.message) : undefined
     // An older event of an email skipped by the receiver's ordering is acknowledged with `"skipped": "stale"`.
     const skipped = typeof value?.skipped === 'string' ? value.skipped : undefined
     return {
       ...(code === undefined ? {} : { code }),
+      ...(message ? { message } : {}),
       ...(value?.duplicate === true ? { duplicate: true } : {}),
+      ...(value?.queued === true ? { queued: true } : {}),
       ...(skipped === undefined ? {} : { skipped }),
     }
   } catch {

@@ -47,6 +47,24 @@ export function wholeNumber(min: number, max: number): (value: string) => number
   }
 }
 
+/**
+ * A commander argParser for a decimal option within bounds (`0.5`, `2`, `1e-2` is refused).
+ * @param min The smallest value accepted.
+ * @param max The largest value accepted.
+ * @returns The parser; it throws InvalidArgumentError (usage error, exit 2) with the bounds.
+ * @example
+ * new Option('--rate <n>').argParser(decimalNumber(0.01, 100))
+ */
+export function decimalNumber(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value)
+    if (!/^\d+(\.\d+)?$/.test(value) || number < min || number > max) {
+      throw new InvalidArgumentError(`Give a number from ${min} to ${max} (such as 0.5 or 2).`)
+    }
+    return number
+  }
+}
+
 /** What {@link describeBody} finds in a body. */
 export interface BodyFacts {
   /** The parsed JSON object, when the body is one. */

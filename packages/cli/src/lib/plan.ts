@@ -33,8 +33,10 @@ export interface PlannedRequest {
   webhookId: string
   type: string | undefined
   expected: Expectation
-  /** Why a correct receiver answers `expected`. */
+  /** Why a correct receiver answers its natural expectation. */
   reason: string
+  /** The natural expectation, when `--expect` replaced it (`expected` is then `--expect`'s). */
+  natural?: Expectation
 }
 
 /** What the plan is built from. */
@@ -78,7 +80,11 @@ function scramble<T>(items: readonly T[]): T[] {
   return out
 }
 
-type Make = (expected: Expectation, reason: string, label?: string) => { expected: Expectation; reason: string; label: string }
+type Make = (
+  expected: Expectation,
+  reason: string,
+  label?: string,
+) => { expected: Expectation; reason: string; label: string; natural?: Expectation }
 
 /** One email's lifecycle, created_at one second apart in order (from `createdAt` when given), signed and sent scrambled. */
 function planLifecycle(
@@ -119,6 +125,7 @@ export async function planSend(input: PlanInput): Promise<PlannedRequest[]> {
     expected: input.expect ?? expected,
     reason,
     label,
+    ...(input.expect === undefined || input.expect === expected ? {} : { natural: expected }),
   })
 
   if (input.mode === 'outOfOrder') return planLifecycle(input.secret, now, fresh, make, input.createdAt)

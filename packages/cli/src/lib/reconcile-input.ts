@@ -30,18 +30,19 @@ export async function readEmailIds(path: string): Promise<string[]> {
 }
 
 /**
- * Parses a duration (a commander argParser): a whole number with a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`, `36h`, `90m`.
+ * Parses a duration (a commander argParser): a positive whole number with a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`, `36h`, `90m`.
  * @param value The option's text.
  * @returns Milliseconds.
- * @throws {InvalidArgumentError} otherwise (a usage error, exit 2), with the forms it takes.
+ * @throws {InvalidArgumentError} otherwise (a usage error, exit 2), with the forms it takes; for zero, that it must be positive.
  * @example
  * parseDuration('7d') // 604800000
  */
 export function parseDuration(value: string): number {
   const match = DURATION.exec(value.trim())
   const ms = match ? Number(match[1]) * (UNITS[match[2] as string] as number) : Number.NaN
+  if (ms === 0) throw new InvalidArgumentError('Give a positive duration (more than 0), such as 7d, 36h, 90m or 30s.')
   if (!Number.isSafeInteger(ms) || ms < 1)
-    throw new InvalidArgumentError('Give a duration such as 7d, 36h, 90m or 30s (a whole number and a unit).')
+    throw new InvalidArgumentError('Give a duration such as 7d, 36h, 90m or 30s (a positive whole number and a unit).')
   return ms
 }
 

@@ -35,19 +35,42 @@ const EMAIL_LABEL: Record<EmailReconcileResult['status'], string> = {
   not_started: 'not started',
 }
 
-function eventDetail(e: ReconciledEvent): string {
-  if (e.outcome === 'handled') return e.skipped === 'stale' ? 'acknowledged without a handler (skipStale: a newer event was handled)' : ''
+/** What a row says of a refusal or failure: its status and code, and what to do the first time they come (else where it was said). */
+function problemDetail(e: ReconciledEvent, said: Set<string>, stoppedOn: string | undefined): string {
+  const status = e.status === undefined ? '' : `${e.status === 0 ? 'no answer' : e.status} ${e.code ?? ''}`.trim()
+  if (status !== '' && status === stoppedOn) return `${status}: the run stopped on it (what to do: below)`
+  if (status !== '' && said.has(status)) return `${status}: as above`
+  said.add(status)
+  return [status, e.message].filter(Boolean).join(': ')
+}
+
+function eventDetail(e: ReconciledEvent, said: Set<string>, stoppedOn: string | undefined): string {
+  if (e.outcome === 'handled') {
+    if (e.queued) return 'recorded in its inbox (inbox mode): its handlers run after the answer'
+    return e.skipped === 'stale' ? 'acknowledged without a handler (skipStale: a newer event was handled)' : ''
+  }
   if (e.outcome === 'duplicate') return ''
   if (e.outcome === 'too_old') return "older than the receiver's retention: not sent"
   if (e.outcome === 'would_send') return ''
-  const status = e.status === undefined ? '' : `${e.status === 0 ? 'no answer' : e.status} ${e.code ?? ''}`.trim()
-  return [status, e.message].filter(Boolean).join(': ')
+  if (e.outcome === 'refused' || e.outcome === 'failed') return problemDetail(e, said, stoppedOn)
+  return e.message ?? ''
+}
+
+/** The label of an event's outcome: `queued` for what an inbox-mode receiver recorded without handling it yet. */
+const eventLabel = (e: ReconciledEvent): string => (e.outcome === 'handled' && e.queued ? 'queued' : EVENT_LABEL[e.outcome])
+
+/** The status and code the run stopped on, when the receiver stopped it (said once, on stderr, with what to do). */
+function stoppedOnOf(report: ReconcileReport): string | undefined {
+  const stopped = report.stopped
+  return stopped?.by === 'receiver' ? `${stopped.status === 0 ? 'no answer' : stopped.status} ${stopped.code}` : undefined
 }
 
 function rows(report: ReconcileReport): string[][] {
   const out: string[][] = []
+  const said = new Set<string>()
+  const stoppedOn = stoppedOnOf(report)
   for (const email of report.emails) {
-    for (const e of email.events) out.push([email.emailId, EVENT_LABEL[e.outcome], e.type, e.createdAt, eventDetail(e)])
+    for (const e of email.events) out.push([email.emailId, eventLabel(e), e.type, e.createdAt, eventDetail(e, said, stoppedOn)])
     for (const bad of email.invalidEntries) {
       out.push([email.emailId, `unusable entry #${bad.entry}`, bad.type ?? '—', bad.createdAt ?? '—', bad.problem.replaceAll('_', ' ')])
     }
@@ -65,6 +88,11 @@ function rows(report: ReconcileReport): string[][] {
   return out
 }
 
+/** Events an inbox-mode receiver recorded to handle after the answer (counted as `handled` in the report's totals). */
+function queuedCount(report: ReconcileReport): number {
+  return report.emails.reduce((n, email) => n + email.events.filter((e) => e.outcome === 'handled' && e.queued).length, 0)
+}
+
 /**
  * The summary line of a report.
  * @param report What reconcileEmails returned.
@@ -79,7 +107,8 @@ export function summaryLine(report: ReconcileReport): string {
   const eventParts = report.dryRun
     ? [`${events.would_send} would be sent`, `${events.too_old} too old to check`]
     : [
-        `${events.handled} handled`,
+        `${events.handled - queuedCount(report)} handled`,
+        ...(queuedCount(report) > 0 ? [`${queuedCount(report)} queued (inbox mode: handled after the answer)`] : []),
         `${events.duplicate} already handled`,
         `${events.refused} refused`,
         `${events.failed} failed`,
@@ -138,8 +167,9 @@ export function printReconcile(out: Output, report: ReconcileReport): void {
   if (report.stopped) {
     const { by, emailId, message } = report.stopped
     const rest = report.totals.emails.not_started
+    // Said here once; the rows that got the same answer point here.
     out.error(
-      `email-webhooks: stopped at email ${emailId}: ${message.replace(/^\[[^\]]+\] /, '')} (${by === 'api' ? 'the API' : 'the receiver'} would refuse the rest the same way; ${rest} ${rest === 1 ? 'email' : 'emails'} not started).`,
+      `email-webhooks: stopped at email ${emailId}: ${stoppedOnOf(report) === undefined ? '' : `${stoppedOnOf(report)}: `}${message.replace(/^\[[^\]]+\] /, '')} (${by === 'api' ? 'the API' : 'the receiver'} would refuse the rest the same way; ${rest} ${rest === 1 ? 'email' : 'emails'} not started).`,
     )
   }
 }

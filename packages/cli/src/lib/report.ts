@@ -1,4 +1,4 @@
-/** One readable line per request, and the JSON record of the same facts. */
+/** One readable line per request (and the receiver's message under a wrong one), and the JSON record of the same facts. */
 
 import { createColors } from 'picocolors'
 import { EXIT } from './errors.js'
@@ -12,7 +12,10 @@ export interface RequestRecord {
   webhookId: string
   type?: string | undefined
   expected: string
+  /** Why a correct receiver answers as it does (the natural expectation's reason). */
   reason: string
+  /** What a correct receiver answers when `--expect` replaced it (`expected` is then `--expect`'s). */
+  natural?: string | undefined
   answer: Answer
 }
 
@@ -23,8 +26,12 @@ export interface RequestJson {
   type: string | null
   status: number | null
   code: string | null
+  /** The receiver's error message (`{ error: { message } }`, one line), else null. */
+  message: string | null
   retryAfter: string | null
   duplicate: boolean
+  /** True when the receiver said `{ "queued": true }` (inbox mode: recorded, its handler runs after the answer). */
+  queued: boolean
   /** Why a 2xx ran no handler (`"stale"`: the receiver's ordering skipped an older event of the email), else null. */
   skipped: string | null
   latencyMs: number
@@ -66,8 +73,10 @@ export function toJson(record: RequestRecord): RequestJson {
     type: record.type ?? null,
     status: answer.status ?? null,
     code: answer.code ?? null,
+    message: answer.message ?? null,
     retryAfter: answer.retryAfter ?? null,
     duplicate: answer.duplicate === true,
+    queued: answer.queued === true,
     skipped: answer.skipped ?? null,
     latencyMs: Math.round(answer.latencyMs * 10) / 10,
     failure: answer.failure ?? null,
@@ -76,8 +85,10 @@ export function toJson(record: RequestRecord): RequestJson {
   }
 }
 
-/** What a `skipped` answer means, after the verdict. */
+/** What a `skipped` or `queued` answer means, after the verdict. */
 function skippedNote(answer: Answer): string {
+  if (answer.queued === true && answer.duplicate !== true)
+    return ' (queued: the receiver is in inbox mode and recorded it; its handler runs after the answer, so a failure there shows in its log or `email-webhooks inbox list`, not here)'
   if (answer.skipped === undefined) return ''
   if (answer.skipped === 'stale') {
     return ' (acknowledged without running a handler: the receiver orders events and already handled a newer event of this email)'
@@ -105,6 +116,7 @@ function notesCell(answer: Answer, colors: Output['colors']): string {
   return [
     ...(answer.retryAfter === undefined ? [] : [`retry-after ${answer.retryAfter}`]),
     ...(answer.duplicate ? ['duplicate'] : []),
+    ...(answer.queued && !answer.duplicate ? ['queued'] : []),
     ...(answer.skipped === undefined ? [] : [colors.yellow(`skipped: ${answer.skipped}`)]),
   ].join('  ')
 }
@@ -113,7 +125,7 @@ const latencyCell = (answer: Answer): string => answer.latencyMs.toFixed(1)
 
 /**
  * The widths that make the lines of these records line up: label, status and code, notes
- * (retry-after, duplicate, skipped) and latency, measured without colours.
+ * (retry-after, duplicate, queued, skipped) and latency, measured without colours.
  * @example
  * const widths = lineWidths(records)
  * for (const record of records) out.line(formatLine(record, out.colors, widths))
@@ -131,10 +143,26 @@ export function lineWidths(records: readonly RequestRecord[]): LineWidths {
 
 const pad = (cell: string, width: number): string => cell + ' '.repeat(Math.max(0, width - visibleWidth(cell)))
 
+/** The verdict: right or WRONG, and why; with `--expect`, what was asked and what a correct receiver answers without it. */
+function verdictText(record: RequestRecord, right: boolean): string {
+  const { answer } = record
+  if (record.natural !== undefined) {
+    const without = `without --expect, a correct receiver answers ${record.natural} (${record.reason})`
+    return right
+      ? `right: ${answer.status} is ${record.expected}, as --expect asked; ${without}${skippedNote(answer)}`
+      : `WRONG, expected ${record.expected} (--expect); ${without}`
+  }
+  if (right) return `right: ${record.reason}${skippedNote(answer)}`
+  if (answer.status === 409 && record.expected === '2xx')
+    return 'not 2xx, so the sender retries it: 409 says another copy of this event is still being handled'
+  return `WRONG, expected ${record.expected}: ${record.reason}`
+}
+
 /**
- * One readable line: mark, label, status and error code, Retry-After, duplicate or skipped,
- * latency, event, and the verdict. Given the {@link lineWidths} of a run, its columns line up
- * with the other lines of that run whatever the colours; else they are as wide as this line needs.
+ * One readable line: mark, label, status and error code, Retry-After, duplicate, queued or
+ * skipped, latency, event, and the verdict; under a wrong one, the receiver's error message (what
+ * to fix is often there). Given the {@link lineWidths} of a run, its columns line up with the other
+ * lines of that run whatever the colours; else they are as wide as this line needs.
  * @example
  * out.line(formatLine(record, out.colors, lineWidths(records)))
  */
@@ -150,10 +178,7 @@ export function formatLine(record: RequestRecord, colors: Output['colors'], widt
     `${latencyCell(answer).padStart(widths.latency)} ms`,
     colors.dim(`${record.type ?? '(no type)'} ${record.webhookId}`),
   ]
-  const verdict = right
-    ? `right: ${record.reason}${skippedNote(answer)}`
-    : answer.status === 409 && record.expected === '2xx'
-      ? 'not 2xx, so the sender retries it: 409 says another copy of this event is still being handled'
-      : `WRONG, expected ${record.expected}: ${record.reason}`
-  return [...parts, right ? colors.green(verdict) : colors.red(verdict)].join('  ')
+  const verdict = verdictText(record, right)
+  const line = [...parts, right ? colors.green(verdict) : colors.red(verdict)].join('  ')
+  return right || answer.message === undefined ? line : `${line}\n  ${colors.dim('the receiver said:')} ${answer.message}`
 }

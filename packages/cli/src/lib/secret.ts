@@ -44,6 +44,24 @@ function fromEnvFile(path: string, explicit: boolean): string | undefined {
  * const { value } = resolveSecret({ secret: options.secret }, process.env)
  */
 export function resolveSecret(options: SecretOptions, env: NodeJS.ProcessEnv = process.env): ResolvedSecret {
+  const found = findSecret(options, env)
+  if (found === undefined) {
+    throw new UsageError(
+      `No secret: pass --secret, set ${SECRET_ENV}, or put ${SECRET_ENV}=... in ./.env (or the file given with --env-file). It is the endpoint secret shown when the webhook endpoint was created.`,
+    )
+  }
+  return found
+}
+
+/**
+ * Looks the secret up as {@link resolveSecret} does, and validates it; undefined when there is none.
+ * @param options `--secret` and `--env-file` as given.
+ * @param env The process environment.
+ * @throws {UsageError} when an env file given with --env-file cannot be read, or the secret found is not a valid secret.
+ * @example
+ * const given = findSecret(options) // undefined: make a throwaway one
+ */
+export function findSecret(options: SecretOptions, env: NodeJS.ProcessEnv = process.env): ResolvedSecret | undefined {
   let found: ResolvedSecret | undefined
   if (options.secret !== undefined) found = { value: options.secret, source: '--secret' }
   else if (env[SECRET_ENV] !== undefined && env[SECRET_ENV] !== '') found = { value: env[SECRET_ENV], source: SECRET_ENV }
@@ -52,11 +70,7 @@ export function resolveSecret(options: SecretOptions, env: NodeJS.ProcessEnv = p
     const value = fromEnvFile(path, options.envFile !== undefined)
     if (value !== undefined) found = { value, source: `${SECRET_ENV} in ${path}` }
   }
-  if (found === undefined) {
-    throw new UsageError(
-      `No secret: pass --secret, set ${SECRET_ENV}, or put ${SECRET_ENV}=... in ./.env (or the file given with --env-file). It is the endpoint secret shown when the webhook endpoint was created.`,
-    )
-  }
+  if (found === undefined) return undefined
   try {
     assertValidSecrets(found.value)
   } catch (error) {

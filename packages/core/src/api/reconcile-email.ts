@@ -49,6 +49,7 @@ function fromOutcome(e: PlannedEvent, sent: SendOutcome): ReconciledEvent {
   const event: ReconciledEvent = { ...eventOf(e, sent.outcome), status: sent.status, attempts: sent.attempts }
   if (sent.outcome === 'refused' || sent.outcome === 'failed') Object.assign(event, { code: sent.code, message: sent.message })
   if (sent.outcome === 'handled' && sent.skipped) event.skipped = sent.skipped
+  if (sent.outcome === 'handled' && sent.queued) event.queued = true
   return event
 }
 

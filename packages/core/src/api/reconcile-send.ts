@@ -1,7 +1,8 @@
 /**
  * One reconciled event on the wire, exactly as the sender would send it: the envelope signed with
  * the endpoint secret (core's `signWebhook`, a fresh timestamp per attempt), POSTed without
- * following redirects, abandoned at the timeout. The answer is classified: handled (`{"ok":true}`),
+ * following redirects, abandoned at the timeout. The answer is classified: handled (`{"ok":true}`;
+ * `queued` when an inbox-mode receiver recorded it, `{"ok":true,"queued":true}`),
  * already handled (`"duplicate": true`), refused (a status no retry changes: 401, 409
  * `reconcile_unsupported`, a redirect, 404, 413, …) or failed (no answer, 5xx, 429 or 409
  * `in_flight` after bounded retries with full-jitter backoff, honouring `Retry-After`).
@@ -32,7 +33,7 @@ export interface SendSettings {
 
 /** What came of one reconciled event. */
 export type SendOutcome =
-  | { outcome: 'handled'; status: number; attempts: number; skipped?: 'stale' }
+  | { outcome: 'handled'; status: number; attempts: number; skipped?: 'stale'; queued?: true }
   | { outcome: 'duplicate'; status: number; attempts: number }
   | {
       outcome: 'refused'
@@ -49,7 +50,14 @@ interface Answer {
   status: number
   retryAfter: string | null
   json:
-    | { ok?: unknown; duplicate?: unknown; skipped?: unknown; ignored?: unknown; error?: { code?: unknown; message?: unknown } }
+    | {
+        ok?: unknown
+        duplicate?: unknown
+        queued?: unknown
+        skipped?: unknown
+        ignored?: unknown
+        error?: { code?: unknown; message?: unknown }
+      }
     | undefined
 }
 
@@ -191,6 +199,8 @@ export async function sendReconciled(s: SendSettings, emailId: string, event: Pl
         status: answer.status,
         attempts: attempt,
         ...(json?.skipped === 'stale' ? { skipped: 'stale' as const } : {}),
+        // An inbox-mode receiver recorded it; its handler runs after the answer.
+        ...(json?.queued === true ? { queued: true as const } : {}),
       }
     }
     if (!retryable(answer)) {

@@ -47,7 +47,10 @@ export interface ReconcileEmailsOptions {
 
 /** What came of one event of an email's list. */
 export type ReconcileEventOutcome =
-  /** Sent, and the receiver ran its handlers (`{"ok":true}`; `skipped: 'stale'` when its `skipStale` acknowledged it without). */
+  /**
+   * Sent, and the receiver ran its handlers (`{"ok":true}`; `skipped: 'stale'` when its `skipStale`
+   * acknowledged it without), or, in inbox mode, recorded it to run them after the answer (`queued: true`).
+   */
   | 'handled'
   /** Sent, and the receiver had handled it already, from the sender or an earlier reconcile (`"duplicate": true`). */
   | 'duplicate'
@@ -81,6 +84,12 @@ export interface ReconciledEvent {
   attempts?: number
   /** `'stale'`: the receiver's `skipStale` acknowledged it without running a handler (a newer event was handled). */
   skipped?: 'stale'
+  /**
+   * `true`: the receiver is in inbox mode and answered `{"ok":true,"queued":true}`: the event is
+   * recorded and its handlers run after the answer (an event it had handled is then skipped by its
+   * worker as a duplicate; a failure shows in its inbox, not here).
+   */
+  queued?: true
 }
 
 /** What came of one email. */

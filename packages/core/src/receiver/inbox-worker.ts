@@ -33,7 +33,7 @@ export interface InboxWorkerOptions extends Omit<WebhookOptions, 'mode' | 'inbox
   handlers?: EmailEventHandlers
   /** The worker's settings: concurrency, maxAttempts, handlerTimeoutMs, leaseMs, retryBaseMs, retryMaxMs, pollMs. */
   inbox?: Omit<InboxOptions, 'sink' | 'inRequest' | 'worker'>
-  /** Observes every entry the worker gives up on; when given, the default log line about the first one is not written. What it throws is ignored. */
+  /** Observes every entry the worker gives up on; when given, the default log lines about dead letters are not written. What it throws is ignored. */
   onDeadLetter?: (letter: InboxDeadLetter) => void
 }
 

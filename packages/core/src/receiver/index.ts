@@ -5,17 +5,19 @@
  * A 2xx is returned only after the store's `complete` has resolved.
  */
 import { WebhookVerificationError } from '../errors.js'
-import { parseEnvelope, type WebhookEvent } from '../events.js'
+import { type EmailEventType, parseEnvelope, type WebhookEvent } from '../events.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
 import { createVerifier, type VerifiedWebhook, type WebhookBody } from '../verify.js'
 import { bodyTooLargeError } from './answers.js'
 import { claimKey } from './claim.js'
 import { enqueueEvent } from './enqueue.js'
 import { handleClaimed } from './handle.js'
+import type { CheckedEmailEventHandlers } from './handler-keys.js'
 import type { ResolvedInbox } from './inbox-options.js'
 import { queueStats, workerPipeline } from './inbox-worker.js'
 import { PACKAGE, type ResolvedOptions, resolveOptions } from './options.js'
 import { type EventOrdering, orderingOf } from './order.js'
+import { storeName } from './order-options.js'
 import { createPipeline, type Pipeline } from './pipeline.js'
 import type { HandlerContext, ReceiveInput, Receiver, ReceiverInbox, ReceiverOptions, ReceiverResponse } from './types.js'
 import { InboxWorker } from './worker.js'
@@ -40,7 +42,7 @@ function parse(body: WebhookBody, id: string): WebhookEvent | WebhookVerificatio
  * Builds the pipeline with secrets and options checked once, and the store opened.
  *
  * @param options.secret One endpoint secret or several (rotation).
- * @param options.handlers Handlers keyed by email event type.
+ * @param options.handlers Handlers keyed by email event type (a misspelt key fails to compile, saying which type it likely meant).
  * @param options.store Dedup store; default SQLite on Node (`EMAIL_WEBHOOKS_DB` or `./.email-webhooks/dedup.db`), `'memory'` to opt out of durability.
  * @throws {TypeError} when a secret or an option is invalid.
  * @throws {DedupStoreError} when no store is given and Node's default SQLite file cannot be opened.
@@ -48,7 +50,9 @@ function parse(body: WebhookBody, id: string): WebhookEvent | WebhookVerificatio
  * const receiver = createReceiver({ secret, handlers: { 'email.bounced': (e) => markBounced(e.data.id) } })
  * const answer = await receiver.receive({ headers: request.headers, body: await request.arrayBuffer() })
  */
-export function createReceiver<Extra = object>(options: ReceiverOptions<HandlerContext & Extra>): Receiver<Extra> {
+export function createReceiver<Extra = object, K extends string = EmailEventType>(
+  options: ReceiverOptions<HandlerContext & Extra> & { handlers?: CheckedEmailEventHandlers<K, HandlerContext & Extra> },
+): Receiver<Extra> {
   if (options === null || typeof options !== 'object') throw new TypeError(`${PACKAGE} createReceiver needs an options object.`)
   const verify = createVerifier(options)
   const resolved = resolveOptions(options)
@@ -130,6 +134,14 @@ function createInbox<Extra>(
   if (worker) p.wake = () => worker.wake()
   if (queue && p.telemetry) p.telemetry.observeInbox(() => queueStats(queue))
   if (worker && settings.worker) worker.start()
+  p.reporter.inboxMode({
+    store: storeName(p.store),
+    sink: !queue,
+    worker: worker !== undefined && settings.worker,
+    concurrency: settings.concurrency,
+    maxAttempts: settings.maxAttempts,
+    inRequest: [...settings.inRequest],
+  })
   const noWorker = () =>
     new TypeError(`${PACKAGE} this receiver hands events to inbox.sink: your queue's workers run the handlers (createInboxProcessor).`)
   return {
@@ -149,6 +161,7 @@ function createInbox<Extra>(
 
 export { bodyTooLargeError } from './answers.js'
 export { type EventSource, RECONCILE_FIELD } from './facts.js'
+export type { CheckedEmailEventHandlers, NearestEmailEventTypes, UnknownHandlerKey } from './handler-keys.js'
 export {
   createInboxWorker,
   type InboxWorkerHandle,

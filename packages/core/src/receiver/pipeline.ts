@@ -90,7 +90,8 @@ export function createPipeline<Ctx>(
         info.eventId = event.id
         info.type = event.type
       }
-      reporter.report(error, info)
+      // `this.retriedBy`: the inbox worker's pipeline says its failures as attempts, not as answers.
+      reporter.report(error, info, this.retriedBy)
       return errorAnswer(error, event, retryAfterMs)
     },
   }

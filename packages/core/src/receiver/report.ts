@@ -3,13 +3,28 @@
  * (code, event type and id, the cause's message; never the secret, the signature or the body),
  * and counters for everything, readable with `stats()`. Refusals are only counted, except the
  * first `signature_mismatch`, which gets one warning: a wrong secret refuses every delivery, and a
- * silent server would leave its owner guessing until the sender disables the endpoint.
+ * silent server would leave its owner guessing until the sender disables the endpoint. The inbox
+ * worker's failed attempts are said as attempts (`inbox attempt 2/3 failed … next try in 4 s`), not
+ * as answers, and every dead letter is said: in full at most once a minute per event type, the
+ * others folded into a count said at the end of that minute (or when the worker stops).
  */
 import { PACKAGE, type WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
 import type { DeliveryOutcome } from '../telemetry/names.js'
 import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
 
 type ReceiverError = WebhookVerificationError | WebhookHandlingError
+
+/** Who tries a failed event again: the sender (an answer went back), or the inbox worker (the sender had its 200). */
+export type RetriedBy = 'sender' | 'inbox worker'
+
+/** Dead letters of one type since its last full line: how many were folded, and the last of them. */
+interface FoldedDeadLetters {
+  /** When the last full line of this type was written (ms). */
+  at: number
+  count: number
+  last: { eventId: string | undefined; attempts: number; error: string } | undefined
+  timer: ReturnType<typeof setTimeout> | undefined
+}
 
 /** The counters and the reporting of one receiver. */
 export class Reporter {
@@ -36,14 +51,19 @@ export class Reporter {
   #rawBodyAt = Number.NEGATIVE_INFINITY
   /** An ordered claim came back without a mark, and no later one with a mark yet. */
   #marksMissing = false
+  /** Dead letters by event type, for the rate limit of their lines. */
+  readonly #deadByType = new Map<string, FoldedDeadLetters>()
 
   constructor(onError: ((error: ReceiverError, info: ErrorInfo) => void) | undefined, logger: WebhookLogger | undefined) {
     this.#onError = onError
     this.#logger = logger
   }
 
-  /** Counts and reports a refusal, a failure, or an acknowledged invalid envelope (`info.status` 200). */
-  report(error: ReceiverError, info: ErrorInfo): void {
+  /**
+   * Counts and reports a refusal, a failure, or an acknowledged invalid envelope (`info.status` 200).
+   * `retriedBy: 'inbox worker'`: a handler's failure is not logged as an answer here; the worker says it as an attempt ({@link inboxAttemptFailed}).
+   */
+  report(error: ReceiverError, info: ErrorInfo, retriedBy: RetriedBy = 'sender'): void {
     if (info.status < 300) this.ignored++
     else if (info.status < 409 || info.status === 413) this.#rejected[error.code] = (this.#rejected[error.code] ?? 0) + 1
     else this.#failed[error.code] = (this.#failed[error.code] ?? 0) + 1
@@ -56,6 +76,7 @@ export class Reporter {
       return
     }
     if (!this.#logger) return
+    if (retriedBy === 'inbox worker' && (error.code === 'handler_failed' || error.code === 'handler_timeout')) return
     if (error.code === 'raw_body_unavailable') this.#rawBodyGone(error, info)
     else if (info.status >= 500 || error.code === 'lease_lost') this.#logger.error(logLine(error, info))
     else if (info.status < 300) this.#logger.warn(logLine(error, info))
@@ -170,16 +191,85 @@ export class Reporter {
   }
 
   /**
-   * The inbox worker gave an entry up: counted, and the first one of this receiver is said (later
-   * ones are counted only: stats().dead, `email-webhooks inbox list --state dead`). `saidElsewhere`:
-   * an `onDeadLetter` observer says every one, so no line is written.
+   * An inbox attempt failed and the entry waits for its next one: said as the worker's attempt (the
+   * sender got its 200 when the event was queued, so nobody else retries it). Not said when
+   * `onError` is given: it saw the failure.
+   */
+  inboxAttemptFailed(info: ErrorInfo, attempt: { number: number; of: number; retryInMs: number }, cause: unknown): void {
+    if (this.#onError || !this.#logger) return
+    this.#logger.error(
+      `${PACKAGE} inbox attempt ${attempt.number}/${attempt.of} failed for${about(info)}: ${causeText(cause)}; next try in ${waitText(attempt.retryInMs)} (inbox.retryBaseMs doubling, until inbox.maxAttempts). The sender had its 200 when the event was queued: only the inbox worker tries it again.`,
+    )
+  }
+
+  /**
+   * The inbox worker gave an entry up: counted, and said. The first dead letter of a type is said in
+   * full, with the \`inbox retry\` command; the next ones of that type within a minute are folded and
+   * said as a count once the minute is over (or when {@link flushDeadLetters} is called), so a burst
+   * cannot flood the log and none goes unsaid. `saidElsewhere`: an `onDeadLetter` observer says every
+   * one, so no line is written.
    */
   deadLetter(info: ErrorInfo, attempts: number, lastError: string, saidElsewhere = false): void {
     this.dead++
-    if (this.dead > 1 || saidElsewhere) return
-    this.#logger?.error(
-      `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`email-webhooks inbox retry --dead\` (or store.inbox.retry('dead') in code); later dead letters are only counted (stats().dead).`,
+    if (saidElsewhere || !this.#logger) return
+    const type = info.type ?? '(no type)'
+    const now = Date.now()
+    const folded = this.#deadByType.get(type)
+    if (folded !== undefined && now - folded.at < DEAD_LETTER_EVERY_MS) {
+      folded.count++
+      folded.last = { eventId: info.eventId, attempts, error: lastError }
+      folded.timer ??= unref(setTimeout(() => this.#sayFolded(type), folded.at + DEAD_LETTER_EVERY_MS - now))
+      return
+    }
+    this.#deadByType.set(type, { at: now, count: 0, last: undefined, timer: undefined })
+    const retry = info.eventId === undefined ? 'email-webhooks inbox retry --dead' : `email-webhooks inbox retry ${info.eventId}`
+    this.#logger.error(
+      `${PACKAGE} dead letter${about(info)}: its handler failed ${attempts} times (last: ${lastError}), so the inbox keeps it as dead and stops retrying it. Fix the cause, then \`${retry}\` (or \`email-webhooks inbox retry --dead\` for every dead entry; store.inbox.retry() in code). More dead letters of ${type} within a minute are counted, and said together at its end (stats().dead counts them all).`,
     )
+  }
+
+  /** Says now the dead letters folded so far (the worker stops: a count waiting for its minute would be lost). */
+  flushDeadLetters(): void {
+    for (const type of this.#deadByType.keys()) this.#sayFolded(type)
+  }
+
+  #sayFolded(type: string): void {
+    const folded = this.#deadByType.get(type)
+    if (folded === undefined) return
+    clearTimeout(folded.timer)
+    folded.timer = undefined
+    if (folded.count === 0 || folded.last === undefined) return
+    const { count, last } = folded
+    folded.count = 0
+    folded.last = undefined
+    // The next dead letter of this type is said in full again.
+    folded.at = Number.NEGATIVE_INFINITY
+    this.#logger?.error(
+      `${PACKAGE} ${count} more dead ${count === 1 ? 'letter' : 'letters'} of ${type} since the last line (the last: ${last.eventId ?? 'an event'}, its handler failed ${last.attempts} times, last: ${last.error}). \`email-webhooks inbox list --state dead\` lists them; once the cause is fixed, \`email-webhooks inbox retry --dead\` retries them all.`,
+    )
+  }
+
+  /**
+   * Says once, when an inbox-mode receiver is built (through `logger.info`, when the logger has it),
+   * that it answers once an event is recorded and who runs the handlers: its worker in this process,
+   * a worker elsewhere (`inbox.worker: false`), or the consumers of the user's queue (`inbox.sink`).
+   */
+  inboxMode(how: {
+    store: string
+    sink: boolean
+    worker: boolean
+    concurrency: number
+    maxAttempts: number
+    inRequest: readonly string[]
+  }): void {
+    const where = how.sink ? 'handed to your queue (inbox.sink) and accepted there' : `recorded in the store's inbox (${how.store})`
+    const who = how.sink
+      ? "your queue's consumers run the handlers (createInboxProcessor)"
+      : how.worker
+        ? `the inbox worker runs the handlers in this process, after the answer (${how.concurrency} at a time, up to ${how.maxAttempts} attempts each; \`email-webhooks inbox stats\` shows the queue)`
+        : 'the inbox worker does not run in this process (inbox.worker: false): run `email-webhooks inbox work` (or createInboxWorker) beside it, or the events wait in the inbox'
+    const inRequest = how.inRequest.length > 0 ? ` ${how.inRequest.join(', ')} still run in the request (inbox.inRequest).` : ''
+    this.#logger?.info?.(`${PACKAGE} inbox mode: each delivery is answered 200 once the event is ${where}; ${who}.${inRequest}`)
   }
 
   /** The inbox worker could not take from the store: said once, until a take works again. */
@@ -215,6 +305,28 @@ const FIRST_MISMATCH =
   'This is the first delivery this receiver refused for its signature; later ones are only counted (stats().rejected). If every delivery is refused, the secret is likely wrong (the sender disables an endpoint after repeated failures); if only some are, a proxy or body parser changes some bodies, and this receiver says so once it has seen both.'
 /** The warning of some deliveries verifying and others not comes at most this often. */
 const MIXED_EVERY_MS = 10 * 60 * 1000
+/** A dead letter is said in full at most this often per event type; the others in between are counted and said at its end. */
+const DEAD_LETTER_EVERY_MS = 60 * 1000
+
+function unref<T>(timer: T): T {
+  ;(timer as { unref?: () => void }).unref?.()
+  return timer
+}
+
+/** A wait as people read it: `850 ms`, `4 s`, `2 min 5 s`. */
+function waitText(ms: number): string {
+  if (ms < 1000) return `${ms} ms`
+  const seconds = Math.round(ms / 1000)
+  if (seconds < 60) return `${seconds} s`
+  const minutes = Math.floor(seconds / 60)
+  return seconds % 60 === 0 ? `${minutes} min` : `${minutes} min ${seconds % 60} s`
+}
+
+/** A failure's cause in one line: `Error: CRM is down (at <first frame>)`, or its text. */
+function causeText(cause: unknown): string {
+  if (cause instanceof Error) return `${cause.name}: ${cause.message}${origin(cause)}`
+  return String(cause)
+}
 
 /** What the first refusal for the timestamp says about this server's clock, with the measured offset. */
 function skewAdvice(error: ReceiverError): string {

@@ -53,7 +53,7 @@ export class InboxWorker {
 
   /**
    * @param p The worker's pipeline: the receiver's, with the inbox's deadlines and its reporter.
-   * @param onDeadLetter Observes every dead letter; when given, the reporter's line about the first one is not written.
+   * @param onDeadLetter Observes every dead letter; when given, the reporter writes no line about them.
    */
   constructor(p: Pipeline<HandlerContext>, queue: InboxQueue, inbox: ResolvedInbox, onDeadLetter?: (letter: InboxDeadLetter) => void) {
     this.#p = p
@@ -73,6 +73,8 @@ export class InboxWorker {
     this.wake()
     await Promise.all(this.#loops)
     this.#loops = []
+    // Dead letters counted but not yet said would wait for a minute this process may not have.
+    this.#p.reporter.flushDeadLetters()
   }
 
   /**
@@ -91,6 +93,7 @@ export class InboxWorker {
     } finally {
       this.#running = false
       this.#loops = []
+      this.#p.reporter.flushDeadLetters()
     }
   }
 
@@ -180,7 +183,7 @@ export class InboxWorker {
     let result: Exclude<InboxWorkResult, 'idle'>
     if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
     else if (answer.code === 'handler_failed' || answer.code === 'handler_timeout')
-      result = await this.#fail(lease, messageOf(answer), false)
+      result = await this.#fail(lease, messageOf(answer), false, answer.cause ?? messageOf(answer))
     else if (answer.code === 'reconcile_unsupported') result = await this.#fail(lease, messageOf(answer), true)
     // Recorded in the background, taken over, or held: the entry waits; its attempt is given back.
     else result = await this.#defer(lease)
@@ -231,8 +234,11 @@ export class InboxWorker {
     return 'deferred'
   }
 
-  /** A failed attempt: pending again after the backoff, or dead after the last attempt (or when it can never run). */
-  async #fail(lease: InboxLease, error: string, never: boolean): Promise<'retry' | 'dead'> {
+  /**
+   * A failed attempt: pending again after the backoff (said as the worker's attempt, with `cause`,
+   * the handler's error), or dead after the last attempt (or when it can never run).
+   */
+  async #fail(lease: InboxLease, error: string, never: boolean, cause?: unknown): Promise<'retry' | 'dead'> {
     const { maxAttempts, retryBaseMs, retryMaxMs } = this.#inbox
     const dead = never || lease.attempt >= maxAttempts
     // Equal jitter: half the exponential wait, plus up to as much again at random.
@@ -240,13 +246,22 @@ export class InboxWorker {
     const retryInMs = dead ? null : Math.ceil(wait / 2 + Math.random() * (wait / 2))
     const failed = await this.#queue.fail(lease, { error, retryInMs }).catch(() => false)
     if (dead && failed) this.#deadLetter(lease, error)
+    else if (retryInMs !== null && failed && cause !== undefined) {
+      const attempt = { number: lease.attempt, of: maxAttempts, retryInMs }
+      this.#p.reporter.inboxAttemptFailed({ status: 500, eventId: this.#eventId(lease), type: lease.item.type }, attempt, cause)
+    }
     return dead ? 'dead' : 'retry'
   }
 
-  /** Counts a dead letter, and says it: to `onDeadLetter` when given, else the reporter's line about the first one. */
-  #deadLetter(lease: InboxLease, error: string): void {
+  /** The entry's event id: its key without this worker's namespace. */
+  #eventId(lease: InboxLease): string {
     const prefix = `${this.#p.namespace}:`
-    const eventId = lease.key.startsWith(prefix) ? lease.key.slice(prefix.length) : lease.key
+    return lease.key.startsWith(prefix) ? lease.key.slice(prefix.length) : lease.key
+  }
+
+  /** Counts a dead letter, and says it: to `onDeadLetter` when given, else through the reporter (every one, rate-limited per type). */
+  #deadLetter(lease: InboxLease, error: string): void {
+    const eventId = this.#eventId(lease)
     const observer = this.#onDeadLetter
     this.#p.reporter.deadLetter({ status: 500, eventId, type: lease.item.type }, lease.attempt, error, observer !== undefined)
     if (!observer) return

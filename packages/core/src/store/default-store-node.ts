@@ -48,12 +48,25 @@ function openError(DedupStoreError: ErrorClass, path: string, error: unknown): I
       { cause: error },
     )
   }
+  const sqliteSaid = SQLITE_OPEN_ERROR.exec(error instanceof Error ? error.message : '')?.[1]
+  if ((error as { code?: unknown } | null)?.code === 'misconfigured' && sqliteSaid !== undefined) {
+    // The SQLite store's message names the file, the OS error and what to do: said once, not wrapped
+    // in a second piece of advice; its cause (the driver's error) is this error's cause.
+    return new DedupStoreError(
+      'misconfigured',
+      `[@email-webhooks/core] No store was given, and the default durable store's SQLite file ${sqliteSaid} Or ${sqliteSaid.includes('EMAIL_WEBHOOKS_DB') ? '' : 'set EMAIL_WEBHOOKS_DB to another file, or '}pass a store (options.store), or store: 'memory' to accept non-durable dedup.`,
+      { cause: (error as Error).cause ?? error },
+    )
+  }
   return new DedupStoreError(
     'misconfigured',
     `[@email-webhooks/core] No store was given, and the default durable store could not open its SQLite file at ${path}: ${why}. Fix: make that folder writable by this process (and the file, if it exists, a valid SQLite database), or set EMAIL_WEBHOOKS_DB to a writable path, or pass a store (options.store), or store: 'memory' to accept non-durable dedup.`,
     { cause: error },
   )
 }
+
+/** The SQLite store's own open error: `[…/sqlite] the SQLite file <path> could not be opened (…): <what to do>.` */
+const SQLITE_OPEN_ERROR = /^\[@email-webhooks\/core\/sqlite\] the SQLite file (.+ could not be opened \(.*\): .+\.)$/s
 
 /**
  * Creates the folder of `path`. `mkdir -p` on a read-only or unwritable parent reports ENOENT for

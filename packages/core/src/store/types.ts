@@ -168,7 +168,8 @@ export interface DedupStore {
   lookup?(key: string): Promise<DedupKeyState>
   /**
    * Optional: the store's inbox, a durable queue of verified events for the receiver's inbox mode
-   * (answer once recorded, handle after the answer). Every built-in store has one.
+   * (answer once recorded, handle after the answer). The memory, SQLite, PostgreSQL and Redis stores
+   * have one; the serverless stores (DynamoDB, Deno KV, Cloudflare) do not (use `inbox.sink` there).
    */
   readonly inbox?: InboxQueue
   /** Frees connections and timers. */

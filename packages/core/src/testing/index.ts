@@ -1,6 +1,7 @@
 /**
  * @email-webhooks/core/testing: signed fixtures, a controllable clock and the dedup-store
- * conformance suite, so users can unit-test their handlers and their own stores.
+ * conformance suite, so users can unit-test their handlers and their own stores; Lambda events for
+ * a delivery; the faithful sender.
  */
 
 // checkEndpointUrl is the service's rule and lives with the API client; still exported here, where it was first.
@@ -25,6 +26,17 @@ export {
   unknownEventFixture,
 } from './fixtures.js'
 export { type InboxConformanceOptions, inboxConformance } from './inbox-conformance.js'
+export {
+  type CreateLambdaEventOptions,
+  createLambdaContext,
+  createLambdaEvent,
+  type LambdaAlbEvent,
+  type LambdaDeliveryInput,
+  type LambdaEventSource,
+  type LambdaHttpApiEvent,
+  type LambdaRestEvent,
+  type LambdaTestContext,
+} from './lambda-events.js'
 export { type OrderingConformanceOptions, orderingConformance } from './ordering-conformance.js'
 export { createFaithfulSender } from './sender.js'
 export { listenSender, type SenderListener } from './sender-listen.js'

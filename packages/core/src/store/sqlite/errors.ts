@@ -8,7 +8,7 @@
 // would be false. postgres.ts and driver.ts do the same. It is only used inside functions, so the
 // import cycle index → default store → sqlite → index is harmless.
 import { accessSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 
 export const PACKAGE: string = '[@email-webhooks/core/sqlite]'
@@ -82,7 +82,9 @@ export function openError(path: string, cause: unknown): DedupStoreError {
       ? 'it is not a SQLite database or it is corrupt: move it away (or restore a backup) and let the store create a new one'
       : code === 'SQLITE_BUSY'
         ? 'another process held the file locked longer than busyTimeoutMs; raise busyTimeoutMs, or let fewer processes write to this file'
-        : 'check that its folder exists and that this process may create and write files there (a read-only filesystem, as in many containers, cannot hold it), or choose another path (EMAIL_WEBHOOKS_DB for the default store)'
+        : os?.startsWith('EISDIR')
+          ? `it is a folder: give the path of a file, such as ${join(full, 'dedup.db')} (EMAIL_WEBHOOKS_DB for the default store)`
+          : 'check that its folder exists and that this process may create and write files there (a read-only filesystem, as in many containers, cannot hold it), or choose another path (EMAIL_WEBHOOKS_DB for the default store)'
   return new DedupStoreError(
     'misconfigured',
     `${PACKAGE} the SQLite file ${full} could not be opened (${String(code ?? 'error')}: ${text}${os ? `; ${os}` : ''}): ${what}.`,
