@@ -22,6 +22,13 @@ const INBOX = process.env.INBOX_OPTIONS
   ? JSON.parse(process.env.INBOX_OPTIONS)
   : { handlerTimeoutMs: 1_000, leaseMs: 1_500, pollMs: 20, concurrency: 1 }
 
+/** Log lines go to stderr: stdout carries the web process's answer alone. */
+const logger = {
+  error: (line) => process.stderr.write(`${line}\n`),
+  warn: (line) => process.stderr.write(`${line}\n`),
+  info: (line) => process.stderr.write(`${line}\n`),
+}
+
 const handler = async (event) => {
   appendFileSync(journal, `start ${event.id}\n`)
   if (behaviour === 'hang') await new Promise(() => setInterval(() => {}, 1_000))
@@ -36,6 +43,7 @@ if (role === 'web') {
     mode: 'inbox',
     inbox: { ...INBOX, worker: false },
     handlers: {},
+    logger,
   })
   let input = ''
   process.stdin.on('data', (chunk) => {
@@ -54,6 +62,7 @@ if (role === 'web') {
     mode: 'inbox',
     inbox: INBOX,
     handlers: { 'email.bounced': handler },
+    logger,
   })
   // The worker's timers are unref'd; this keeps the process alive until it is killed.
   setInterval(() => {}, 1_000)
