@@ -10,9 +10,13 @@
 //   npm run release                the same in this tree, to commit: versions, CHANGELOG.md files and
 //                                  the API reports written, change notes consumed; publishes nothing.
 //                                  Then commit, tag v<version> and push the tag.
-//   npm run release -- --publish   only in the release workflow (.github/workflows/release.yml), on the
-//                                  tag: the same checks on the committed versions, then `npm publish
-//                                  --provenance` of each tarball through npm's trusted publishing.
+//   npm run release -- --tag       the release workflow's first job (.github/workflows/release.yml), on
+//                                  a tag v<version>: the tag must equal the committed versions, no change
+//                                  note may wait, and each package.json must name this repository (npm
+//                                  provenance checks it); then the same checks, the tarballs in ./packs
+//                                  and `npm publish --dry-run`. The workflow's second job publishes
+//                                  those tarballs with --provenance through npm's trusted publishing
+//                                  (OIDC), running nothing of this repository. Nothing here publishes.
 import { spawn } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -22,23 +26,17 @@ import { buildIfStale, createSteps, install, pnpmCommand, ROOT, run } from './wo
 
 const args = process.argv.slice(2)
 const dryRun = args.includes('--dry-run')
-const publish = args.includes('--publish')
+const tag = args.includes('--tag')
 const keep = args.includes('--keep')
-const known = new Set(['--dry-run', '--publish', '--keep'])
+const known = new Set(['--dry-run', '--tag', '--keep'])
 const unknown = args.filter((arg) => !known.has(arg))
-if (unknown.length > 0 || (dryRun && publish)) {
-  console.error(`Usage: npm run release [-- --dry-run [--keep] | --publish]${unknown.length > 0 ? ` (unknown: ${unknown.join(' ')})` : ''}`)
-  process.exit(2)
-}
-if (publish && (process.env.GITHUB_ACTIONS !== 'true' || !process.env.ACTIONS_ID_TOKEN_REQUEST_URL)) {
-  console.error(
-    '--publish runs only in the release workflow (GitHub Actions with id-token: write), which publishes through npm trusted publishing: push a tag v<version> instead. Try npm run release -- --dry-run here.',
-  )
+if (unknown.length > 0 || (dryRun && tag)) {
+  console.error(`Usage: npm run release [-- --dry-run [--keep] | --tag]${unknown.length > 0 ? ` (unknown: ${unknown.join(' ')})` : ''}`)
   process.exit(2)
 }
 
 const [pnpm, pnpmArgs] = pnpmCommand()
-const mode = dryRun ? 'npm run release -- --dry-run' : publish ? 'npm run release -- --publish' : 'npm run release'
+const mode = dryRun ? 'npm run release -- --dry-run' : tag ? 'npm run release -- --tag' : 'npm run release'
 const steps = createSteps(mode)
 const color = process.stdout.isTTY && !process.env.NO_COLOR
 const bold = (text) => (color ? `\x1b[1m${text}\x1b[22m` : text)
@@ -124,6 +122,37 @@ const cleanup = () => {
 process.on('exit', cleanup)
 process.on('SIGINT', () => process.exit(130))
 
+if (tag) {
+  // Before anything is installed or built: a tag that cannot be released stops at once.
+  await steps.step('check the tag against the versions, the change notes and the repository', () => {
+    const notes = pendingNotes(ROOT)
+    if (notes.length > 0) {
+      console.error(`  change notes still pending (${notes.join(', ')}): run npm run release, commit, then tag.`)
+      return 1
+    }
+    const versions = new Set(before.map(({ version }) => version))
+    const ref = process.env.GITHUB_REF_NAME ?? ''
+    if (versions.size !== 1 || ref !== `v${[...versions][0]}`) {
+      console.error(
+        `  the tag ${ref || '(none: GITHUB_REF_NAME is not set)'} does not match the packages' version (${[...versions].join(', ')}): tag the release commit v<version>.`,
+      )
+      return 1
+    }
+    const repository = `${process.env.GITHUB_SERVER_URL ?? 'https://github.com'}/${process.env.GITHUB_REPOSITORY ?? ''}`.replace(
+      /^https?:\/\//,
+      '',
+    )
+    const unlinked = publishedPackages(ROOT).filter(({ manifest }) => !String(manifest.repository?.url ?? '').includes(repository))
+    if (!process.env.GITHUB_REPOSITORY || unlinked.length > 0) {
+      console.error(
+        `  npm provenance needs each package.json's repository.url to name the repository the workflow runs in (${repository}): missing or different in ${unlinked.map(({ manifest }) => manifest.name).join(', ') || '(GITHUB_REPOSITORY is not set)'}.`,
+      )
+      return 1
+    }
+    return 0
+  })
+}
+
 await steps.step('install dependencies (pnpm, from the lockfile)', install)
 
 if (dryRun) {
@@ -133,34 +162,7 @@ if (dryRun) {
   })
 }
 
-if (publish) {
-  await steps.step('check the tag against the versions, and that no change note waits', () => {
-    const notes = pendingNotes(ROOT)
-    if (notes.length > 0) {
-      console.error(`  change notes still pending (${notes.join(', ')}): run npm run release, commit, then tag.`)
-      return 1
-    }
-    const versions = new Set(before.map(({ version }) => version))
-    const tag = process.env.GITHUB_REF_NAME ?? ''
-    if (versions.size !== 1 || tag !== `v${[...versions][0]}`) {
-      console.error(
-        `  the tag ${tag || '(none)'} does not match the packages' version (${[...versions].join(', ')}): tag v<version> of the release commit.`,
-      )
-      return 1
-    }
-    const repository = `${process.env.GITHUB_SERVER_URL}/${process.env.GITHUB_REPOSITORY}`
-    const unlinked = publishedPackages(ROOT).filter(
-      ({ manifest }) => !String(manifest.repository?.url ?? '').includes(repository.replace(/^https?:\/\//, '')),
-    )
-    if (unlinked.length > 0) {
-      console.error(
-        `  npm provenance needs each package.json's repository.url to be this repository (${repository}): missing or different in ${unlinked.map(({ manifest }) => manifest.name).join(', ')}.`,
-      )
-      return 1
-    }
-    return 0
-  })
-} else {
+if (!tag) {
   await steps.step('version from the change notes (changeset version)', async () => {
     const notes = pendingNotes(work)
     if (notes.length === 0) {
@@ -185,9 +187,9 @@ await steps.step('package checks (publint, attw)', () =>
   run(pnpm, [...pnpmArgs, '--filter', './packages/*', '-r', 'check:package'], { cwd: work, quiet: true, label: 'package checks' }),
 )
 
-await steps.step(`API reports ${dryRun || publish ? 'unchanged' : 'updated'}`, () => {
-  const differences = checkReports({ root: work, update: !dryRun && !publish })
-  if (dryRun || publish) {
+await steps.step(`API reports ${dryRun || tag ? 'unchanged' : 'updated'}`, () => {
+  const differences = checkReports({ root: work, update: !dryRun && !tag })
+  if (dryRun || tag) {
     if (differences.length > 0) {
       console.error(describeDifferences(differences))
       return 1
@@ -232,10 +234,9 @@ await steps.step('install the tarballs into a fresh app and run its smoke checks
   }),
 )
 
-await steps.step(publish ? 'npm publish --provenance (trusted publishing)' : 'npm publish --dry-run of each package', async () => {
+await steps.step('npm publish --dry-run of each package', async () => {
   for (const file of readdirSync(packs).sort()) {
-    const flags = publish ? ['--provenance', '--access', 'public'] : ['--dry-run', '--access', 'public']
-    const { code, output } = await capture('npm', ['publish', join(packs, file), ...flags], {
+    const { code, output } = await capture('npm', ['publish', join(packs, file), '--dry-run', '--access', 'public'], {
       cwd: packs,
       env: { npm_config_update_notifier: 'false' },
     })
@@ -251,9 +252,7 @@ await steps.step(publish ? 'npm publish --provenance (trusted publishing)' : 'np
 steps.summary()
 const width = Math.max(...published.map(({ name }) => name.length))
 const from = new Map(before.map(({ pkg, version }) => [pkg, version]))
-console.log(
-  bold(`\n${publish ? 'Published' : 'Would publish'} (${published.length} packages, public access${publish ? ', with provenance' : ''}):`),
-)
+console.log(bold(`\nWould publish (${published.length} packages, public access):`))
 for (const { name, version, size, files } of published) {
   const was = from.get(name)
   console.log(
@@ -268,7 +267,9 @@ if (dryRun) {
     )
   }
   if (keep) console.log(`\nKept: the versioned copy ${work} and the tarballs ${packs}.`)
-} else if (!publish) {
+} else if (tag) {
+  console.log(`\nThe tarballs are in ${packs}: the release workflow's publish job publishes them with provenance.`)
+} else {
   console.log(
     `\nNext: review and commit (package.json versions, CHANGELOG.md files, packages/*/api, the consumed change notes), then tag v${after[0]?.version} and push the tag: the release workflow publishes. Tarballs for a look: ${relative(process.cwd(), packs) || packs}`,
   )

@@ -3,7 +3,7 @@
  * (a new package left out would be released at a version of its own, and its internal ranges would
  * not move with the others), no private package is versioned, every change note names published
  * packages with a bump the semver policy allows before 1.0 (docs/releasing.md: a breaking change is
- * `minor` and says so), and `npm run release` refuses to publish from anywhere but the workflow.
+ * `minor` and says so), and `npm run release -- --tag` refuses a tag it cannot release before it builds.
  */
 import { execFile } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -64,15 +64,21 @@ describe('change notes and versions', () => {
 })
 
 describe('npm run release', () => {
-  it('publishes only from the release workflow: --publish elsewhere stops at once (exit 2) and says what to do', async () => {
-    const env = { ...process.env, GITHUB_ACTIONS: '', ACTIONS_ID_TOKEN_REQUEST_URL: '' }
-    const error = await run(process.execPath, [join(ROOT, 'scripts/release.mjs'), '--publish'], { cwd: ROOT, env }).then(
+  it('releases a tag only when it equals the versions and no change note waits, before building anything (--tag)', async () => {
+    const env = { ...process.env, GITHUB_REF_NAME: 'v9.9.9', GITHUB_REPOSITORY: 'someone/email-webhooks' }
+    const started = performance.now()
+    const error = await run(process.execPath, [join(ROOT, 'scripts/release.mjs'), '--tag'], { cwd: ROOT, env }).then(
       () => undefined,
-      (e: { code: number; stderr: string }) => e,
+      (e: { code: number; stderr: string; stdout: string }) => e,
     )
-    expect(error?.code).toBe(2)
-    expect(error?.stderr).toContain('--publish runs only in the release workflow')
-    expect(error?.stderr).toContain('npm run release -- --dry-run')
+    expect(error?.code).toBe(1)
+    expect(error?.stderr).toContain(
+      notes.length > 0
+        ? 'change notes still pending'
+        : `the tag v9.9.9 does not match the packages' version (${publishedPackages()[0]?.manifest.version})`,
+    )
+    expect(error?.stdout).not.toContain('install dependencies')
+    expect(performance.now() - started).toBeLessThan(10_000)
   })
 
   it('refuses flags it does not know (exit 2, with the usage)', async () => {
@@ -81,6 +87,6 @@ describe('npm run release', () => {
       (e: { code: number; stderr: string }) => e,
     )
     expect(error?.code).toBe(2)
-    expect(error?.stderr).toContain('Usage: npm run release [-- --dry-run [--keep] | --publish] (unknown: --dryrun)')
+    expect(error?.stderr).toContain('Usage: npm run release [-- --dry-run [--keep] | --tag] (unknown: --dryrun)')
   })
 })
