@@ -1,6 +1,7 @@
 /**
  * Stores made by 0.1.0 (schema version 1) keep working with this release, and a schema newer than
- * the code is refused. The fixtures (fixtures/schema-v1) are the tables and keys 0.1.0's own SQLite,
+ * the code is refused (here for SQLite, PostgreSQL, Redis, DynamoDB and Deno KV; the Cloudflare
+ * stores inside workerd, test/runtimes/cloudflare.test.ts). The fixtures (fixtures/schema-v1) are the tables and keys 0.1.0's own SQLite,
  * PostgreSQL and Redis stores wrote: done, leased, released and ordered events, an order mark and a
  * fact, an inbox with a dead entry, a failed email head with two entries behind it, a done entry and
  * another email's entry. Each store opens them, upgrades them once (stamped version 2), keeps every
@@ -10,7 +11,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb'
 import { type DedupStore, DedupStoreError, type InboxQueue } from '@email-webhooks/core'
+import { DenoKvDedupStore, type DenoKvLike } from '@email-webhooks/core/deno-kv'
+import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
@@ -19,6 +23,7 @@ import Database from 'better-sqlite3'
 import Redis from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Dynalite, type DynamoProxy, startDynalite, startDynamoProxy } from '../services/dynalite.js'
 import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -42,13 +47,15 @@ function fixture(name: string): string {
 }
 
 /** The error a store gives for the newer stamp: both versions, who wrote it, what to upgrade. */
-function expectNewerRefused(error: unknown): void {
+function expectNewerRefused(error: unknown, { version = 3, supported = 2, writtenBy = NEWER.writtenBy as string | null } = {}): void {
   expect(error).toBeInstanceOf(DedupStoreError)
   expect((error as DedupStoreError).code).toBe('misconfigured')
   const { message } = error as DedupStoreError
-  expect(message).toContain(`schema version 3 (written by ${NEWER.writtenBy})`)
-  expect(message).toContain(`this @email-webhooks/core ${CORE_VERSION} knows (up to version 2)`)
-  expect(message).toContain(`Upgrade @email-webhooks/core (and the adapter packages beside it) to ${NEWER.writtenBy} or later`)
+  expect(message).toContain(`schema version ${version}${writtenBy ? ` (written by ${writtenBy})` : ','}`)
+  expect(message).toContain(`this @email-webhooks/core ${CORE_VERSION} knows (up to version ${supported})`)
+  expect(message).toContain(
+    `Upgrade @email-webhooks/core (and the adapter packages beside it) to ${writtenBy ? `${writtenBy} or later` : 'the release that wrote it or later'}`,
+  )
 }
 
 async function refusal(call: () => unknown): Promise<unknown> {
@@ -298,5 +305,123 @@ describe('Redis: keys written by 0.1.0', () => {
     } finally {
       await other.close()
     }
+  })
+})
+
+describe('DynamoDB: each item carries its layout version (the store is new in this release: version 1)', () => {
+  let server: Dynalite
+  let proxy: DynamoProxy
+  let client: DynamoDBClient
+  let proxied: DynamoDBClient
+  const table = 'schema_versions'
+  beforeAll(async () => {
+    server = await startDynalite()
+    proxy = await startDynamoProxy(server.endpoint)
+    await server.createTable(table)
+    client = server.client()
+    proxied = server.client({ endpoint: proxy.endpoint })
+  })
+  afterAll(async () => {
+    client?.destroy()
+    proxied?.destroy()
+    await proxy?.stop()
+    await server?.stop()
+  })
+  const item = async (key: string) =>
+    (await client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: key } }, ConsistentRead: true }))).Item
+  const put = (key: string, status: string, expiresAt: number, schemaVersion?: number) =>
+    client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: {
+          pk: { S: key },
+          status: { S: status },
+          attempt: { N: '1' },
+          expiresAt: { N: String(expiresAt) },
+          ttl: { N: String(Math.ceil(expiresAt / 1000) + 3600) },
+          ...(schemaVersion === undefined ? {} : { schemaVersion: { N: String(schemaVersion) } }),
+        },
+      }),
+    )
+
+  it('writes version 1 on the items it claims, and reads an item written before the attribute as its own', async () => {
+    const store = new DynamoDBDedupStore({ client, table })
+    const claimed = await store.claim('default:new', LONG)
+    expect(claimed.status).toBe('acquired')
+    expect((await item('default:new'))?.schemaVersion).toEqual({ N: '1' })
+    await put('default:older', 'done', Date.now() + 3_600_000)
+    expect(await store.claim('default:older', LONG)).toEqual({ status: 'duplicate' })
+    expect(await store.lookup('default:older')).toBe('done')
+  })
+
+  it('refuses an item of a newer layout, live or expired, on the failed condition (ALL_OLD) or the read, and never takes it over', async () => {
+    await put('default:newer-done', 'done', Date.now() + 3_600_000, 2)
+    await put('default:newer-expired', 'lease', Date.now() - 1_000, 2)
+    for (const via of [client, proxied]) {
+      const store = new DynamoDBDedupStore({ client: via, table })
+      for (const key of ['default:newer-done', 'default:newer-expired']) {
+        expectNewerRefused(await refusal(() => store.claim(key, LONG)), { version: 2, supported: 1, writtenBy: null })
+        expectNewerRefused(await refusal(() => store.lookup(key)), { version: 2, supported: 1, writtenBy: null })
+      }
+    }
+    // The expired one was not taken over: no token, its attempt and version as the newer release left them.
+    expect(await item('default:newer-expired')).toMatchObject({ status: { S: 'lease' }, attempt: { N: '1' }, schemaVersion: { N: '2' } })
+    expect((await item('default:newer-expired'))?.token).toBeUndefined()
+  })
+})
+
+describe('Deno KV: each value carries its layout version (the store is new in this release: version 1)', () => {
+  /** An in-memory Deno KV with the part of the API the store uses (strong reads, check-and-set by versionstamp). */
+  function memoryKv(): DenoKvLike & { values: Map<string, { value: unknown; versionstamp: string }> } {
+    const values = new Map<string, { value: unknown; versionstamp: string }>()
+    let stamp = 0
+    return {
+      values,
+      async get<T>(key: readonly unknown[]) {
+        const found = values.get(JSON.stringify(key))
+        return { value: (found?.value ?? null) as T | null, versionstamp: found?.versionstamp ?? null }
+      },
+      atomic() {
+        const checks: { key: readonly unknown[]; versionstamp: string | null }[] = []
+        const sets: { key: readonly unknown[]; value: unknown }[] = []
+        const op = {
+          check(...more: { key: readonly unknown[]; versionstamp: string | null }[]) {
+            checks.push(...more)
+            return op
+          },
+          set(key: readonly unknown[], value: unknown) {
+            sets.push({ key, value })
+            return op
+          },
+          async commit() {
+            if (checks.some((c) => (values.get(JSON.stringify(c.key))?.versionstamp ?? null) !== c.versionstamp)) return { ok: false }
+            for (const s of sets) values.set(JSON.stringify(s.key), { value: structuredClone(s.value), versionstamp: String(++stamp) })
+            return { ok: true }
+          },
+        }
+        return op
+      },
+    }
+  }
+
+  it('writes version 1 in the values it writes, reads a value written before it as its own, and refuses a newer one without writing', async () => {
+    const kv = memoryKv()
+    const store = new DenoKvDedupStore(kv)
+    const claimed = await store.claim('default:new', LONG)
+    if (claimed.status !== 'acquired') throw new Error(`expected acquired, got ${JSON.stringify(claimed)}`)
+    expect(kv.values.get(JSON.stringify(['email_webhook_dedup', 'default:new']))?.value).toMatchObject({ schemaVersion: 1 })
+    expect(await store.complete(claimed.claim, LONG)).toBe(true)
+    expect(kv.values.get(JSON.stringify(['email_webhook_dedup', 'default:new']))?.value).toMatchObject({ done: true, schemaVersion: 1 })
+    await kv
+      .atomic()
+      .set(['email_webhook_dedup', 'default:older'], { done: true, token: null, attempt: 0, expiresAt: Date.now() + 60_000 })
+      .commit()
+    expect(await store.claim('default:older', LONG)).toEqual({ status: 'duplicate' })
+    const newer = { done: false, token: null, attempt: 3, expiresAt: Date.now() - 1_000, schemaVersion: 2 }
+    await kv.atomic().set(['email_webhook_dedup', 'default:newer'], newer).commit()
+    const before = kv.values.get(JSON.stringify(['email_webhook_dedup', 'default:newer']))
+    expectNewerRefused(await refusal(() => store.claim('default:newer', LONG)), { version: 2, supported: 1, writtenBy: null })
+    expectNewerRefused(await refusal(() => store.lookup('default:newer')), { version: 2, supported: 1, writtenBy: null })
+    expect(kv.values.get(JSON.stringify(['email_webhook_dedup', 'default:newer']))).toEqual(before)
   })
 })
