@@ -1,4 +1,8 @@
+import { readFileSync } from 'node:fs'
 import type { Options } from 'tsup'
+
+/** The package's version, built in: a store's schema stamp records which release wrote it (store/schema-version.ts). */
+const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }
 
 const config: Options = {
   entry: {
@@ -32,6 +36,7 @@ const config: Options = {
       console: 'src/console/index.ts',
     },
   },
+  define: { __EMAIL_WEBHOOKS_CORE_VERSION__: JSON.stringify(version) },
   target: 'node20',
   platform: 'neutral',
   splitting: false,

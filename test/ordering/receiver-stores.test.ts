@@ -231,6 +231,13 @@ describe('ordering with Redis over HTTP', () => {
     expect(seen.map(({ order }) => order)).toEqual([
       { status: 'unknown', key: null, newestHandled: null, reason: 'store_without_ordering' },
     ])
-    expect(await client.keys('ordering-cluster:*')).toEqual([`ordering-cluster:default:${deliveries[0]?.headers['webhook-id']}`])
+    // No mark, lock or fact key: the event's own key, and the store's schema stamp.
+    expect((await client.keys('ordering-cluster:*')).sort()).toEqual(
+      [
+        `ordering-cluster:default:${deliveries[0]?.headers['webhook-id']}`,
+        'ordering-cluster:{inbox}:v',
+        'ordering-cluster:{inbox}:v-by',
+      ].sort(),
+    )
   })
 })

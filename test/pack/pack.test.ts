@@ -1,6 +1,6 @@
 /**
  * The packed packages install and run outside the workspace: `npm run pack` (pnpm pack of core and
- * every adapter), `npm install` of the tarballs into a fresh temporary app (with express, hono,
+ * every adapter; or, under `npm run release`, the release's own tarballs from EMAIL_WEBHOOKS_PACKS), `npm install` of the tarballs into a fresh temporary app (with express, hono,
  * @hono/node-server, fastify, koa and @koa/router from the registry, through the npm cache), then a
  * signed delivery through each adapter over real HTTP on 127.0.0.1 (the Lambda handler invoked with a
  * function-URL event): 200, the duplicate 200, the tampered body 401. The queue packages (BullMQ,
@@ -51,27 +51,34 @@ describe('packed packages in a fresh app outside the workspace', () => {
 
   beforeAll(
     async () => {
-      // The documented command: `npm run pack -- --out <dir>` writes every package's tarball there.
-      const { stdout } = await run('npm', ['run', 'pack', '--', '--out', dir], { cwd: ROOT, timeout: INSTALL_TIMEOUT_MS })
+      // `npm run release` packs the versioned packages itself and passes their folder here: those tarballs, as they are.
+      const given = process.env.EMAIL_WEBHOOKS_PACKS
+      // The documented command otherwise: `npm run pack -- --out <dir>` writes every package's tarball there.
+      const { stdout } = given
+        ? { stdout: '' }
+        : await run('npm', ['run', 'pack', '--', '--out', dir], { cwd: ROOT, timeout: INSTALL_TIMEOUT_MS })
+      const from = given ?? dir
       for (const name of PACKAGES) {
-        const tarball = readdirSync(dir).find((file) => new RegExp(`^email-webhooks-${name}-[0-9.]+\\.tgz$`).test(file))
+        const tarball = readdirSync(from).find((file) => new RegExp(`^email-webhooks-${name}-[0-9.]+\\.tgz$`).test(file))
         expect(tarball, `npm run pack wrote the ${name} tarball`).toBeDefined()
-        tarballs[name] = join(dir, tarball as string)
-        expect(stdout).toContain(tarballs[name])
+        tarballs[name] = join(from, tarball as string)
+        if (!given) expect(stdout).toContain(tarballs[name])
       }
-      // Its install line names core's tarball with the adapter's.
-      expect(stdout).toContain(`npm install ${tarballs.core} ${tarballs.express}`)
-      // The CLI's tarball (unscoped) is named as the CLI, with its own dev-dependency line and npx --no-install.
-      const cli = readdirSync(dir).find((file) => /^email-webhooks-[0-9.]+\.tgz$/.test(file))
+      const cli = readdirSync(from).find((file) => /^email-webhooks-[0-9.]+\.tgz$/.test(file))
       expect(cli, 'npm run pack wrote the CLI tarball').toBeDefined()
-      cliTarball = join(dir, cli as string)
-      expect(stdout).toMatch(new RegExp(`email-webhooks \\(the CLI, a dev dependency\\) +${cliTarball.replaceAll('.', '\\.')}\n`))
-      expect(stdout).toContain(`npm i -D ${cliTarball}\n  npx --no-install email-webhooks `)
-      // What npx's bare 404 means when the CLI is not installed, and that the absolute line works anywhere.
-      expect(cliTarball.startsWith('/')).toBe(true)
-      expect(stdout).toContain(
-        'If npx --no-install email-webhooks … answers "npm error 404 Not Found - GET https://registry.npmjs.org/email-webhooks", the CLI is not installed in that folder',
-      )
+      cliTarball = join(from, cli as string)
+      if (!given) {
+        // Its install line names core's tarball with the adapter's.
+        expect(stdout).toContain(`npm install ${tarballs.core} ${tarballs.express}`)
+        // The CLI's tarball (unscoped) is named as the CLI, with its own dev-dependency line and npx --no-install.
+        expect(stdout).toMatch(new RegExp(`email-webhooks \\(the CLI, a dev dependency\\) +${cliTarball.replaceAll('.', '\\.')}\n`))
+        expect(stdout).toContain(`npm i -D ${cliTarball}\n  npx --no-install email-webhooks `)
+        // What npx's bare 404 means when the CLI is not installed, and that the absolute line works anywhere.
+        expect(cliTarball.startsWith('/')).toBe(true)
+        expect(stdout).toContain(
+          'If npx --no-install email-webhooks … answers "npm error 404 Not Found - GET https://registry.npmjs.org/email-webhooks", the CLI is not installed in that folder',
+        )
+      }
       const sqlite = workspacePackage('better-sqlite3', 'packages/express')
       mkdirSync(app)
       const file = (name: string): string => `file:${tarballs[name]}`

@@ -2,8 +2,8 @@
  * @email-webhooks/cloudflare in workerd (Miniflare from npm, on the Node 24 from npm): the
  * dedup-store conformance suite against D1DedupStore and DurableObjectDedupStore (16 shards and
  * 1), the ordering suite against D1DedupStore and the one-shard DurableObjectDedupStore (the
- * sharded one declares no ordering), and the purges of expired rows (D1 by claims, Durable Objects
- * by their alarm), all run inside workerd by test/runtimes/workerd/cloudflare-conformance-worker.js.
+ * sharded one declares no ordering), the schema stamp and the refusal of a newer one, and the
+ * purges of expired rows (D1 by claims, Durable Objects by their alarm), all run inside workerd by test/runtimes/workerd/cloudflare-conformance-worker.js.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -79,6 +79,13 @@ describe('@email-webhooks/cloudflare inside workerd', () => {
       ['without the capability, still deduplicates with order options and ordering is unknown', true],
     ])
   })
+
+  for (const name of ['d1-schema', 'do-schema']) {
+    it(`stamps its tables with schema version 1 and refuses a newer one, writing nothing (${name === 'd1-schema' ? 'D1' : 'Durable Object'})`, async () => {
+      const results = await suite(name)
+      expect(results).toEqual([{ name: `stamps and refuses a newer schema (${name})`, ok: true }])
+    })
+  }
 
   for (const name of ['d1-purge', 'do-purge']) {
     it(`purges rows that expired more than an hour ago and keeps live ones (${name === 'd1-purge' ? 'D1: by claims' : 'Durable Object: by its alarm'})`, async () => {

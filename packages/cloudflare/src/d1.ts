@@ -27,6 +27,7 @@ import {
   type Rows,
   releaseOperation,
 } from './operations.js'
+import { readStampSql, refuseNewerSchema, stampStatements } from './schema.js'
 import { assertTableName, createTableStatements, type DedupSql, dedupSql } from './sql.js'
 
 /** Table used when `table` is not given. */
@@ -136,15 +137,31 @@ export class D1DedupStore implements DedupStore {
   }
 
   #prepare(): Promise<void> {
-    if (!this.#createTable) return Promise.resolve()
-    this.#ready ??= this.#db.batch(createTableStatements(this.#table).map((sql) => this.#db.prepare(sql))).then(
-      () => undefined,
-      (error: unknown) => {
-        // Try again on the next call: a D1 outage may end.
-        this.#ready = undefined
-        throw classifyD1(error, this.#table, true)
-      },
-    )
+    this.#ready ??= this.#open().catch((error: unknown) => {
+      // Try again on the next call: a D1 outage may end.
+      this.#ready = undefined
+      throw error
+    })
     return this.#ready
+  }
+
+  /** Reads the schema stamp (a newer one is refused before anything is written), then creates the tables when allowed. */
+  async #open(): Promise<void> {
+    const db = this.#db
+    let stamp: { version?: unknown; written_by?: unknown } | undefined
+    try {
+      const [read] = await db.batch([db.prepare(readStampSql(this.#table))])
+      stamp = (read?.results as { version?: unknown; written_by?: unknown }[] | undefined)?.[0]
+    } catch (error) {
+      // No stamp table yet: new tables (or made by hand without it).
+      if (!/no such table/i.test(error instanceof Error ? error.message : String(error))) throw classifyD1(error, this.#table)
+    }
+    refuseNewerSchema(stamp, `the D1 table ${this.#table}`)
+    if (!this.#createTable) return
+    try {
+      await db.batch([...createTableStatements(this.#table), ...stampStatements(this.#table)].map((sql) => db.prepare(sql)))
+    } catch (error) {
+      throw classifyD1(error, this.#table, true)
+    }
   }
 }

@@ -16,6 +16,7 @@ import {
   type Rows,
   releaseOperation,
 } from './operations.js'
+import { readStampSql, refuseNewerSchema, stampStatements } from './schema.js'
 import { createTableStatements, type DedupSql, dedupSql, PURGE_BATCH_ROWS, type Statement, statement } from './sql.js'
 
 /** The object's table. */
@@ -67,12 +68,23 @@ const NOT_SQLITE =
 export class EmailWebhookDedupObject {
   readonly #state: DurableObjectStateLike
   readonly #sql: DedupSql = dedupSql(TABLE)
+  /** Why every request is refused (a newer schema in the storage), or undefined. */
+  #refused: string | undefined
   #alarmSet = false
 
   constructor(state: DurableObjectStateLike, _env?: unknown) {
     this.#state = state
     const sql = state.storage.sql
-    if (sql) for (const text of createTableStatements(TABLE)) sql.exec(text)
+    if (!sql) return
+    // A storage stamped by a newer release is refused (every request answers why), never changed.
+    const present = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`, `${TABLE}_schema`).toArray().length > 0
+    try {
+      refuseNewerSchema(present ? sql.exec(readStampSql(TABLE)).toArray()[0] : undefined, 'the storage of this EmailWebhookDedupObject')
+    } catch (error) {
+      this.#refused = (error as Error).message
+      return
+    }
+    for (const text of [...createTableStatements(TABLE), ...stampStatements(TABLE)]) sql.exec(text)
   }
 
   /** Runs one operation of the store and answers its result as JSON (`{ result }`, or `{ error }` with status 500). */
@@ -80,6 +92,7 @@ export class EmailWebhookDedupObject {
     const storage = this.#state.storage
     if (!storage.sql || !storage.transactionSync)
       return Response.json({ error: { code: 'misconfigured', message: NOT_SQLITE } }, { status: 500 })
+    if (this.#refused !== undefined) return Response.json({ error: { code: 'misconfigured', message: this.#refused } }, { status: 500 })
     let body: DedupObjectRequest
     try {
       body = (await request.json()) as DedupObjectRequest
@@ -100,7 +113,7 @@ export class EmailWebhookDedupObject {
   /** Deletes expired rows, batch after batch; comes back in 15 minutes while rows remain. */
   async alarm(): Promise<void> {
     const storage = this.#state.storage
-    if (!storage.sql || !storage.transactionSync) return
+    if (!storage.sql || !storage.transactionSync || this.#refused !== undefined) return
     const now = this.now()
     for (const text of this.#sql.purge) {
       for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {

@@ -9,6 +9,8 @@
  * text, as `compareOrderPositions`.
  */
 
+import { stampStatements } from './schema.js'
+
 /** One statement with its values, ready for `prepare(sql).bind(...params)` or `sql.exec(sql, ...params)`. */
 export interface Statement {
   sql: string
@@ -82,7 +84,7 @@ export function createTableStatements(table: string): string[] {
  */
 export function cloudflareDedupTableSql(table = 'email_webhook_dedup'): string {
   assertTableName(table, '[@email-webhooks/cloudflare]')
-  return `${createTableStatements(table).join(';\n')};\n`
+  return `${[...createTableStatements(table), ...stampStatements(table)].join(';\n')};\n`
 }
 
 /** A row of the dedup table holds its key while it is done, or a lease with a token, until expires_at. */

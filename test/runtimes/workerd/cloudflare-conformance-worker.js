@@ -8,6 +8,8 @@ import { D1DedupStore, DurableObjectDedupStore, EmailWebhookDedupObject } from '
 import { dedupStoreConformance, orderingConformance } from '@email-webhooks/core/testing'
 
 const HOUR = 3_600_000
+/** Who a newer release's stamp names. */
+const NEWER_BY = '@email-webhooks/cloudflare 9.1.0'
 const LONG = { leaseMs: 60_000, retentionMs: 24 * HOUR }
 
 /** The package's class, with a clock the test can move and a route that runs its alarm now. */
@@ -25,7 +27,17 @@ class TestDedupObject extends EmailWebhookDedupObject {
     const sql = this.state.storage.sql
     if (url.pathname === '/test/shift') this.offset += Number(url.searchParams.get('ms'))
     else if (url.pathname === '/test/alarm') await this.alarm()
-    else return super.fetch(request)
+    else if (url.pathname === '/test/stamp')
+      return Response.json(sql.exec('SELECT version, written_by FROM email_webhook_dedup_schema').toArray())
+    else if (url.pathname === '/test/newer') {
+      // A newer release stamped this storage; the package's class, made again over it (as after a deploy), refuses every request.
+      sql.exec('UPDATE email_webhook_dedup_schema SET version = 2, written_by = ?', NEWER_BY)
+      const reopened = new EmailWebhookDedupObject(this.state)
+      const body = JSON.stringify({ op: 'claim', key: 'default:after', leaseMs: 60_000 })
+      const answer = await reopened.fetch(new Request('https://object/claim', { method: 'POST', body }))
+      const rows = sql.exec(`SELECT count(*) AS n FROM email_webhook_dedup WHERE key = 'default:after'`).toArray()[0].n
+      return Response.json({ status: answer.status, body: await answer.json(), rows })
+    } else return super.fetch(request)
     const rows = sql.exec('SELECT count(*) AS n FROM email_webhook_dedup').toArray()[0].n
     return Response.json({ rows, alarm: await this.state.storage.getAlarm() })
   }
@@ -83,6 +95,54 @@ const PURGES = {
   },
 }
 
+/** The refusal a store gives for a stamp of version 2 by NEWER_BY. */
+function checkNewerRefusal(error) {
+  check(error?.code === 'misconfigured', `misconfigured, got ${error?.code}: ${error?.message}`)
+  check(error.message.includes(`schema version 2 (written by ${NEWER_BY})`), `names the versions and the writer: ${error.message}`)
+  check(
+    error.message.includes('knows (up to version 1)') && error.message.includes(`to ${NEWER_BY} or later`),
+    `says what to upgrade: ${error.message}`,
+  )
+}
+
+const SCHEMA = {
+  // D1: the tables are stamped version 1 by their maker; a stamp of version 2 is refused before anything is written, createTable or not.
+  'd1-schema': async (env) => {
+    const table = `schema_${crypto.randomUUID().replaceAll('-', '')}`
+    await acquired(new D1DedupStore(env.DB, { table }), 'default:before')
+    const stamp = await env.DB.prepare(`SELECT version, written_by FROM ${table}_schema`).all()
+    check(stamp.results.length === 1 && stamp.results[0].version === 1, `stamped version 1, got ${JSON.stringify(stamp.results)}`)
+    check(
+      /^@email-webhooks\/cloudflare \d+\.\d+\.\d+/.test(stamp.results[0].written_by),
+      `written by the package, got ${stamp.results[0].written_by}`,
+    )
+    await env.DB.prepare(`UPDATE ${table}_schema SET version = 2, written_by = ?1`).bind(NEWER_BY).run()
+    for (const createTable of [true, false]) {
+      let error
+      try {
+        await new D1DedupStore(env.DB, { table, createTable }).claim('default:after', LONG)
+      } catch (caught) {
+        error = caught
+      }
+      checkNewerRefusal(error)
+    }
+    const rows = await env.DB.prepare(`SELECT key FROM ${table}`).all()
+    check(rows.results.length === 1 && rows.results[0].key === 'default:before', `nothing written, got ${JSON.stringify(rows.results)}`)
+  },
+  // Durable Objects: each object's storage is stamped version 1; made again over a storage stamped 2, the object refuses every request.
+  'do-schema': async (env) => {
+    const name = `schema-${crypto.randomUUID()}`
+    const store = new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name })
+    await acquired(store, 'default:before')
+    const stub = env.EMAIL_WEBHOOK_DEDUP.get(env.EMAIL_WEBHOOK_DEDUP.idFromName(`${name}/0`))
+    const stamp = await (await stub.fetch('https://test/test/stamp')).json()
+    check(stamp.length === 1 && stamp[0].version === 1, `stamped version 1, got ${JSON.stringify(stamp)}`)
+    const newer = await (await stub.fetch('https://test/test/newer')).json()
+    check(newer.status === 500 && newer.rows === 0, `refused, nothing written: ${JSON.stringify(newer)}`)
+    checkNewerRefusal(newer.body.error)
+  },
+}
+
 const SUITES = {
   'd1-dedup': (env, register) =>
     dedupStoreConformance('D1DedupStore', register, {
@@ -117,6 +177,9 @@ const SUITES = {
     }),
 }
 
+for (const [name, run] of Object.entries(SCHEMA)) {
+  SUITES[name] = (env, register) => register.it(`stamps and refuses a newer schema (${name})`, () => run(env))
+}
 for (const [name, run] of Object.entries(PURGES)) {
   SUITES[name] = (env, register) => register.it(`purges expired rows (${name})`, () => run(env))
 }

@@ -11,6 +11,7 @@
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 import { callDurationProblem, durationProblem } from '../durations.js'
+import { newerSchemaError } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
 const PACKAGE = '[@email-webhooks/core/deno-kv]'
@@ -48,12 +49,21 @@ export interface DenoKvDedupStoreOptions {
   now?: () => number
 }
 
+/**
+ * The layout of a value, written in each one (`schemaVersion`): 1 is the first. KV has nothing the
+ * store owns to stamp, so every value carries it, at no extra read: the store reads a key before
+ * each write, and refuses a value of a newer layout there, before writing anything.
+ */
+const DENO_KV_SCHEMA_VERSION = 1
+
 /** The value of one key: a lease (held while it has a token and `expiresAt` is ahead), or done. */
 interface Row {
   done: boolean
   token: string | null
   attempt: number
   expiresAt: number
+  /** The layout's version (absent in values written before it was recorded: version 1). */
+  schemaVersion?: number
 }
 
 /**
@@ -97,7 +107,7 @@ export class DenoKvDedupStore implements DedupStore {
       }
       const token = crypto.randomUUID()
       const attempt = row !== null && !row.done ? row.attempt + 1 : 1
-      const next: Row = { done: false, token, attempt, expiresAt: now + opts.leaseMs }
+      const next: Row = { done: false, token, attempt, expiresAt: now + opts.leaseMs, schemaVersion: DENO_KV_SCHEMA_VERSION }
       if (await this.#set(key, entry, next, opts.leaseMs + LEASE_MEMORY_MS)) return { status: 'acquired', claim: { key, token, attempt } }
     }
     return { status: 'in_flight', retryAfterMs: 1 }
@@ -106,7 +116,7 @@ export class DenoKvDedupStore implements DedupStore {
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
     checkDurations(opts, false)
     return this.#change(claim, false, (row, now) => [
-      { done: true, token: null, attempt: row.attempt, expiresAt: now + opts.retentionMs },
+      { done: true, token: null, attempt: row.attempt, expiresAt: now + opts.retentionMs, schemaVersion: DENO_KV_SCHEMA_VERSION },
       opts.retentionMs,
     ])
   }
@@ -146,12 +156,20 @@ export class DenoKvDedupStore implements DedupStore {
     return false
   }
 
+  /** Reads the key's value (every write reads it first); a value of a newer layout is refused. */
   async #get(key: string): Promise<DenoKvEntryLike<Row>> {
+    let entry: DenoKvEntryLike<Row>
     try {
-      return await this.#kv.get<Row>([this.#prefix, key], { consistency: 'strong' })
+      entry = await this.#kv.get<Row>([this.#prefix, key], { consistency: 'strong' })
     } catch (error) {
       throw wrap(error, 'read')
     }
+    const version = entry.value?.schemaVersion
+    if (typeof version === 'number' && version > DENO_KV_SCHEMA_VERSION) {
+      const where = `the value of ${JSON.stringify([this.#prefix, key])} in Deno KV`
+      throw newerSchemaError(PACKAGE, where, { version, writtenBy: undefined }, DENO_KV_SCHEMA_VERSION)
+    }
+    return entry
   }
 
   /** Sets the key's value if it is still the version of `entry`; KV may delete it `keepMs` later. */

@@ -16,10 +16,19 @@
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.
 import { DedupStoreError } from '@email-webhooks/core'
 import { callDurationProblem, durationProblem } from '../durations.js'
+import { newerSchemaError } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { classify, PACKAGE, type TableInfo } from './errors.js'
 import { connect, type DynamoDBClientLike, type DynamoDBDedupStoreOptions, type DynamoDBSdk } from './options.js'
-import { attemptOf, DynamoExpressions, type DynamoItem, stateOf, type UpdateParts } from './schema.js'
+import {
+  attemptOf,
+  DYNAMODB_SCHEMA_VERSION,
+  DynamoExpressions,
+  type DynamoItem,
+  newerSchemaOf,
+  stateOf,
+  type UpdateParts,
+} from './schema.js'
 
 export { DYNAMODB_IAM_ACTIONS } from './errors.js'
 export { DEFAULT_DYNAMODB_CALL_TIMEOUT_MS, type DynamoDBClientLike, type DynamoDBDedupStoreOptions } from './options.js'
@@ -87,6 +96,7 @@ export class DynamoDBDedupStore implements DedupStore {
       if (!('failed' in written)) return { status: 'acquired', claim: { key, token, attempt: attemptOf(written.attributes) } }
       // The item as the condition saw it; without it (a server that ignores ReturnValuesOnConditionCheckFailure), read it.
       const item = written.item ?? (await this.#get(key))
+      this.#refuseNewer(key, item)
       const found = stateOf(item, this.#now())
       if (found.state === 'done') return { status: 'duplicate' }
       if (found.state === 'in_flight') return { status: 'in_flight', retryAfterMs: Math.max(1, found.leftMs) }
@@ -119,7 +129,17 @@ export class DynamoDBDedupStore implements DedupStore {
   /** What the table holds for `key` now: one strongly consistent read, no writes. Expired items are `'absent'`. */
   async lookup(key: string): Promise<DedupKeyState> {
     this.#open()
-    return stateOf(await this.#get(key), this.#now()).state
+    const item = await this.#get(key)
+    this.#refuseNewer(key, item)
+    return stateOf(item, this.#now()).state
+  }
+
+  /** An item written in a newer release's layout is refused: this store cannot tell what it means. */
+  #refuseNewer(key: string, item: DynamoItem | undefined): void {
+    const version = newerSchemaOf(item)
+    if (version === undefined) return
+    const where = `the item ${JSON.stringify(key)} in the DynamoDB table ${this.#info.table}`
+    throw newerSchemaError(PACKAGE, where, { version, writtenBy: undefined }, DYNAMODB_SCHEMA_VERSION)
   }
 
   /** Destroys the client if the store made it (a given client stays usable). */

@@ -31,6 +31,15 @@ const LEASE_MEMORY_MS = 60 * 60 * 1000
 const LEASE = 'lease'
 const DONE = 'done'
 
+/**
+ * The item layout's version, written on every item a claim writes (`schemaVersion`, a number): 1 is
+ * the first. DynamoDB has no table the store owns to stamp, so each item carries it, at no extra
+ * call: a claim never takes over an item of a newer layout (its condition says so) and the store
+ * refuses such an item, whichever way it reads it (a failed condition's `ALL_OLD`, or a `GetItem`).
+ */
+export const DYNAMODB_SCHEMA_VERSION = 1
+const SCHEMA_VERSION_ATTRIBUTE = 'schemaVersion'
+
 /** A DynamoDB attribute value, as the low-level client sends and returns it (only the kinds the store uses). */
 export type AttributeValue = { S: string } | { N: string }
 /** An item as the low-level client returns it. */
@@ -85,7 +94,15 @@ export function assertAttributeName(name: string, value: unknown): asserts value
 
 /** `#name` placeholders of every attribute the store writes (names such as `status` and `ttl` are reserved words in expressions). */
 function names(partitionKey: string): Record<string, string> {
-  return { '#pk': partitionKey, '#st': 'status', '#tok': 'token', '#att': 'attempt', '#exp': 'expiresAt', '#ttl': DYNAMODB_TTL_ATTRIBUTE }
+  return {
+    '#pk': partitionKey,
+    '#st': 'status',
+    '#tok': 'token',
+    '#att': 'attempt',
+    '#exp': 'expiresAt',
+    '#ttl': DYNAMODB_TTL_ATTRIBUTE,
+    '#sv': SCHEMA_VERSION_ATTRIBUTE,
+  }
 }
 
 const n = (value: number): AttributeValue => ({ N: String(value) })
@@ -136,9 +153,11 @@ export class DynamoExpressions {
   claim(token: string, now: number, leaseMs: number): UpdateParts {
     const expiresAt = now + leaseMs
     return this.#used({
-      UpdateExpression: 'SET #st = :lease, #tok = :tok, #exp = :exp, #ttl = :ttl, #att = if_not_exists(#att, :zero) + :one',
-      ConditionExpression: 'attribute_not_exists(#pk) OR #exp <= :now OR (#st = :lease AND attribute_not_exists(#tok))',
+      UpdateExpression: 'SET #st = :lease, #tok = :tok, #exp = :exp, #ttl = :ttl, #att = if_not_exists(#att, :zero) + :one, #sv = :sv',
+      ConditionExpression:
+        '(attribute_not_exists(#pk) OR #exp <= :now OR (#st = :lease AND attribute_not_exists(#tok))) AND (attribute_not_exists(#sv) OR #sv <= :sv)',
       ExpressionAttributeValues: {
+        ':sv': n(DYNAMODB_SCHEMA_VERSION),
         ':lease': s(LEASE),
         ':tok': s(token),
         ':exp': n(expiresAt),
@@ -205,6 +224,12 @@ export function stateOf(item: DynamoItem | undefined, now: number): ItemState {
   if (status === DONE) return { state: 'done' }
   if (status === LEASE && item.token?.S !== undefined) return { state: 'in_flight', leftMs: expiresAt - now }
   return { state: 'absent' }
+}
+
+/** The layout version of an item a newer release wrote, or undefined for this one's (or an item from before the attribute). */
+export function newerSchemaOf(item: DynamoItem | undefined): number | undefined {
+  const version = Number(item?.[SCHEMA_VERSION_ATTRIBUTE]?.N)
+  return Number.isFinite(version) && version > DYNAMODB_SCHEMA_VERSION ? version : undefined
 }
 
 /** The attempt a successful claim wrote (`ReturnValues: UPDATED_NEW`). */

@@ -25,7 +25,8 @@ import { PostgresInbox } from './inbox.js'
 import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
 import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
 import { PurgeSchedule, purgeAll } from './purge.js'
-import { type DedupSql, postgresStatements } from './schema.js'
+import { type DedupSql, POSTGRES_SCHEMA_VERSION, postgresStatements, upgradeTablesSql } from './schema.js'
+import { readPostgresStamp, refuseNewerPostgresSchema } from './schema-stamp.js'
 
 export type { PostgresDedupStoreOptions, PostgresPool } from './options.js'
 export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './schema.js'
@@ -83,6 +84,7 @@ export class PostgresDedupStore implements DedupStore {
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
+  readonly #table: string
   readonly #sql: DedupSql
   readonly #orderSql: PostgresOrderSql
   readonly #tables: OrderTables
@@ -109,6 +111,7 @@ export class PostgresDedupStore implements DedupStore {
     this.#target = target
     this.#secret = secret
     this.#createTable = createTable
+    this.#table = table
     const { sql, order } = postgresStatements(table)
     this.#sql = sql
     this.#orderSql = order
@@ -259,12 +262,46 @@ export class PostgresDedupStore implements DedupStore {
 
   #prepare(): Promise<void> {
     if (this.#closed) return Promise.reject(new DedupStoreError('closed', `${PACKAGE} this PostgresDedupStore was closed.`))
-    this.#ready ??= this.#tables.ensure(this.#createTable, this.#sql.createTable).catch((error: unknown) => {
+    this.#ready ??= this.#open().catch((error: unknown) => {
       // Try again on the next call: the server may come up later.
       this.#ready = undefined
       throw error
     })
     return this.#ready
+  }
+
+  /**
+   * Opens the tables: refuses a schema stamped newer than this build's (before any other
+   * statement), upgrades and stamps older or unstamped ones when the store may create its tables
+   * (one idempotent transaction; a role that may not is warned once and goes on with the layout it
+   * found), then finds the order tables.
+   */
+  async #open(): Promise<void> {
+    const found = await readPostgresStamp((text, values) => this.#query(text, values), this.#table)
+    refuseNewerPostgresSchema(found, this.#table, this.#target)
+    if (found === 'unreadable') {
+      // Someone else owns the tables and granted this role less: it cannot tell their version, nor upgrade them.
+      this.#warn(
+        `${PACKAGE} PostgresDedupStore: this role may not read ${this.#table}_schema, so the store cannot check that the tables' schema version is one it knows (a newer release's tables would be used as they are). Grant it SELECT on ${this.#table}_schema.`,
+      )
+    } else if (this.#createTable && found?.version !== POSTGRES_SCHEMA_VERSION) {
+      try {
+        await this.#query(upgradeTablesSql(this.#table))
+      } catch (error) {
+        const code = error instanceof DedupStoreError ? error.code : undefined
+        if (code === 'connection_failed' || code === 'auth_failed' || code === 'timeout') throw error
+        this.#warn(
+          `${PACKAGE} PostgresDedupStore: the tables of ${this.#table} could not be brought to schema version ${POSTGRES_SCHEMA_VERSION} (${error instanceof Error ? error.message : String(error)}); the store goes on with the layout it found. Run postgresDedupTableSql() as the tables' owner to upgrade and stamp them.`,
+        )
+      }
+      // A newer release may have upgraded them meanwhile (it held the same lock).
+      refuseNewerPostgresSchema(
+        await readPostgresStamp((text, values) => this.#query(text, values), this.#table),
+        this.#table,
+        this.#target,
+      )
+    }
+    await this.#tables.ensure(this.#createTable, this.#sql.createTable)
   }
 
   /**

@@ -2,21 +2,28 @@
  * The tables of `PostgresDedupStore` (the dedup table, its order tables and their indexes, as SQL
  * for hand-run migrations), the table-name check, and the statements the store runs on them.
  */
+import { WRITTEN_BY } from '../schema-version.js'
 import { PACKAGE } from './errors.js'
-import { postgresInboxTableSql } from './inbox-sql.js'
+import { ADDED_INBOX_COLUMNS, postgresInboxTableSql, postgresInboxUpgradeSql } from './inbox-sql.js'
 import { type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './order.js'
 import { purgeBatch } from './purge.js'
 
 /** Table used when `table` is not given. */
 export const DEFAULT_POSTGRES_TABLE = 'email_webhook_dedup'
+/**
+ * The layout this build writes, stamped in `<table>_schema`: 1 is 0.1.0's (no stamp); 2 adds to
+ * the inbox table a retried entry's history (failed_at, retried_at, retried_attempts).
+ */
+export const POSTGRES_SCHEMA_VERSION = 2
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
 
 /**
- * The SQL that creates the store's tables and indexes, for users who migrate by hand (then pass
- * `createTable: false`): the dedup table, its order tables `<table>_order`, `_order_lock` and
- * `_order_fact` (ordering; without them the store still deduplicates and ordering is `unknown`) and
- * its inbox table `<table>_inbox` (inbox mode). Regular, logged tables: an `UNLOGGED`
- * one loses its rows in a crash.
+ * The SQL that creates the store's tables and indexes, or brings those of an older version up to
+ * this one, for users who migrate by hand (then pass `createTable: false`): the dedup table, its
+ * order tables `<table>_order`, `_order_lock` and `_order_fact` (ordering; without them the store
+ * still deduplicates and ordering is `unknown`), its inbox table `<table>_inbox` (inbox mode) and
+ * `<table>_schema`, the layout's version (the store refuses tables stamped newer than it knows).
+ * Every statement may run again. Regular, logged tables: an `UNLOGGED` one loses its rows in a crash.
  * @param table Table name; default `email_webhook_dedup`.
  * @example
  * await migrate(postgresDedupTableSql())
@@ -31,7 +38,32 @@ export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): s
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
-${postgresOrderTableSql(table)}${postgresInboxTableSql(table)}`
+${postgresOrderTableSql(table)}${postgresInboxTableSql(table)}${postgresInboxUpgradeSql(table, ADDED_INBOX_COLUMNS)}
+${postgresSchemaStampSql(table)}`
+}
+
+/** The stamp table and this version's stamp (never lowering a newer one). */
+function postgresSchemaStampSql(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table}_schema (
+  id boolean PRIMARY KEY DEFAULT true CHECK (id),
+  version integer NOT NULL,
+  written_by text NOT NULL
+);
+INSERT INTO ${table}_schema (id, version, written_by) VALUES (true, ${POSTGRES_SCHEMA_VERSION}, '${WRITTEN_BY.replaceAll("'", "''")}')
+ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded.written_by WHERE ${table}_schema.version < excluded.version;
+`
+}
+
+/**
+ * The statements that bring the tables of `table` up to this version and stamp them, as one
+ * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure).
+ * @param table The table name.
+ * @example
+ * await query(upgradeTablesSql('email_webhook_dedup'))
+ */
+export function upgradeTablesSql(table: string): string {
+  return `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
+${postgresDedupTableSql(table)}`
 }
 
 /**

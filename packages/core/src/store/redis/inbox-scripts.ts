@@ -97,6 +97,14 @@ end
 return 1`
 
 // ARGV token, lease ms, ordered ('1'): the due entry with the oldest time, of `pending`, or when
+// Builds `ready` from the pending entries: for an inbox written before it existed (0.1.0's, schema version 1).
+const BUILD_READY = `  local all = redis.call('ZRANGE', P, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local ok = redis.call('HGET', E(all[i]), 'ok')
+    if ok then refresh(ok) else redis.call('ZADD', H, all[i + 1], all[i]) end
+  end
+`
+
 // ordered of `ready` (no entry of its order key runs, none older waits): {key, attempt, type,
 // payload, ts, order key, created_at ms}, or nil. One look at the first of a sorted set: no walk
 // over the entries blocked behind their email's head. A take sent again with the same token (its
@@ -114,12 +122,7 @@ if mine then
 end
 -- An inbox written before 'ready' existed: build it once from the pending entries.
 if redis.call('EXISTS', base .. 'v') == 0 then
-  local all = redis.call('ZRANGE', P, 0, -1, 'WITHSCORES')
-  for i = 1, #all, 2 do
-    local ok = redis.call('HGET', E(all[i]), 'ok')
-    if ok then refresh(ok) else redis.call('ZADD', H, all[i + 1], all[i]) end
-  end
-  redis.call('SET', base .. 'v', '2')
+${BUILD_READY}  redis.call('SET', base .. 'v', '2')
 end
 lapse()
 local lease_end = now + tonumber(ARGV[3])
@@ -250,6 +253,33 @@ return out`
 const STATS = `${COMMON}lapse()
 local oldest = redis.call('ZRANGE', A, 0, 0, 'WITHSCORES')
 return {redis.call('ZCARD', P), redis.call('ZCARD', R), redis.call('ZCARD', D), oldest[2] or false}`
+
+/**
+ * The store's schema version, read and upgraded when the store opens: KEYS the six sets, then
+ * `<base>v` (the version; 0.1.0 wrote none) and `<base>v-by` (who wrote it); ARGV[1] the base,
+ * ARGV[2] this build's version, ARGV[3] who it is. A newer version is left as it is and answered
+ * with its writer, {version, writer}; an older one (or none) is upgraded (version 2: `ready` built
+ * from the pending entries) and stamped, {found, false} (0: none). Text that is no version: {-1, text}.
+ */
+const SCHEMA = `${COMMON}local V, BY = KEYS[7], KEYS[8]
+local found = redis.call('GET', V)
+local n = 0
+if found then
+  n = tonumber(found)
+  if not n or n < 1 or n % 1 ~= 0 then return {-1, found} end
+end
+local mine = tonumber(ARGV[2])
+if n > mine then return {n, redis.call('GET', BY) or false} end
+if n < mine then
+  if n < 2 then
+${BUILD_READY}  end
+  redis.call('SET', V, ARGV[2])
+  redis.call('SET', BY, ARGV[3])
+end
+return {n, false}`
+
+/** The schema script (see SCHEMA). */
+export const INBOX_SCHEMA_SCRIPT: Script = script(SCHEMA)
 
 /** The inbox's scripts. */
 export const INBOX_SCRIPTS: Record<

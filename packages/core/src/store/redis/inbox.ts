@@ -21,9 +21,9 @@ import { INBOX_SCRIPTS } from './inbox-scripts.js'
 import type { Script } from './scripts.js'
 
 /** Where the inbox's keys live, after the store's prefix (a hash tag: one cluster slot). */
-const INBOX = '{inbox}:'
+export const INBOX = '{inbox}:'
 /** The sorted sets every inbox script gets as KEYS, in the order the scripts read them. */
-const SETS = ['pending', 'running', 'dead', 'done', 'age', 'ready'].map((name) => INBOX + name)
+export const SETS: string[] = ['pending', 'running', 'dead', 'done', 'age', 'ready'].map((name) => INBOX + name)
 /** How many dead entries one retry or purge script handles; the inbox runs it again until fewer come back. */
 const BATCH = 1_000
 

@@ -17,16 +17,27 @@ import { registerConsoleSource } from '../../console/registry.js'
 import type { OrderMark } from '../../ordering/position.js'
 import { durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
+import { newerSchemaError, WRITTEN_BY } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { redisConsoleSource } from './console.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
-import { RedisInbox } from './inbox.js'
+import { INBOX, RedisInbox, SETS } from './inbox.js'
+import { INBOX_SCHEMA_SCRIPT } from './inbox-scripts.js'
 import { checkDurations, connect, type RedisClient, type RedisDedupStoreOptions, type RedisWaitFor } from './options.js'
 import { SCRIPTS, type Script } from './scripts.js'
 
 export { checkRedisDurability, type RedisDurabilityCheckOptions } from './durability.js'
 export { DEFAULT_REDIS_PREFIX, type RedisClient, type RedisDedupStoreOptions, type RedisWaitFor } from './options.js'
+
+/**
+ * The layout this build writes, stamped at `<prefix>{inbox}:v` (who wrote it at `<prefix>{inbox}:v-by`):
+ * 1 is 0.1.0's (no stamp); 2 adds the inbox's `ready` set (what an ordered take may have now), the
+ * key of each take's token, and a retried entry's history in its hash. Dedup keys are unchanged.
+ */
+const REDIS_SCHEMA_VERSION = 2
+/** The stamp's keys, after the prefix: in the inbox's slot, so that one script reads, upgrades and stamps. */
+const SCHEMA_KEYS = [...SETS, `${INBOX}v`, `${INBOX}v-by`]
 
 /** Where marks live, after the prefix: apart from the dedup keys (`<prefix><namespace>:<id>`). */
 const ORDER_KEY = 'order:'
@@ -75,6 +86,9 @@ export class RedisDedupStore implements DedupStore {
   #checked: Promise<void> | undefined
   /** The durability check passed: later calls skip it (no await per call). */
   #checkPassed = false
+  /** The schema stamp read (and the layout upgraded) once: later calls skip it. */
+  #schema: Promise<void> | undefined
+  #schemaPassed = false
   #closed = false
 
   constructor(options: RedisDedupStoreOptions) {
@@ -193,6 +207,23 @@ export class RedisDedupStore implements DedupStore {
       )
       await this.#checked
     }
+    if (!this.#schemaPassed) {
+      this.#schema ??= this.#openSchema().then(
+        () => {
+          this.#schemaPassed = true
+        },
+        (error: unknown) => {
+          this.#schema = undefined
+          throw error
+        },
+      )
+      await this.#schema
+    }
+    return this.#eval(script, names, args)
+  }
+
+  /** Runs `script` on the prefixed `names`, loading it once if the server lost it; rejects with a DedupStoreError. */
+  async #eval(script: Script, names: string[], args: (string | number)[]): Promise<unknown> {
     const keys = names.map((name) => this.#prefix + name)
     try {
       try {
@@ -203,6 +234,32 @@ export class RedisDedupStore implements DedupStore {
       }
     } catch (error) {
       throw this.#wrap(error)
+    }
+  }
+
+  /**
+   * Reads the schema stamp once, before the first call: a newer layout is refused (nothing read or
+   * written), an older one (0.1.0 wrote none) is upgraded and stamped in the same script.
+   */
+  async #openSchema(): Promise<void> {
+    const base = this.#prefix + INBOX
+    const [found, by] = (await this.#eval(INBOX_SCHEMA_SCRIPT, SCHEMA_KEYS, [base, REDIS_SCHEMA_VERSION, WRITTEN_BY])) as [
+      number,
+      string | null,
+    ]
+    const where = `the keys under the prefix ${JSON.stringify(this.#prefix)} on ${this.#target}`
+    if (found === -1) {
+      throw new DedupStoreError(
+        'misconfigured',
+        scrub(
+          `${PACKAGE} ${where}: ${base}v holds ${JSON.stringify(by)}, not a schema version: another program wrote it. Give this store a prefix of its own.`,
+          this.#secret,
+        ),
+      )
+    }
+    if (found > REDIS_SCHEMA_VERSION) {
+      const error = newerSchemaError(PACKAGE, where, { version: found, writtenBy: by ?? undefined }, REDIS_SCHEMA_VERSION)
+      throw new DedupStoreError('misconfigured', scrub(error.message, this.#secret))
     }
   }
 

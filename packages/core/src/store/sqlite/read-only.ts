@@ -3,12 +3,14 @@
  * recovery tooling beside a running receiver. better-sqlite3 opens it `readonly` and
  * `fileMustExist`, so a mistyped path is an error, never a new empty file; no pragma that writes,
  * no table creation or upgrade, no checkpoint on close; only the two reads `lookup` needs are
- * prepared (the same SQL as schema.ts's `findDone` and `findHeldLease`).
+ * prepared (the same SQL as schema.ts's `findDone` and `findHeldLease`). A file whose schema stamp
+ * is newer than this build's is refused, as a writing store refuses it.
  */
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { openError, PACKAGE } from './errors.js'
+import { readSchemaStamp, refuseNewerSchema } from './schema.js'
 import type { Database, DatabaseConstructor, Statements } from './types.js'
 
 type ReadOnlyConstructor = new (path: string, options: { timeout: number; readonly: true; fileMustExist: true }) => Database
@@ -33,7 +35,7 @@ export function readOnlyError(path: string): DedupStoreError {
  * @param path The file; it must exist.
  * @param busyTimeoutMs How long a read waits for a lock.
  * @param table The done records' table (leases in `<table>_lease`).
- * @throws {DedupStoreError} `misconfigured` when the file does not exist, is not a database or has no dedup table.
+ * @throws {DedupStoreError} `misconfigured` when the file does not exist, is not a database, has no dedup table or has a newer schema.
  * @example
  * const { db, statements } = openReadOnly(loadDriver(), path, 5_000, DEFAULT_SQLITE_TABLE)
  */
@@ -57,6 +59,8 @@ export function openReadOnly(
     throw openError(path, error)
   }
   try {
+    // A layout newer than this build's may not mean what these reads think: refused, as a writer would.
+    refuseNewerSchema(readSchemaStamp(db, table), path, table)
     const reads = {
       findDone: db.prepare(`SELECT expires_at FROM ${table} WHERE key = ?`).pluck(),
       findHeldLease: db.prepare(`SELECT expires_at FROM ${table}_lease WHERE key = ? AND token IS NOT NULL`).pluck(),

@@ -1,13 +1,17 @@
 /**
  * The SQLite store's file: pragmas, the three tables, the move from the one-table layout of 0.1,
- * and the prepared statements. Done records live in `<table>` (key → expiry, written once per
- * event); leases in `<table>_lease` (a row per event in flight, deleted by its complete; a
- * released or lapsed one stays an hour, as it carries the attempt count); order marks in
- * `<table>_order` (order.ts). None has a secondary index: purge walks all three in key order
- * (purge.ts).
+ * the schema version stamp, and the prepared statements. Done records live in `<table>` (key →
+ * expiry, written once per event); leases in `<table>_lease` (a row per event in flight, deleted by
+ * its complete; a released or lapsed one stays an hour, as it carries the attempt count); order
+ * marks in `<table>_order` (order.ts). None has a secondary index: purge walks all three in key
+ * order (purge.ts). The layout's version is in `<table>_schema` (one row: version, written_by), a
+ * table of the store's rather than `PRAGMA user_version`, which is the file's: one file may hold
+ * several stores' tables (the `table` option) or an app's own.
  */
+import { resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
+import { newerSchemaError, type SchemaStamp, WRITTEN_BY } from '../schema-version.js'
 import { openError, PACKAGE } from './errors.js'
 import { inboxTableSql, upgradeInbox } from './inbox.js'
 import { markTableSql, prepareMarks } from './order.js'
@@ -20,6 +24,12 @@ export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseCons
   (module) => module as DatabaseConstructor,
   `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
 )
+
+/**
+ * The layout this build writes: 1 is 0.1.0's (no stamp); 2 adds to the inbox table the `ready`
+ * marks of an ordered take and a retried entry's history (failed_at, retried_at, retried_attempts).
+ */
+export const SQLITE_SCHEMA_VERSION = 2
 
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
@@ -58,7 +68,7 @@ export function openDatabase(
     const pageSize = db.pragma('page_size', { simple: true }) as number
     db.pragma(`wal_autocheckpoint = ${Math.ceil(AUTOCHECKPOINT_BYTES / pageSize)}`)
     db.pragma(`cache_size = -${CACHE_KIB}`)
-    createTables(db, table)
+    createTables(db, table, path)
     return { db, statements: prepare(db, table) }
   } catch (error) {
     db.close()
@@ -87,7 +97,41 @@ function useWal(db: Database, busyTimeoutMs: number): void {
   }
 }
 
-function createTables(db: Database, table: string): void {
+/**
+ * The stamp in `<table>_schema`, or undefined when there is none (a new file, or one 0.1.0 wrote).
+ * @param db An open file (read-only is fine).
+ * @param table The store's table.
+ * @example
+ * const found = readSchemaStamp(db, 'email_webhook_dedup')
+ */
+export function readSchemaStamp(db: Database, table: string): SchemaStamp | undefined {
+  const present = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).pluck().get(`${table}_schema`)
+  if (present === undefined) return undefined
+  const row = db.prepare(`SELECT version, written_by FROM ${table}_schema WHERE id = 1`).get() as
+    | { version: number; written_by: string }
+    | undefined
+  return row && { version: row.version, writtenBy: row.written_by }
+}
+
+/**
+ * Refuses a file whose layout is newer than this build's.
+ * @throws {DedupStoreError} `misconfigured`, naming both versions and the release that wrote it.
+ * @example
+ * refuseNewerSchema(readSchemaStamp(db, table), path, table)
+ */
+export function refuseNewerSchema(found: SchemaStamp | undefined, path: string, table: string): void {
+  if (found !== undefined && found.version > SQLITE_SCHEMA_VERSION) {
+    const where = `the SQLite file ${path === ':memory:' ? path : resolve(path)} (table ${table})`
+    throw newerSchemaError(PACKAGE, where, found, SQLITE_SCHEMA_VERSION)
+  }
+}
+
+/**
+ * Creates the tables of a new file, or brings an older one up to this build's layout, and stamps
+ * it; all in one transaction that holds the write lock, so processes opening the file together
+ * upgrade it once. A file stamped with this version is left as it is.
+ */
+function createTables(db: Database, table: string, path: string): void {
   const create = `
     CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS ${table}_lease (
@@ -96,22 +140,32 @@ function createTables(db: Database, table: string): void {
     ${markTableSql(table)}
     ${inboxTableSql(table)}`
   db.transaction(() => {
+    const found = readSchemaStamp(db, table)
+    refuseNewerSchema(found, path, table)
+    if (found?.version === SQLITE_SCHEMA_VERSION) return
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
     if (!columns.includes('done')) {
       // CREATE … IF NOT EXISTS: also adds the mark table to a file from before ordering.
       db.exec(create)
-      upgradeInbox(db, table)
-      return
-    }
-    // 0.1 kept leases and done records in one table with an index on expires_at: move both over.
-    db.exec(`
+    } else {
+      // Before 0.1.0 leases and done records were in one table with an index on expires_at: move both over.
+      db.exec(`
       ALTER TABLE ${table} RENAME TO ${table}_v1;
       DROP INDEX IF EXISTS ${table}_expires_at;
       ${create}
       INSERT INTO ${table} (key, expires_at) SELECT key, expires_at FROM ${table}_v1 WHERE done = 1;
       INSERT INTO ${table}_lease (key, token, attempt, expires_at) SELECT key, token, attempt, expires_at FROM ${table}_v1 WHERE done = 0;
       DROP TABLE ${table}_v1;`)
+    }
+    // Version 1 to 2: the inbox's new columns and ready marks.
     upgradeInbox(db, table)
+    db.exec(`CREATE TABLE IF NOT EXISTS ${table}_schema (
+      id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1), version INTEGER NOT NULL, written_by TEXT NOT NULL
+    )`)
+    db.prepare(
+      `INSERT INTO ${table}_schema (id, version, written_by) VALUES (1, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded.written_by WHERE version < excluded.version`,
+    ).run(SQLITE_SCHEMA_VERSION, WRITTEN_BY)
   }).immediate()
   const lease = db.prepare(`SELECT name FROM pragma_table_info('${table}_lease')`).pluck().all() as string[]
   if (!lease.includes('token')) {
