@@ -228,7 +228,8 @@ await steps.step('pack every public package', async () => {
 await steps.step('install the tarballs into a fresh app and run its smoke checks (test/pack)', () =>
   run(process.execPath, [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'test/pack/pack.test.ts'], {
     cwd: ROOT,
-    env: { EMAIL_WEBHOOKS_PACKS: packs },
+    // TEST_TIER=all: the pack test is in the long tier (vitest.config.ts), which a bare run leaves out.
+    env: { EMAIL_WEBHOOKS_PACKS: packs, TEST_TIER: 'all' },
     quiet: true,
     label: 'smoke checks',
   }),

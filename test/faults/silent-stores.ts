@@ -22,8 +22,11 @@ import { servers } from './services.js'
 
 const ADAPTERS = ['express', 'express', 'hono'] as const
 const PER_SECOND = 40
-/** Longer than the silence (5 s), so that a complete tried again while it lasts still holds the event: 0 doubles is the goal. */
-const LEASE_MS = 10_000
+/**
+ * The lease: longer than the silence (2 s quick, 5 s full) and the store's call deadline (3 s), so
+ * that a complete tried again while it lasts still holds the event: 0 doubles is the goal.
+ */
+const LEASE_MS: Record<FaultLevel, number> = { quick: 5_000, full: 10_000, long: 10_000 }
 
 interface SilentScenario {
   scenario: string
@@ -47,7 +50,7 @@ interface SilentScenario {
 }
 
 /** Runs one silent fault under traffic through a fleet and measures it, checking the goals every row shares. */
-async function runSilent(s: SilentScenario, file: (name: string) => string, events: number) {
+async function runSilent(s: SilentScenario, file: (name: string) => string, events: number, leaseMs: number) {
   const journal = file(`${s.name}.journal`)
   const fleet: Fleet = await startFleet({
     adapters: ADAPTERS,
@@ -55,7 +58,7 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
     journal,
     file,
     name: s.name,
-    options: { ...RECONCILABLE, leaseMs: LEASE_MS, ...s.options },
+    options: { ...RECONCILABLE, leaseMs, ...s.options },
     ...(s.stallCompletes ? { stallCompletes: s.stallCompletes } : {}),
     ...(s.stallSlowCompletes ? { stallSlowCompletes: true } : {}),
   })
@@ -99,7 +102,7 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
     report(figures)
     expectExactlyOnce(figures)
     expect(figures.notSent, 'the endpoint was never disabled').toBe(0)
-    expect(figures.blockedAfterMs, 'an email answered 409 longer than one lease after the fault ended').toBeLessThanOrEqual(LEASE_MS)
+    expect(figures.blockedAfterMs, 'an email answered 409 longer than one lease after the fault ended').toBeLessThanOrEqual(leaseMs)
     return { figures, run, fleet }
   } finally {
     await run.close()
@@ -111,6 +114,7 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
 /** The silent-fault scenarios at `level`: quick blackholes for 2 s with less traffic. */
 export function silentStoreScenarios(level: FaultLevel): void {
   const EVENTS = pick(level, { quick: 80, full: 240, long: 1_000 })
+  const leaseMs = LEASE_MS[level]
   describe('store faults that fail quietly (3 instances behind a balancer)', () => {
     const file = scratch('silent')
     let pgProxy: FaultProxy
@@ -127,7 +131,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       const { figures } = await runSilent(
         {
           scenario: `PostgreSQL blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
-          method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, queryTimeoutMs 3000`,
+          method: `proxy accepts and never answers; connections open then stay dead; lease ${leaseMs} ms, queryTimeoutMs 3000`,
           name: 'pg-blackhole',
           store: { kind: 'postgres', url: viaPort(servers.postgres.url, pgProxy.port) },
           openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
@@ -138,6 +142,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
         },
         file,
         EVENTS,
+        leaseMs,
       )
       expect(figures.duringFault).toMatch(/503 store_unavailable/)
     }, 240_000)
@@ -146,7 +151,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       const { figures } = await runSilent(
         {
           scenario: `Redis blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
-          method: `proxy accepts and never answers; connections open then stay dead; lease ${LEASE_MS} ms, commandTimeoutMs 3000`,
+          method: `proxy accepts and never answers; connections open then stay dead; lease ${leaseMs} ms, commandTimeoutMs 3000`,
           name: 'redis-blackhole',
           store: { kind: 'redis', url: viaPort(servers.redis.url, redisProxy.port) },
           openStore: () => new RedisDedupStore({ url: servers.redis.url }),
@@ -157,6 +162,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
         },
         file,
         EVENTS,
+        leaseMs,
       )
       expect(figures.duringFault).toMatch(/503 store_unavailable/)
     }, 240_000)
@@ -182,6 +188,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
         },
         file,
         EVENTS,
+        leaseMs,
       )
     }, 240_000)
 
@@ -189,7 +196,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       await runSilent(
         {
           scenario: 'complete hangs, first 3 of each instance (3 instances, PostgreSQL)',
-          method: `each instance's first 3 completes never answer; storeTimeoutMs 1500, lease ${LEASE_MS} ms`,
+          method: `each instance's first 3 completes never answer; storeTimeoutMs 1500, lease ${leaseMs} ms`,
           name: 'complete-hangs',
           store: { kind: 'postgres', url: servers.postgres.url },
           openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
@@ -202,6 +209,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
         },
         file,
         EVENTS,
+        leaseMs,
       )
     }, 240_000)
 
@@ -209,7 +217,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       await runSilent(
         {
           scenario: 'late handler, its complete hangs (3 instances, PostgreSQL)',
-          method: `every 8th event runs 2.5 s against handlerTimeoutMs 2000, and its late complete never answers; lease ${LEASE_MS} ms`,
+          method: `every 8th event runs 2.5 s against handlerTimeoutMs 2000, and its late complete never answers; lease ${leaseMs} ms`,
           name: 'late-hangs',
           store: { kind: 'postgres', url: servers.postgres.url },
           openStore: () => new PostgresDedupStore({ connectionString: servers.postgres.url }),
@@ -224,6 +232,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
         },
         file,
         EVENTS,
+        leaseMs,
       )
     }, 240_000)
   })

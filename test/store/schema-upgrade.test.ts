@@ -24,7 +24,8 @@ import Redis from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Dynalite, type DynamoProxy, startDynalite, startDynamoProxy } from '../services/dynalite.js'
-import { type RunningServer, startPostgres, startRedis } from '../services/servers.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { scaled } from '../support/time.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const FIXTURES = join(HERE, 'fixtures/schema-v1')
@@ -119,10 +120,19 @@ async function expectInboxKept(inbox: InboxQueue): Promise<void> {
   expect(await inbox.stats()).toMatchObject({ pending: 3, running: 0, dead: 0 })
 }
 
+/**
+ * The three stores run side by side, each in order: the upgrade first; then the dedup and ordering
+ * cases side by side (keys and emails of their own); then the inbox cases one after another (a
+ * take may take any due entry), and the refusals.
+ */
+const sideBySide = { describe: describe.concurrent, it }
+const oneByOne = { describe: describe.sequential, it: it.sequential }
+const shortMs = scaled(300)
+
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-schema-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-describe('SQLite: a file made by 0.1.0', () => {
+describe.concurrent('SQLite: a file made by 0.1.0', () => {
   const path = join(dir, 'v1.db')
   const stamp = (file: string) => {
     const db = new Database(file, { readonly: true })
@@ -133,7 +143,7 @@ describe('SQLite: a file made by 0.1.0', () => {
     }
   }
 
-  it('is upgraded once when the store opens it, stamped version 2, with every event, mark and inbox entry kept', async () => {
+  it.sequential('is upgraded once when the store opens it, stamped version 2, with every event, mark and inbox entry kept', async () => {
     const db = new Database(path)
     db.exec(fixture('sqlite.sql'))
     db.close()
@@ -151,11 +161,11 @@ describe('SQLite: a file made by 0.1.0', () => {
   })
 
   const open = () => new SqliteDedupStore({ path })
-  dedupStoreConformance('SqliteDedupStore on the upgraded 0.1.0 file', { describe, it }, { createStore: open, checkDurations: true })
-  orderingConformance('SqliteDedupStore on the upgraded 0.1.0 file', { describe, it }, { createStore: open })
-  inboxConformance('SqliteDedupStore on the upgraded 0.1.0 file', { describe, it }, { createStore: open, createPeerStore: open })
+  dedupStoreConformance('SqliteDedupStore on the upgraded 0.1.0 file', sideBySide, { createStore: open, checkDurations: true, shortMs })
+  orderingConformance('SqliteDedupStore on the upgraded 0.1.0 file', sideBySide, { createStore: open, shortMs })
+  inboxConformance('SqliteDedupStore on the upgraded 0.1.0 file', oneByOne, { createStore: open, createPeerStore: open })
 
-  it('refuses a file stamped by a newer release, read-only too, and changes nothing in it', async () => {
+  it.sequential('refuses a file stamped by a newer release, read-only too, and changes nothing in it', async () => {
     const newer = join(dir, 'newer.db')
     await new SqliteDedupStore({ path: newer }).close()
     const db = new Database(newer)
@@ -172,11 +182,11 @@ describe('SQLite: a file made by 0.1.0', () => {
   })
 })
 
-describe('PostgreSQL: tables made by 0.1.0', () => {
-  let server: RunningServer
+describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
+  let server: TestServer
   let client: pg.Client
   beforeAll(async () => {
-    server = await startPostgres()
+    server = await sharedPostgres()
     client = new pg.Client({ connectionString: server.url })
     await client.connect()
   })
@@ -186,7 +196,7 @@ describe('PostgreSQL: tables made by 0.1.0', () => {
   })
   const stamp = async (table: string) => (await client.query(`SELECT version, written_by FROM ${table}_schema`)).rows
 
-  it('are upgraded once when the store opens them, stamped version 2, with every event, mark and inbox entry kept', async () => {
+  it.sequential('are upgraded once when the store opens them, stamped version 2, with every event, mark and inbox entry kept', async () => {
     await client.query(fixture('postgres.sql'))
     const store = new PostgresDedupStore({ connectionString: server.url })
     try {
@@ -199,11 +209,11 @@ describe('PostgreSQL: tables made by 0.1.0', () => {
   })
 
   const open = () => new PostgresDedupStore({ connectionString: server.url })
-  dedupStoreConformance('PostgresDedupStore on the upgraded 0.1.0 tables', { describe, it }, { createStore: open, checkDurations: true })
-  orderingConformance('PostgresDedupStore on the upgraded 0.1.0 tables', { describe, it }, { createStore: open })
-  inboxConformance('PostgresDedupStore on the upgraded 0.1.0 tables', { describe, it }, { createStore: open, createPeerStore: open })
+  dedupStoreConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, checkDurations: true, shortMs })
+  orderingConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, shortMs })
+  inboxConformance('PostgresDedupStore on the upgraded 0.1.0 tables', oneByOne, { createStore: open, createPeerStore: open })
 
-  it('refuses tables stamped by a newer release before any other statement, createTable or not', async () => {
+  it.sequential('refuses tables stamped by a newer release before any other statement, createTable or not', async () => {
     const first = new PostgresDedupStore({ connectionString: server.url, table: 'newer' })
     await first.claim('default:before', LONG)
     await first.close()
@@ -227,7 +237,7 @@ describe('PostgreSQL: tables made by 0.1.0', () => {
     expect(await stamp('newer')).toEqual([{ version: 3, written_by: NEWER.writtenBy }])
   })
 
-  it('are stamped version 2 when new, with the SQL for hand-run migrations giving the same stamp', async () => {
+  it.sequential('are stamped version 2 when new, with the SQL for hand-run migrations giving the same stamp', async () => {
     const store = new PostgresDedupStore({ connectionString: server.url, table: 'fresh' })
     try {
       await store.claim('default:one', LONG)
@@ -241,12 +251,12 @@ describe('PostgreSQL: tables made by 0.1.0', () => {
   })
 })
 
-describe('Redis: keys written by 0.1.0', () => {
-  let server: RunningServer
+describe.concurrent('Redis: keys written by 0.1.0', () => {
+  let server: TestServer
   let client: Redis
   const prefix = 'ewh:'
   beforeAll(async () => {
-    server = await startRedis()
+    server = await sharedRedis()
     client = new Redis(server.url)
   })
   afterAll(async () => {
@@ -254,7 +264,7 @@ describe('Redis: keys written by 0.1.0', () => {
     await server?.stop()
   })
 
-  it('are upgraded once when the store opens them (the ready set built), stamped version 2, with every event, mark and inbox entry kept', async () => {
+  it.sequential('are upgraded once when the store opens them (the ready set built), stamped version 2, with every event, mark and inbox entry kept', async () => {
     const { keys } = JSON.parse(fixture('redis.json')) as {
       keys: { key: string; type: string; value: string | string[] | Record<string, string>; pttl: number | null }[]
     }
@@ -283,11 +293,11 @@ describe('Redis: keys written by 0.1.0', () => {
   })
 
   const open = () => new RedisDedupStore({ url: server.url, prefix })
-  dedupStoreConformance('RedisDedupStore on the upgraded 0.1.0 keys', { describe, it }, { createStore: open, checkDurations: true })
-  orderingConformance('RedisDedupStore on the upgraded 0.1.0 keys', { describe, it }, { createStore: open })
-  inboxConformance('RedisDedupStore on the upgraded 0.1.0 keys', { describe, it }, { createStore: open, createPeerStore: open })
+  dedupStoreConformance('RedisDedupStore on the upgraded 0.1.0 keys', sideBySide, { createStore: open, checkDurations: true, shortMs })
+  orderingConformance('RedisDedupStore on the upgraded 0.1.0 keys', sideBySide, { createStore: open, shortMs })
+  inboxConformance('RedisDedupStore on the upgraded 0.1.0 keys', oneByOne, { createStore: open, createPeerStore: open })
 
-  it('refuses keys stamped by a newer release, and a stamp that is no version, writing nothing', async () => {
+  it.sequential('refuses keys stamped by a newer release, and a stamp that is no version, writing nothing', async () => {
     await client.mset('newer:{inbox}:v', String(NEWER.version), 'newer:{inbox}:v-by', NEWER.writtenBy)
     const store = new RedisDedupStore({ url: server.url, prefix: 'newer:' })
     try {
@@ -354,7 +364,7 @@ describe('DynamoDB: each item carries its layout version (the store is new in th
     expect(await store.lookup('default:older')).toBe('done')
   })
 
-  it('refuses an item of a newer layout, live or expired, on the failed condition (ALL_OLD) or the read, and never takes it over', async () => {
+  it.sequential('refuses an item of a newer layout, live or expired, on the failed condition (ALL_OLD) or the read, and never takes it over', async () => {
     await put('default:newer-done', 'done', Date.now() + 3_600_000, 2)
     await put('default:newer-expired', 'lease', Date.now() - 1_000, 2)
     for (const via of [client, proxied]) {
