@@ -143,37 +143,45 @@ const SCHEMA = {
   },
 }
 
+/** The short lease and retention of the expiry cases: `?shortMs=` (the test passes 300 ms times TEST_TIME_SCALE), else 300. */
+let shortMs = 300
+
 const SUITES = {
   'd1-dedup': (env, register) =>
     dedupStoreConformance('D1DedupStore', register, {
       createStore: () => new D1DedupStore(env.DB),
       closeAfterEach: false,
       checkDurations: true,
+      shortMs,
     }),
   'd1-ordering': (env, register) =>
-    orderingConformance('D1DedupStore', register, { createStore: () => new D1DedupStore(env.DB), closeAfterEach: false }),
+    orderingConformance('D1DedupStore', register, { createStore: () => new D1DedupStore(env.DB), closeAfterEach: false, shortMs }),
   'do-dedup': (env, register) =>
     dedupStoreConformance('DurableObjectDedupStore (16 shards)', register, {
       createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP),
       closeAfterEach: false,
       checkDurations: true,
+      shortMs,
     }),
   'do-dedup-one': (env, register) =>
     dedupStoreConformance('DurableObjectDedupStore (1 shard)', register, {
       createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name: 'one' }),
       closeAfterEach: false,
       checkDurations: true,
+      shortMs,
     }),
   'do-ordering-one': (env, register) =>
     orderingConformance('DurableObjectDedupStore (1 shard)', register, {
       createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP, { shards: 1, name: 'one' }),
       closeAfterEach: false,
+      shortMs,
     }),
   'do-ordering-sharded': (env, register) =>
     orderingConformance('DurableObjectDedupStore (16 shards)', register, {
       createStore: () => new DurableObjectDedupStore(env.EMAIL_WEBHOOK_DEDUP),
       closeAfterEach: false,
       expectCapability: false,
+      shortMs,
     }),
 }
 
@@ -186,7 +194,9 @@ for (const [name, run] of Object.entries(PURGES)) {
 
 export default {
   async fetch(request, env) {
-    const suite = SUITES[new URL(request.url).searchParams.get('suite')]
+    const url = new URL(request.url)
+    const suite = SUITES[url.searchParams.get('suite')]
+    shortMs = Number(url.searchParams.get('shortMs') ?? 300)
     if (!suite) return Response.json({ suites: Object.keys(SUITES) }, { status: 404 })
     const tests = []
     suite(env, { describe: (_name, fn) => fn(), it: (name, fn) => void tests.push({ name, fn }) })
