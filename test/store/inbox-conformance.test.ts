@@ -14,6 +14,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { scaled } from '../support/time.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-inbox-'))
 let postgres: TestServer
@@ -35,28 +36,35 @@ afterAll(async () => {
 })
 
 const stores = { describe: describe.concurrent, it: it.sequential }
+/** The suite's 300 ms, stretched by TEST_TIME_SCALE. */
+const shortMs = scaled(300)
 
-inboxConformance('MemoryDedupStore', stores, { createStore: () => new MemoryDedupStore() })
+inboxConformance('MemoryDedupStore', stores, { createStore: () => new MemoryDedupStore(), shortMs })
 inboxConformance('SqliteDedupStore (a temp file)', stores, {
   createStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
   createPeerStore: () => new SqliteDedupStore({ path: join(dir, 'inbox.db') }),
+  shortMs,
 })
 
 inboxConformance('PostgresDedupStore (connectionString, real PostgreSQL 15, table "inbox_url")', stores, {
   createStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
   createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_url' }),
+  shortMs,
 })
 // The given pool outlives every store: close() leaves it open for the next test.
 inboxConformance('PostgresDedupStore (a given pg.Pool, table "inbox_pool")', stores, {
   createStore: () => new PostgresDedupStore({ pool, table: 'inbox_pool' }),
   createPeerStore: () => new PostgresDedupStore({ connectionString: postgres.url, table: 'inbox_pool' }),
+  shortMs,
 })
 
 inboxConformance('RedisDedupStore (url, real Redis 7 with appendfsync always, prefix "inbox-url:")', stores, {
   createStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
   createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-url:' }),
+  shortMs,
 })
 inboxConformance('RedisDedupStore (a given ioredis client, prefix "inbox-given:")', stores, {
   createStore: () => new RedisDedupStore({ client, prefix: 'inbox-given:' }),
   createPeerStore: () => new RedisDedupStore({ url: redis.url, prefix: 'inbox-given:' }),
+  shortMs,
 })
