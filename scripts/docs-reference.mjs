@@ -66,6 +66,7 @@ const OPTION_GROUPS = [
     declarations: [
       ['packages/bullmq/src/sink.ts', 'BullmqSinkOptions'],
       ['packages/pg-boss/src/sink.ts', 'PgBossSinkOptions'],
+      ['packages/pg-boss/src/work.ts', 'PgBossWorkOptions'],
     ],
   },
   {
@@ -257,23 +258,19 @@ function statusTable(root, file, name) {
 function unionMembers(root, file, name) {
   const node = declaration(root, file, name)
   const types = ts.isUnionTypeNode(node.type) ? node.type.types : [node.type]
+  const source = sourceOf(root, file)
   const members = []
+  let previousEnd = node.type.pos
   for (const type of types) {
+    // A member's JSDoc is the last doc comment between the previous member (or the `=`) and it.
+    const between = source.text.slice(previousEnd, type.getStart(source))
+    previousEnd = type.end
     if (!ts.isLiteralTypeNode(type) || !ts.isStringLiteral(type.literal)) continue
-    // A member's JSDoc is the comment right before it in the union.
-    const source = sourceOf(root, file)
-    const comments = ts.getLeadingCommentRanges(source.text, type.pos) ?? []
-    const jsdoc = comments
-      .map((range) => source.text.slice(range.pos, range.end))
-      .filter((text) => text.startsWith('/**'))
-      .pop()
+    const jsdoc = [...between.matchAll(/\/\*\*([\s\S]*?)\*\//g)].pop()?.[1] ?? ''
     const text = jsdoc
-      ? jsdoc
-          .replace(/^\/\*\*|\*\/$/g, '')
-          .split('\n')
-          .map((line) => line.replace(/^\s*\* ?/, ''))
-          .join(' ')
-      : ''
+      .split('\n')
+      .map((line) => line.replace(/^\s*\* ?/, ''))
+      .join(' ')
     members.push({ code: type.literal.text, doc: oneLine(text) })
   }
   return members
@@ -327,7 +324,7 @@ export function errorsPage(root = ROOT) {
     '',
     '## Error codes of the receiver',
     '',
-    "`WebhookVerificationError` carries the codes of requests refused before any handler runs (400, 401, 413), `WebhookHandlingError` those of authentic deliveries that could not be handled now (409, 500, 503); both have `code`, `status` and `cause`. `onError` sees each one, with the answer's status.",
+    "`WebhookVerificationError` carries the codes of requests refused before any handler runs (400, 401, 413), `WebhookHandlingError` those of authentic deliveries that could not be handled now (409, 500, 503); both have `code`, `status` and `cause`, and `onError` sees each one with the answer's status. A `WebhookVerificationError` has no stack trace (its `stack` is just its name and message): it describes the request, not the code, and refusing a forged request should cost less than checking a real one.",
     '',
     '| Code | Status | Error | What it means, what to do |',
     '| --- | --- | --- | --- |',
