@@ -435,7 +435,11 @@ export async function checkReference({ root = ROOT, update = false, pages } = {}
       writeFileSync(join(root, file), text)
       continue
     }
-    const a = (committed ?? '').split('\n')
+    if (committed === undefined) {
+      differences.push({ file, line: 1, committed: undefined, fresh: text.split('\n')[0] })
+      continue
+    }
+    const a = committed.split('\n')
     const b = text.split('\n')
     const at = b.findIndex((line, i) => line !== a[i])
     differences.push({ file, line: at + 1, committed: a[at], fresh: b[at] })

@@ -44,6 +44,14 @@ export function sitePages(root = ROOT) {
   return pages.sort()
 }
 
+/** The READMEs, which link into the site's pages: the root one and one per package. */
+export function readmes(root = ROOT) {
+  const packages = readdirSync(join(root, 'packages'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => `packages/${entry.name}/README.md`)
+  return ['README.md', ...packages].filter((file) => existsSync(join(root, file)))
+}
+
 /**
  * The repository path whose folder a page's relative links start from: the page's own file, or,
  * for a page under /source/, the file it shows. `relativePath` is VitePress's (relative to docs/).
@@ -179,20 +187,21 @@ export function sourceFiles(root = ROOT) {
 }
 
 /**
- * Every link of every page (and of every Markdown file the site shows under /source/) checked:
+ * Every link of every page, of the READMEs, and of every Markdown file the site shows under /source/, checked:
  * its file exists and is not a folder, and its anchor is a heading of the page it leads to.
- * Returns the problems, each `file:line: href: what is wrong`; none when every link holds.
+ * Returns the problems, each `file:line: href: what is wrong`; none when every link holds. `read`
+ * gives a file's text (a test hands it a broken copy of a page).
  */
-export function checkLinks(root = ROOT) {
+export function checkLinks(root = ROOT, { read = (file) => readFileSync(join(root, file), 'utf8') } = {}) {
   const problems = []
   const anchorCache = new Map()
   const anchors = (repoPath) => {
-    if (!anchorCache.has(repoPath)) anchorCache.set(repoPath, anchorsOf(readFileSync(join(root, repoPath), 'utf8')))
+    if (!anchorCache.has(repoPath)) anchorCache.set(repoPath, anchorsOf(read(repoPath)))
     return anchorCache.get(repoPath)
   }
-  const files = [...sitePages(root), ...sourceFiles(root).filter((file) => file.endsWith('.md'))]
+  const files = [...new Set([...sitePages(root), ...readmes(root), ...sourceFiles(root).filter((file) => file.endsWith('.md'))])]
   for (const file of files) {
-    for (const { href, line, image } of linksOf(readFileSync(join(root, file), 'utf8'))) {
+    for (const { href, line, image } of linksOf(read(file))) {
       const target = resolveLink(file, href, root)
       const at = `${file}:${line}: ${href}`
       if (target.problem) {
