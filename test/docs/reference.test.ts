@@ -47,7 +47,7 @@ describe('the reference pages', () => {
   })
 
   it('list every option with its default, every error code with its status, and every command with its help', async () => {
-    const [options, errors, cli] = (await generateReference()).map((page) => page.text)
+    const [options = '', errors = '', cli = ''] = (await generateReference()).map((page) => page.text)
     expect(options).toContain('| `leaseMs` | `number` | `30000` | How long a claim holds')
     expect(options).toContain('### `SqliteDedupStoreOptions`')
     expect(options).toMatch(/\| `secret` \(required\) \| `WebhookSecret` \|/)
