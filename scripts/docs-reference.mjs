@@ -29,7 +29,7 @@ const OPTION_GROUPS = [
   {
     title: 'Receiver',
     intro:
-      'The options of `emailWebhook(secret, handlers, options)` (core and every adapter) and `createReceiver({ secret, handlers, ...options })`. Every option is checked when the handler is created: a bad value throws a `TypeError` naming it, and an option name the receiver does not know (a typo such as `skipstale`) is refused, naming the nearest known one. Durations are whole milliseconds.',
+      'The options of `emailWebhook(secret, handlers, options)` (core and every adapter) and `createReceiver({ secret, handlers, ...options })`. Every option is checked when the handler is created: a bad value throws a `TypeError` naming it, and an option name the receiver does not know (a typo such as `skipstale`, or an option of a newer version) is refused, naming the nearest known one: it would otherwise be accepted and do nothing. Durations are whole milliseconds.',
     declarations: [
       ['packages/core/src/receiver/types.ts', 'WebhookOptions'],
       ['packages/core/src/receiver/types.ts', 'ReceiverOptions'],

@@ -85,6 +85,7 @@ export function resolveLink(from, href, root = ROOT) {
   const hashAt = href.indexOf('#')
   const path = hashAt < 0 ? href : href.slice(0, hashAt)
   const hash = hashAt < 0 ? '' : decodeURIComponent(href.slice(hashAt + 1))
+  if (path === '' && hash === '') return { kind: 'missing', repoPath: from, problem: 'a link to nowhere (#): name a heading or a page' }
   if (path === '') return { kind: 'anchor', repoPath: from, hash }
   if (path.startsWith('/'))
     return { kind: 'missing', repoPath: path, problem: 'an absolute path: write links relative to the page, as on GitHub' }

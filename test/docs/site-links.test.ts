@@ -74,13 +74,14 @@ describe('the links of the documentation', () => {
     ])
   })
 
-  it('fails on a link to a folder, out of the repository, or by absolute path; and in a README too', () => {
+  it('fails on a link to a folder, out of the repository, by absolute path or to nowhere; and in a README too', () => {
     const page = 'docs/getting-started/index.md'
-    const text = `${read(page)}\n[a](../../examples/express) [b](../../../etc/passwd) [c](/guides/cli.md)\n`
+    const text = `${read(page)}\n[a](../../examples/express) [b](../../../etc/passwd) [c](/guides/cli.md) [d](#)\n`
     expect(checkWith(page, text)).toEqual([
       expect.stringMatching(/\.\.\/\.\.\/examples\/express: a folder: link one of its files$/),
       expect.stringMatching(/\.\.\/\.\.\/\.\.\/etc\/passwd: leads outside the repository$/),
       expect.stringMatching(/\/guides\/cli\.md: an absolute path: write links relative to the page, as on GitHub$/),
+      expect.stringMatching(/: #: a link to nowhere \(#\): name a heading or a page$/),
     ])
     const readme = read('packages/core/README.md').replace('(../../docs/moved.md#', '(../../docs/moved.md#no-such-section-')
     expect(checkWith('packages/core/README.md', readme)).toEqual([expect.stringMatching(/^packages\/core\/README\.md:\d+: .*no heading/)])
