@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT, siteVersion, sourceFiles } from '../../scripts/docs-site.mjs'
 
-/** Fence languages by file extension (anything else is shown as plain text). */
+/** Fence languages by file extension (anything else is shown as plain text). @type {Record<string, string>} */
 const LANGUAGES = {
   js: 'js',
   mjs: 'js',
@@ -20,7 +20,10 @@ const LANGUAGES = {
   sh: 'sh',
 }
 
-/** A fence longer than any run of backticks in the text, so the file cannot close it. */
+/**
+ * A fence longer than any run of backticks in the text, so the file cannot close it.
+ * @param {string} text
+ */
 function fence(text) {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((run) => run[0].length))
   return '`'.repeat(longest + 1)
