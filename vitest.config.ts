@@ -14,6 +14,7 @@ export const LONG_FILES = [
   'test/multi-instance/many-instances.test.ts',
   'test/reliability/soak.test.ts',
   'test/console/browser.test.ts',
+  'test/docs/site.test.ts',
   'bench/test/smoke.test.ts',
   'test/pack/pack.test.ts',
   'test/release/api-reports.test.ts',

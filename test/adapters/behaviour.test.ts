@@ -150,7 +150,7 @@ for (const kind of ALL_TARGETS) {
       expect(runs).toBe(1)
     })
 
-    it('accepts an upper-case hex signature (the same MAC; see the core README) and says when the signature header is empty', async () => {
+    it('accepts an upper-case hex signature (the same MAC; see the Sender contract page of the docs) and says when the signature header is empty', async () => {
       const send = await start()
       const good = await createSignedDelivery()
       const upper = await send({

@@ -29,7 +29,7 @@ const FLAGS = [
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
-      `Chromium is not installed at ${CHROMIUM}, and the console's browser tests need it. Run the tests with \`npm test\` (scripts/services.mjs installs Debian's chromium as root or with sudo), or run \`apt-get install chromium\`, or set EMAIL_WEBHOOKS_CHROMIUM to a Chromium binary.`,
+      `Chromium is not installed at ${CHROMIUM}, and the browser tests (the console's and the documentation site's) need it. Run the tests with \`npm test\` (scripts/services.mjs installs Debian's chromium as root or with sudo), or run \`apt-get install chromium\`, or set EMAIL_WEBHOOKS_CHROMIUM to a Chromium binary.`,
     )
   }
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS })

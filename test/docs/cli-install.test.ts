@@ -1,5 +1,5 @@
 /**
- * Installing the CLI, as the READMEs tell it: the `npm i -D` line of `npm run pack` (an absolute
+ * Installing the CLI, as the command line guide (docs/guides/cli.md) and the CLI's README tell it: the `npm i -D` line of `npm run pack` (an absolute
  * path, which works outside the clone, not `./packs/…`), and what npx's bare 404 for
  * `npx --no-install email-webhooks …` means, with the line to run. `npm run pack`'s own output is
  * checked by test/pack/pack.test.ts.
@@ -13,7 +13,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const prose = (doc: string): string => readFileSync(join(ROOT, doc), 'utf8').replace(/\s+/g, ' ')
 const NOT_FOUND = 'npm error 404 Not Found - GET https://registry.npmjs.org/email-webhooks'
 
-describe.each(['README.md', 'packages/cli/README.md'])('%s on installing the CLI', (doc) => {
+describe.each(['docs/guides/cli.md', 'packages/cli/README.md'])('%s on installing the CLI', (doc) => {
   it("says what npx's bare 404 means and gives the install line, in its absolute form", () => {
     const text = prose(doc)
     expect(text).toContain(NOT_FOUND)

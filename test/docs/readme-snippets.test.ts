@@ -1,15 +1,16 @@
 /**
- * Every ```ts and ```js snippet in the root README, the package READMEs and docs/ is either quoted
- * whole from a file that a test runs (marked `<!-- snippet: examples/… -->` on the line before the
- * fence, and linked from the page), or type-checked here under the workspace's strict settings
- * against the built packages' types. A snippet marked `<!-- snippet: partial … -->` is neither;
- * there may be at most MAX_PARTIAL of them.
+ * Every ```ts and ```js snippet in the root README, the package READMEs and every page of the
+ * documentation site (docs/, at any depth) is either quoted whole from a file that a test runs
+ * (marked `<!-- snippet: examples/… -->` on the line before the fence, and linked from the page), or
+ * type-checked here under the workspace's strict settings against the built packages' types. A
+ * snippet marked `<!-- snippet: partial … -->` is neither; there may be at most MAX_PARTIAL of them.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { sitePages } from '../../scripts/docs-site.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const MAX_PARTIAL = 2
@@ -53,10 +54,10 @@ interface Snippet {
   marker: string | undefined
 }
 
-function documents(): string[] {
-  const packages = readdirSync(join(ROOT, 'packages')).map((name) => `packages/${name}/README.md`)
-  const docs = existsSync(join(ROOT, 'docs')) ? readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')) : []
-  return ['README.md', ...packages, ...docs.map((name) => `docs/${name}`)].filter((doc) => existsSync(join(ROOT, doc)))
+/** The READMEs and the site's pages, as repository paths. */
+export function documents(root = ROOT): string[] {
+  const packages = readdirSync(join(root, 'packages')).map((name) => `packages/${name}/README.md`)
+  return ['README.md', ...packages, ...sitePages(root)].filter((doc) => existsSync(join(root, doc)))
 }
 
 /** The ts/js fences of a markdown text, each with the snippet marker on the line before it, if any. */
@@ -117,20 +118,47 @@ export function typeCheck(snippets: { lang: 'ts' | 'js'; code: string }[]): stri
   })
 }
 
+/** What is wrong with a quoted snippet of a page whose text is `docText`: not whole, not from a tested file, or not linked. */
+export function quoteProblems(snippet: Snippet, docText: string): string[] {
+  const file = snippet.marker ?? ''
+  const problems: string[] = []
+  if (!/^(examples|test)\//.test(file)) problems.push(`${file} is not a file of examples/ or test/`)
+  else if (snippet.code !== readFileSync(join(ROOT, file), 'utf8').trimEnd()) problems.push(`the snippet is not ${file} as it is`)
+  const link = relative(dirname(join(ROOT, snippet.doc)), join(ROOT, file))
+  if (!docText.includes(`](${link})`)) problems.push(`the page does not link ${link}`)
+  return problems
+}
+
 const all = documents().flatMap((doc) => extractSnippets(doc, readFileSync(join(ROOT, doc), 'utf8')))
 const quoted = all.filter((snippet) => snippet.marker && !snippet.marker.startsWith('partial'))
 const partial = all.filter((snippet) => snippet.marker?.startsWith('partial'))
 const checked = all.filter((snippet) => !snippet.marker)
 
 describe('documentation snippets', () => {
-  it('finds the snippets of every README and docs page', () => {
-    // Every page that shows code is found (the CLI's README shows only shell commands).
+  it('finds the snippets of every README and every page of the site', () => {
+    // Every page that shows code is found (the CLI's README shows only shell commands), in every folder of the site.
     const found = new Set(all.map((snippet) => snippet.doc))
     for (const doc of [
       'README.md',
+      'docs/index.md',
       'docs/design.md',
-      'docs/runtimes.md',
       'docs/queues.md',
+      'docs/console.md',
+      ...['express', 'hono', 'fastify', 'koa', 'lambda', 'cloudflare-workers', 'web-standard', 'nextjs', 'nestjs', 'bun', 'deno'].map(
+        (page) => `docs/getting-started/${page}.md`,
+      ),
+      ...['verification', 'ordering', 'inbox-mode', 'recovery'].map((page) => `docs/concepts/${page}.md`),
+      ...[
+        'testing-handlers',
+        'cli',
+        'stores',
+        'many-instances',
+        'serverless-stores',
+        'custom-store',
+        'observability',
+        'bullmq',
+        'pg-boss',
+      ].map((page) => `docs/guides/${page}.md`),
       ...['core', 'express', 'hono', 'fastify', 'koa', 'lambda', 'cloudflare', 'bullmq', 'pg-boss'].map((p) => `packages/${p}/README.md`),
     ]) {
       expect(found).toContain(doc)
@@ -141,11 +169,7 @@ describe('documentation snippets', () => {
 
   for (const snippet of quoted) {
     it(`${snippet.doc}:${snippet.line} quotes ${snippet.marker} whole and links it`, () => {
-      const file = snippet.marker ?? ''
-      expect(file).toMatch(/^(examples|test)\//)
-      expect(snippet.code).toBe(readFileSync(join(ROOT, file), 'utf8').trimEnd())
-      const link = relative(dirname(join(ROOT, snippet.doc)), join(ROOT, file))
-      expect(readFileSync(join(ROOT, snippet.doc), 'utf8')).toContain(`](${link})`)
+      expect(quoteProblems(snippet, readFileSync(join(ROOT, snippet.doc), 'utf8'))).toEqual([])
     })
   }
 
@@ -166,17 +190,35 @@ describe('documentation snippets', () => {
     // One tsc run over every snippet: about 30 s on a quiet machine, past 60 s at a load average of 13.
   }, 180_000)
 
-  it('shows where an inbox-mode handler is mounted, in the root and core READMEs', () => {
-    const inbox = checked.filter(
-      (snippet) => ['README.md', 'packages/core/README.md'].includes(snippet.doc) && snippet.code.includes("mode: 'inbox'"),
-    )
-    expect(inbox.map((snippet) => snippet.doc).sort()).toEqual(['README.md', 'packages/core/README.md'])
+  it('shows where an inbox-mode handler is mounted, in both inbox snippets of the Inbox mode page', () => {
+    const inbox = checked.filter((snippet) => snippet.doc === 'docs/concepts/inbox-mode.md' && snippet.code.includes("mode: 'inbox'"))
+    expect(inbox.map((snippet) => snippet.doc)).toEqual(['docs/concepts/inbox-mode.md', 'docs/concepts/inbox-mode.md'])
     for (const snippet of inbox)
       expect([`${snippet.doc}:${snippet.line}`, snippet.code]).toEqual([
         expect.any(String),
         expect.stringMatching(/\.post\('\/hooks', hooks\)/),
       ])
   })
+
+  it('fails on a snippet of a page that no longer compiles, and on a quoted one that is no longer its file', () => {
+    const page = 'docs/getting-started/express.md'
+    const [snippet] = checked.filter((s) => s.doc === page)
+    expect(snippet?.code).toContain('emailWebhook(secret, {')
+    const broken = (snippet?.code ?? '').replace('import { emailWebhook } from', 'import { emailWebhooks } from')
+    expect(broken).not.toBe(snippet?.code)
+    const [result] = typeCheck([{ lang: snippet?.lang ?? 'js', code: broken }])
+    expect(result?.join('\n')).toMatch(/has no exported member named 'emailWebhooks'/)
+    const recipe = quoted.find((s) => s.doc === 'docs/getting-started/nextjs.md')
+    if (!recipe) throw new Error('the Next.js page quotes its recipe')
+    const text = readFileSync(join(ROOT, recipe.doc), 'utf8')
+    expect(quoteProblems(recipe, text)).toEqual([])
+    expect(quoteProblems({ ...recipe, code: recipe.code.replace('markBounced', 'markBouncedLater') }, text)).toEqual([
+      'the snippet is not examples/nextjs/app/api/hooks/route.ts as it is',
+    ])
+    expect(quoteProblems(recipe, text.replaceAll('](../../examples/nextjs/app/api/hooks/route.ts)', '](../../examples/nextjs/)'))).toEqual([
+      'the page does not link ../../examples/nextjs/app/api/hooks/route.ts',
+    ])
+  }, 60_000)
 
   it('the checker refuses the old "What one call does" snippet (no import, undefined actions, env under strict)', () => {
     const old = [
@@ -197,14 +239,13 @@ describe('documentation snippets', () => {
 
 /**
  * Inline claims about what a handler can do with its context (`ctx.c.req.json()`, `ctx.order`):
- * every inline code span that starts with `ctx.` in a page about one adapter (or in the root
- * README's section about it) compiles as an expression inside that adapter's handler.
+ * every inline code span that starts with `ctx.` in the page about one adapter (which holds what
+ * that adapter's README and the root README's section about it said) compiles as an expression
+ * inside that adapter's handler.
  */
 const CONTEXT_PAGES: { adapter: 'express' | 'hono'; doc: string; section?: RegExp }[] = [
-  { adapter: 'hono', doc: 'packages/hono/README.md' },
-  { adapter: 'express', doc: 'packages/express/README.md' },
-  { adapter: 'hono', doc: 'README.md', section: /^## Mount on Hono$/ },
-  { adapter: 'express', doc: 'README.md', section: /^## Mount on Express$/ },
+  { adapter: 'hono', doc: 'docs/getting-started/hono.md' },
+  { adapter: 'express', doc: 'docs/getting-started/express.md' },
 ]
 
 /** The inline `ctx.…` spans of `doc` (of its section, when given), and any `c.req…` span claimed for handlers. */
@@ -220,7 +261,7 @@ function contextClaims(doc: string, section?: RegExp): string[] {
 }
 
 describe('inline claims about the handler context', () => {
-  it("compiles every `ctx.…` the adapter pages and the root README name, inside that adapter's handler", () => {
+  it("compiles every `ctx.…` the adapter pages name, inside that adapter's handler", () => {
     const claims = CONTEXT_PAGES.flatMap(({ adapter, doc, section }) =>
       contextClaims(doc, section).map((claim) => ({ adapter, doc, claim })),
     )
@@ -237,7 +278,7 @@ describe('inline claims about the handler context', () => {
     expect(failures).toEqual([])
   }, 60_000)
 
-  it('the check refuses the old root README claim `c.req.json()` in a handler', () => {
+  it('the check refuses the old claim `c.req.json()` in a handler (the root README made it once)', () => {
     const [result] = typeCheck([
       {
         lang: 'ts',

@@ -1,10 +1,10 @@
 /**
- * What the READMEs say each store supports, checked against the stores themselves: each built-in
+ * What the docs say each store supports, checked against the stores themselves: each built-in
  * store is built (against addresses nothing listens on, or stand-in bindings: nothing is called)
- * and asked what it has (`lookup`, `extend`, `ordering`, `inbox`). The core README's table must be
- * that table, row for row; the claims elsewhere (the root README's ordering and inbox sentences,
- * the CLI README's stores with an inbox and the CLI's own message) must agree with it; and so must
- * the core README's list of the adapters that mount the console.
+ * and asked what it has (`lookup`, `extend`, `ordering`, `inbox`). The Stores page's table must be
+ * that table, row for row; the claims elsewhere (the ordering and inbox sentences of the Ordering
+ * and Inbox mode pages, the command line guide's stores with an inbox and the CLI's own message)
+ * must agree with it; and so must the console page's list of the adapters that mount the console.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -116,20 +116,19 @@ function table(doc: string, first: string): string[][] {
   return rows
 }
 
-describe('what the READMEs say each store supports', () => {
-  it("is the core README's table, read from the stores", () => {
+describe('what the docs say each store supports', () => {
+  it("is the Stores page's table, read from the stores", () => {
     const yes = (b: boolean): string => (b ? 'yes' : 'no')
     const expected = ROWS.map((row) => {
       const f = FACTS.get(row.store)
       if (!f) throw new Error(row.store)
       return [`\`${row.store}\``, `\`${row.from}\``, yes(f.lookup), yes(f.extend), f.ordering, yes(f.inbox)]
     })
-    expect(table('packages/core/README.md', 'Store')).toEqual(expected)
+    expect(table('docs/guides/stores.md', 'Store')).toEqual(expected)
   })
 
-  it('agrees with the root README: which stores keep order marks, and which have an inbox', () => {
-    const readme = prose('README.md')
-    expect(readme).toContain(
+  it('agrees with the Ordering and Inbox mode pages: which stores keep order marks, and which have an inbox', () => {
+    expect(prose('docs/concepts/ordering.md')).toContain(
       "Every built-in store on a server (SQLite, PostgreSQL, Redis) and the D1 store keep the marks atomically with the event's record; DynamoDB, Deno KV and sharded Durable Objects keep none",
     )
     expect(named((f) => f.ordering === 'yes')).toEqual([
@@ -140,14 +139,14 @@ describe('what the READMEs say each store supports', () => {
       'D1DedupStore',
     ])
     expect(FACTS.get('DurableObjectDedupStore')?.ordering).toBe('with `shards: 1`')
-    expect(readme).toContain("committed to the store's inbox (SQLite, PostgreSQL, Redis)")
+    expect(prose('docs/concepts/inbox-mode.md')).toContain("committed to the store's inbox (SQLite, PostgreSQL, Redis)")
     expect(named((f) => f.inbox)).toEqual(['MemoryDedupStore', 'SqliteDedupStore', 'PostgresDedupStore', 'RedisDedupStore'])
     // Every store can tell recovery what it handled.
     expect(named((f) => !f.lookup)).toEqual([])
   })
 
-  it('agrees with the CLI README and the CLI’s own message: the inbox commands work on SQLite, PostgreSQL and Redis', () => {
-    const cli = prose('packages/cli/README.md')
+  it('agrees with the command line guide and the CLI’s own message: the inbox commands work on SQLite, PostgreSQL and Redis', () => {
+    const cli = prose('docs/guides/cli.md')
     expect(cli).toContain('in this version that is SQLite, PostgreSQL and Redis (and the memory store')
     expect(cli).not.toMatch(/that is SQLite \(and the memory store/)
     expect(STORES_WITH_INBOX).toMatch(/^SQLite .*PostgreSQL and Redis/)
@@ -156,14 +155,14 @@ describe('what the READMEs say each store supports', () => {
   })
 })
 
-describe('what the READMEs say each adapter supports', () => {
+describe('what the docs say each adapter supports', () => {
   it('names exactly the adapters that mount the console', () => {
     const adapters = { express, hono, fastify, koa, lambda }
     const mounting = Object.entries(adapters)
       .filter(([, exports]) => 'emailWebhookConsole' in exports)
       .map(([name]) => name)
     expect(mounting).toEqual(['express', 'hono', 'fastify', 'koa'])
-    expect(prose('packages/core/README.md')).toContain(
+    expect(prose('docs/console.md')).toContain(
       `Each adapter mounts it in one line (\`emailWebhookConsole\` from \`@email-webhooks/${mounting[0]}\`, ${mounting
         .slice(1)
         .map((name) => `\`${name}\``)

@@ -1,4 +1,4 @@
-// foldEmailEvents: every precedence rule of the README's table, bad input, and order independence.
+// foldEmailEvents: every precedence rule of the Ordering page's table, bad input, and order independence.
 import { EMAIL_EVENT_TYPES, type EmailState, foldEmailEvents } from '@email-webhooks/core'
 import { permutations, shuffled } from '@email-webhooks/core/testing'
 import fc from 'fast-check'

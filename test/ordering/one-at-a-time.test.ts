@@ -1,6 +1,6 @@
 /**
  * With `ordering: true`, two events of one email are never handled at the same time, on every
- * store and across instances: the README's recipe (a slow `setStatus` in the older event's
+ * store and across instances: the Ordering page's recipe (a slow `setStatus` in the older event's
  * handler, the newer event arriving meanwhile) ends with the newer status. Over real HTTP (Express 5
  * on a listener); two "instances" are two receivers, each with its own store object over the same
  * SQLite file, PostgreSQL database or Redis server, so only the store keeps them apart.
@@ -43,7 +43,7 @@ class Journal {
   }
 }
 
-/** The README's recipe over an in-memory "database" whose writes take `writeMs[status]`. */
+/** The Ordering page's recipe over an in-memory "database" whose writes take `writeMs[status]`. */
 function recipe(journal: Journal, writeMs: Record<string, number>, gate?: () => Promise<void>) {
   const setStatus = async (id: string, status: string) => {
     const run = { email: id, started: performance.now(), ended: 0 }

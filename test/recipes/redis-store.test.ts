@@ -1,4 +1,4 @@
-// The Redis snippet from packages/core/README.md, run as written behind the Express adapter.
+// The Redis snippet of the Many instances page (docs/guides/many-instances.md), run as written behind the Express adapter.
 import type { AddressInfo } from 'node:net'
 import { createSignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { emailWebhook } from '@email-webhooks/express'
@@ -14,13 +14,13 @@ afterAll(async () => {
   await redis?.stop()
 })
 
-describe('README recipe: RedisDedupStore', () => {
+describe('docs recipe: RedisDedupStore', () => {
   it('deduplicates across two apps that build the store from REDIS_URL', async () => {
     process.env.REDIS_URL = redis.url
     const ran: string[] = []
     const apps = await Promise.all(
       [1, 2].map(async () => {
-        // --- as in packages/core/README.md ---
+        // --- as in docs/guides/many-instances.md ---
         const { RedisDedupStore } = await import('@email-webhooks/core/redis')
         const store = new RedisDedupStore({ url: process.env.REDIS_URL })
         // ---

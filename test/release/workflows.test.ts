@@ -5,7 +5,8 @@
  * third-party action pinned to a full commit SHA with its version in a comment; every command they
  * run exists (package.json scripts, release flags, test paths); the README's two commands in CI;
  * Node 20 (the packages' floor) with 22 and 24 through test:matrix; Bun, Deno and workerd jobs;
- * the publish with --provenance on npm 11 (Node 24).
+ * the publish with --provenance on npm 11 (Node 24); the documentation site built by `npm run docs`
+ * and published to GitHub Pages on version tags by a job that runs nothing of the repository.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -26,10 +27,11 @@ type Job = {
 }
 type Workflow = { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> }
 
-const FILES = ['.github/workflows/ci.yml', '.github/workflows/release.yml'] as const
+const FILES = ['.github/workflows/ci.yml', '.github/workflows/release.yml', '.github/workflows/docs.yml'] as const
 const text = Object.fromEntries(FILES.map((file) => [file, read(file)])) as Record<(typeof FILES)[number], string>
 const ci = parse(text['.github/workflows/ci.yml']) as Workflow
 const release = parse(text['.github/workflows/release.yml']) as Workflow
+const docs = parse(text['.github/workflows/docs.yml']) as Workflow
 const manifest = JSON.parse(read('package.json')) as { scripts: Record<string, string>; engines: { node: string } }
 
 const steps = (workflow: Workflow): Step[] => Object.values(workflow.jobs).flatMap((job) => job.steps)
@@ -70,7 +72,7 @@ describe('.github/workflows', () => {
     for (const command of commands({ ...release, jobs: { publish } }))
       expect(command, 'the publish job runs no script of the repository').not.toMatch(/\bnpm (run|test|install|ci)\b|\bpnpm\b|\bnpx\b/)
     // No job writes to the repository, and checkouts keep no credentials.
-    for (const workflow of [ci, release]) {
+    for (const workflow of [ci, release, docs]) {
       for (const job of Object.values(workflow.jobs))
         for (const level of Object.values(job.permissions ?? {})) expect(level).not.toBe('write-all')
       for (const step of steps(workflow).filter((s) => s.uses?.startsWith('actions/checkout@')))
@@ -92,24 +94,29 @@ describe('.github/workflows', () => {
         pinned.set(action as string, sha as string)
       }
     }
-    for (const step of [...steps(ci), ...steps(release)]) if (step.uses) expect(step.uses).toMatch(/^[\w.-]+\/[\w.-]+@[0-9a-f]{40}$/)
+    for (const step of [...steps(ci), ...steps(release), ...steps(docs)])
+      if (step.uses) expect(step.uses).toMatch(/^[\w.-]+\/[\w.-]+@[0-9a-f]{40}$/)
     expect([...pinned.keys()].sort()).toEqual([
       'actions/checkout',
+      'actions/deploy-pages',
       'actions/download-artifact',
       'actions/setup-node',
       'actions/upload-artifact',
+      'actions/upload-pages-artifact',
     ])
   })
 
   it('runs only commands that exist: package.json scripts, the release flags, and test paths that are in the repository', () => {
     const releaseScript = read('scripts/release.mjs')
-    const all = [...commands(ci), ...commands(release)]
+    const docsScript = read('scripts/docs.mjs')
+    const all = [...commands(ci), ...commands(release), ...commands(docs)]
     const npm = all.filter((command) => /^npm (run|test)\b/.test(command))
     expect(npm.length).toBeGreaterThanOrEqual(6)
     for (const command of npm) {
       const [, script, rest] = /^npm (?:run )?([\w:-]+)(?: -- (.*))?$/.exec(command) ?? []
       expect(manifest.scripts, command).toHaveProperty(script as string)
       if (script === 'release') for (const flag of (rest ?? '').split(' ')) expect(releaseScript, command).toContain(`'${flag}'`)
+      if (script === 'docs') for (const flag of (rest ?? '').split(' ')) expect(docsScript, command).toContain(`'${flag}'`)
       if (script === 'test' && rest)
         for (const path of rest.split(' ')) expect(existsSync(join(ROOT, path)), `${command}: ${path}`).toBe(true)
     }
@@ -154,5 +161,30 @@ describe('.github/workflows', () => {
     const run = commands({ ...release, jobs: { publish } })
     expect(run).toContain('npm publish "$tarball" --provenance --access public')
     expect(run.filter((line) => line.startsWith('npm publish'))).toHaveLength(1)
+  })
+
+  it('builds the documentation site with npm run docs and publishes it to GitHub Pages on version tags, the publishing job running nothing of the repository', () => {
+    expect(Object.keys(docs.on).sort()).toEqual(['push', 'workflow_dispatch'])
+    expect(docs.on.push).toEqual({ tags: ['v[0-9]+.[0-9]+.[0-9]+*'] })
+    expect(docs.permissions).toEqual({})
+    const build = docs.jobs.build as Job
+    const deploy = docs.jobs.deploy as Job
+    expect(build.permissions).toEqual({ contents: 'read' })
+    expect(commands({ ...docs, jobs: { build } })).toEqual(['npm run docs -- --no-serve'])
+    expect(manifest.scripts.docs).toBe('node scripts/docs.mjs')
+    expect(setupNode(build)?.with?.['node-version']).toBe(20)
+    // Built under /<repository>/, where GitHub Pages serves a project; the artifact is what `npm run docs` built.
+    expect(build.steps.find((step) => step.run === 'npm run docs -- --no-serve')?.env).toEqual({
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a template
+      DOCS_BASE: '/${{ github.event.repository.name }}/',
+    })
+    expect(read('scripts/docs-serve.mjs')).toContain("join(ROOT, 'docs/.vitepress/dist')")
+    expect(build.steps.find((step) => step.uses?.startsWith('actions/upload-pages-artifact@'))?.with).toEqual({
+      path: 'docs/.vitepress/dist',
+    })
+    expect(deploy.needs).toBe('build')
+    expect(deploy.permissions).toEqual({ pages: 'write', 'id-token': 'write' })
+    expect(deploy.steps.map((step) => step.uses?.split('@')[0])).toEqual(['actions/deploy-pages'])
+    expect(commands({ ...docs, jobs: { deploy } })).toEqual([])
   })
 })

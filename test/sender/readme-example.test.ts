@@ -1,5 +1,5 @@
 /**
- * The packages/core README example of the faithful sender, run as written (with a real
+ * The faithful sender example of the testing guide (docs/guides/testing-handlers.md), run as written (with a real
  * receiver: the Hono adapter on @hono/node-server and the memory store).
  */
 import type { AddressInfo } from 'node:net'
@@ -11,7 +11,7 @@ import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { expect, it } from 'vitest'
 
-it('runs the README example: deliver, then rehearse a recovery', async () => {
+it('runs the example of the docs: deliver, then rehearse a recovery', async () => {
   const store = new MemoryDedupStore()
   const app = new Hono()
   app.post('/hooks', emailWebhook(TEST_SECRET, { 'email.bounced': () => {} }, { store }))
@@ -20,7 +20,7 @@ it('runs the README example: deliver, then rehearse a recovery', async () => {
   })
   const port = (server.address() as AddressInfo).port
   try {
-    // --- README ---
+    // --- the docs' example ---
     const sender = createFaithfulSender({ timeScale: 0.001 })
     const { id } = sender.createEndpoint(`http://127.0.0.1:${port}/hooks`, { secret: TEST_SECRET })
     sender.emit({ type: 'email.bounced' })

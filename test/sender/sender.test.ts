@@ -163,7 +163,7 @@ describe('faithful sender: deliveries', () => {
     expect(sender.emit().deliveries).toEqual([])
   })
 
-  it('counts the failures of attempts already in flight when the 10th disables the endpoint (12 at once: failures 12), starts none after, and the README says so', async () => {
+  it('counts the failures of attempts already in flight when the 10th disables the endpoint (12 at once: failures 12), starts none after, and the testing guide says so', async () => {
     // Backoff at its real 5 s: no retry starts before the endpoint is disabled, which pauses them all.
     const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 1_000 }), { receiverTimeoutMs: 300, timeScale: 1 })
     for (let i = 0; i < 12; i++) sender.emit()
@@ -172,7 +172,7 @@ describe('faithful sender: deliveries', () => {
     expect(receiver.posts).toHaveLength(12)
     expect(sender.attempts).toHaveLength(12)
     expect(sender.endpoint(endpoint.id)).toMatchObject({ enabled: false, failures: 12 })
-    expect(readFileSync(join(import.meta.dirname, '../../packages/core/README.md'), 'utf8').replace(/\s+/g, ' ')).toContain(
+    expect(readFileSync(join(import.meta.dirname, '../../docs/guides/testing-handlers.md'), 'utf8').replace(/\s+/g, ' ')).toContain(
       'attempts already in flight when the tenth failure disables it still end, and their failures count too',
     )
   })

@@ -78,7 +78,7 @@ describe.each([
   [
     'PostgresDedupStore (a pg.Pool of the app’s)',
     () => {
-      // As the store's README asks of a pool of yours: a connect that hangs must end too.
+      // As the store's documented options ask of a pool of yours: a connect that hangs must end too.
       const pool = new pg.Pool({
         connectionString: throughProxy(postgres.url, pgProxy),
         max: 4,

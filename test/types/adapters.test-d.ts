@@ -166,7 +166,7 @@ expressWebhook(secret, {
   void handler(createLambdaEvent('rest', delivery), createLambdaContext())
   // @ts-expect-error an SQS trigger is not an HTTP source
   createLambdaEvent('sqs', delivery)
-  // @ts-expect-error store is required on Lambda (see the package README)
+  // @ts-expect-error store is required on Lambda (see the AWS Lambda page of the docs)
   lambdaWebhook(secret, {}, {})
   lambdaWebhook(
     secret,

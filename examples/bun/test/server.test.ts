@@ -1,5 +1,5 @@
 /**
- * examples/bun under real Bun (from npm): the Bun.serve server of the README recipe answers
+ * examples/bun under real Bun (from npm): the Bun.serve server of the recipe (docs/getting-started/bun.md) answers
  * signed deliveries over HTTP on 127.0.0.1, keeps its dedup in bun:sqlite across a restart,
  * and its store passes the conformance suite under `bun test`.
  */

@@ -1,5 +1,5 @@
 /**
- * examples/deno under real Deno (from npm): the Deno.serve server of the README recipe answers
+ * examples/deno under real Deno (from npm): the Deno.serve server of the recipe (docs/getting-started/deno.md) answers
  * signed deliveries over HTTP on 127.0.0.1, keeps its dedup in Deno KV across a restart, and
  * its store (DenoKvDedupStore from @email-webhooks/core/deno-kv) passes the conformance suites
  * under `deno test`.

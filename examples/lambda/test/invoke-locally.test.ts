@@ -1,6 +1,6 @@
 /**
  * Invoking the Lambda handler on one's machine with the testing kit's `createLambdaEvent`: the
- * Lambda README's script (src/invoke-locally.js) as a process against a real Redis, each source
+ * script of the AWS Lambda page (docs/getting-started/lambda.md, src/invoke-locally.js) as a process against a real Redis, each source
  * answered 200 and then as a duplicate; and the adapter answering the kit's events of each source
  * and form (base64 bodies, ALB with multi-value headers) in the shape that source expects.
  */
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => redis?.stop())
 
 describe('invoking the handler locally with createLambdaEvent', () => {
-  it('runs the README script: each source answered 200, then the same delivery as a duplicate', async () => {
+  it('runs the script of the docs: each source answered 200, then the same delivery as a duplicate', async () => {
     const { stdout } = await run(process.execPath, [SCRIPT], {
       timeout: 30_000,
       env: { PATH: process.env.PATH ?? '', EMAIL_WEBHOOK_SECRET: TEST_SECRET, REDIS_URL: redis.url },

@@ -18,18 +18,29 @@ export type BullmqSinkJobOptions = Omit<JobsOptions, 'jobId' | 'removeOnComplete
 
 /** Options of {@link bullmqSink}. */
 export interface BullmqSinkOptions {
-  /** Merged over the queue's `defaultJobOptions` and {@link BULLMQ_JOB_DEFAULTS}: attempts, backoff, priority, `removeOnFail`… */
+  /**
+   * BullMQ job options but `jobId`, `removeOnComplete`, `repeat`, `parent`, `deduplication` and
+   * `debounce`, merged over the queue's `defaultJobOptions` and `BULLMQ_JOB_DEFAULTS`: attempts,
+   * backoff, priority, `removeOnFail`…
+   */
   jobOptions?: BullmqSinkJobOptions
-  /** The job name: the event type when not given. */
+  /**
+   * The job's name.
+   * @defaultValue the event type
+   */
   jobName?: (item: InboxItem) => string
   /**
    * Check once that the queue's Redis keeps acknowledged events through a restart and never evicts
-   * them (`appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction`), as the Redis dedup
-   * store does, and refuse every enqueue (503: nothing acknowledged) while it does not. Default
-   * true. `false` accepts a Redis that may lose queued events, and says so once at start-up.
+   * them (`appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction`), as the Redis
+   * dedup store does, and refuse every enqueue (503: nothing acknowledged) while it does not.
+   * `false` accepts a Redis that may lose queued events, and says so once at start-up.
+   * @defaultValue `true`
    */
   checkDurability?: boolean
-  /** Where the start-up line about an unchecked or uncheckable Redis goes; default `console.warn`. */
+  /**
+   * Where the start-up line about an unchecked or uncheckable Redis goes.
+   * @defaultValue `console.warn`
+   */
   warn?: (message: string) => void
 }
 

@@ -1,6 +1,7 @@
 /**
- * The README's `inbox` section runs as written: its commands, in order, in an app folder whose
- * default SQLite file holds entries a real inbox-mode receiver queued, with the README's handlers
+ * The `inbox` section of the command line guide (docs/guides/cli.md, formerly this package's README)
+ * runs as written: its commands, in order, in an app folder whose default SQLite file holds entries a
+ * real inbox-mode receiver queued, with the guide's handlers
  * module (and a db.js beside it); its sample output has the real shape.
  */
 import { readFileSync } from 'node:fs'
@@ -12,8 +13,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { runCli } from './helpers/cli.js'
 import { lines, queueEvents } from './helpers/inbox.js'
 
-const README = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
-const SECTION = README.slice(README.indexOf('### `inbox list'), README.indexOf('## Exit codes'))
+const GUIDE = readFileSync(resolve(import.meta.dirname, '../../../docs/guides/cli.md'), 'utf8')
+const SECTION = GUIDE.slice(GUIDE.indexOf('### `inbox list'), GUIDE.indexOf('## Exit codes'))
 let app: string
 
 beforeAll(async () => {

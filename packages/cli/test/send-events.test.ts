@@ -124,12 +124,12 @@ describe.concurrent('send --email and --created-at against a receiver with order
   }, 60_000)
 })
 
-describe("the README's send section", () => {
-  const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
+describe("the command line guide's send section (docs/guides/cli.md)", () => {
+  const readme = readFileSync(resolve(import.meta.dirname, '../../../docs/guides/cli.md'), 'utf8')
   const section = readme.slice(readme.indexOf('### `send <url>`'), readme.indexOf('### `send <url> --count N`'))
   const commands = section.split('\n').filter((line) => /^(cat event\.json \| )?npx --no-install email-webhooks send /.test(line))
 
-  it('runs each of its commands as written (URL and email id filled in), each answered as the README says', async () => {
+  it('runs each of its commands as written (URL and email id filled in), each answered as the guide says', async () => {
     expect(commands.length).toBeGreaterThanOrEqual(6)
     const email = crypto.randomUUID()
     const event = JSON.stringify({

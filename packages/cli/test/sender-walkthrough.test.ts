@@ -1,5 +1,5 @@
 /**
- * The CLI README's walkthrough, end to end, with real processes on 127.0.0.1: the Express example
+ * The walkthrough of the command line guide (docs/guides/cli.md, formerly this package's README), end to end, with real processes on 127.0.0.1: the Express example
  * (ordering on, a SQLite file) receives from `email-webhooks sender`; the receiver is stopped, the
  * sender disables the endpoint after its failures and emits more events with no delivery record;
  * the receiver starts again; `endpoint recover` re-enables the endpoint and retries what was not
@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, runCli, SECRET } from './helpers/cli.js'
 import { expressReceiver, type Receiver, type SenderLine, type SenderProcess, startSender } from './helpers/sender.js'
 
-const README = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
+const GUIDE = readFileSync(resolve(import.meta.dirname, '../../../docs/guides/cli.md'), 'utf8')
 const EMAILS = 20
 
 let dir: string
@@ -49,9 +49,9 @@ async function allDelivered(s: SenderProcess): Promise<Status> {
   throw new Error('deliveries still not delivered')
 }
 
-describe('the walkthrough of the CLI README', () => {
+describe('the walkthrough of the command line guide', () => {
   it('shows every step it runs', () => {
-    const section = README.slice(README.indexOf('## Rehearse a recovery'), README.indexOf('## Commands'))
+    const section = GUIDE.slice(GUIDE.indexOf('## Rehearse a recovery'), GUIDE.indexOf('## Commands'))
     for (const text of [
       'EMAIL_WEBHOOK_SECRET=whsec_try_it EMAIL_WEBHOOKS_DB=./walkthrough.db PORT=3000 node examples/express/src/server.js',
       'EMAIL_WEBHOOK_SECRET=whsec_try_it npx --no-install email-webhooks sender --port 4000 --to http://localhost:3000/hooks --emails 60 --ids ids.txt',
@@ -67,7 +67,7 @@ describe('the walkthrough of the CLI README', () => {
     await receiver.start()
     const ids = join(dir, 'ids.txt')
     const env = { EMAIL_WEBHOOK_SECRET: SECRET }
-    // As the README's, on a free port, faster (4 emails a second, backoff waits × 0.01).
+    // As the guide's, on a free port, faster (4 emails a second, backoff waits × 0.01).
     const args = [
       '--port',
       '0',

@@ -48,11 +48,20 @@ export interface D1DatabaseLike {
 
 /** Options of {@link D1DedupStore}. */
 export interface D1DedupStoreOptions {
-  /** Table name; default `email_webhook_dedup` (its order tables get `_order`, `_order_lock`, `_order_fact`). */
+  /**
+   * Table name (its order tables get `_order`, `_order_lock`, `_order_fact`).
+   * @defaultValue `email_webhook_dedup`
+   */
   table?: string
-  /** Create the tables when missing (default true). Set false if you run `cloudflareDedupTableSql()` as a D1 migration. */
+  /**
+   * Create the tables when missing; `false` when a D1 migration does (`cloudflareDedupTableSql()`).
+   * @defaultValue `true`
+   */
   createTable?: boolean
-  /** Clock in ms since the epoch for leases and retention; default `Date.now`. */
+  /**
+   * Clock in milliseconds since the epoch, for leases and retention.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
 }
 

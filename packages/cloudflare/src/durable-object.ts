@@ -34,9 +34,16 @@ export interface DurableObjectNamespaceLike {
 
 /** Options of {@link DurableObjectDedupStore}. */
 export interface DurableObjectDedupStoreOptions {
-  /** Objects the keys are spread over, 1 to 1024; default 16. Fixed: changing it moves keys to objects that do not know them. `1` gives the ordering capability. */
+  /**
+   * Objects the keys are spread over, 1 to 1024. Fixed: changing it moves keys to objects that do
+   * not know them (it forgets keys). `1` gives the ordering capability.
+   * @defaultValue `16`
+   */
   shards?: number
-  /** Prefix of the objects' names (`<name>/<shard>`); default `email-webhooks-dedup`. Different names keep separate sets of keys. */
+  /**
+   * Prefix of the objects' names (`<name>/<shard>`): another name is another set of keys.
+   * @defaultValue `email-webhooks-dedup`
+   */
   name?: string
 }
 

@@ -22,16 +22,38 @@ export type WebhookVerificationErrorCode =
   | 'body_too_large'
 
 const VERIFICATION_STATUS: Record<WebhookVerificationErrorCode, 400 | 401 | 413> = {
+  /** A `webhook-*` header is missing: check that no proxy strips it. */
   missing_header: 401,
+  /** A `webhook-*` header was sent twice: check proxies that join or repeat headers. */
   duplicate_header: 401,
+  /** `webhook-id` must be visible ASCII without `.`, `,` or spaces. */
   malformed_id: 401,
+  /** `webhook-timestamp` must be Unix seconds, digits only. */
   malformed_timestamp: 401,
+  /**
+   * `webhook-signature` must be exactly 64 hex characters (either case), with no `v1,` or `sha256=`
+   * prefix; the message says when it is empty.
+   */
   malformed_signature: 401,
+  /**
+   * More than `toleranceSeconds` in the past: check the server clock (NTP). A timestamp in
+   * milliseconds is named as such: the sender (or your test) must send seconds.
+   */
   timestamp_too_old: 401,
+  /** More than `toleranceSeconds` in the future: check the server clock (NTP). */
   timestamp_too_new: 401,
+  /** Wrong secret, or the body is not the raw bytes (parsed and re-serialised, or changed by a proxy). */
   signature_mismatch: 401,
+  /** The body given to the verifier is not bytes or a string (a parsed object). */
   invalid_body: 401,
+  /**
+   * Signed, but not a JSON `{ id, type, created_at, data }` whose `id` equals `webhook-id` (a known
+   * email type also needs a string `data.id`). The receiver acknowledges it (200
+   * `{"ok":true,"ignored":"invalid_envelope"}`) and reports it: the sender would resend the same
+   * bytes until it disables the endpoint. `parseEnvelope` throws it with status 400.
+   */
   invalid_envelope: 400,
+  /** Over `maxBodyBytes`; raise it if events are legitimately that large. */
   body_too_large: 413,
 }
 
@@ -76,12 +98,40 @@ export type WebhookHandlingErrorCode =
   | 'reconcile_unsupported'
 
 const HANDLING_STATUS: Record<WebhookHandlingErrorCode, 409 | 500 | 503> = {
+  /**
+   * Your handler threw; the claim was released and the sender retries (if the release fails too,
+   * the message says so: retries get 409 until the lease ends). The error's `cause` (seen by
+   * `onError`, and in the log line) is your exception.
+   */
   handler_failed: 500,
+  /**
+   * The handler ran past `handlerTimeoutMs`; `ctx.signal` aborted; the event stays claimed until
+   * the handler returns.
+   */
   handler_timeout: 503,
+  /**
+   * The dedup store failed or timed out. On the claim: nothing ran and nothing was marked done. On
+   * the complete, after the handler succeeded: the event is not released, the receiver keeps trying
+   * to record it in the background (retries get 409 `in_flight`, then a duplicate 200), and the
+   * handler does not run again.
+   */
   store_unavailable: 503,
+  /**
+   * Another request (or a timed-out run of this event) is handling it, or, with `ordering: true`,
+   * another event of its email still ran after the wait; the sender retries after `Retry-After`.
+   */
   in_flight: 409,
+  /** The handler outlived its lease and another request took over; keep handlers well under `leaseMs`. */
   lease_lost: 409,
+  /**
+   * (Express, Hono, Fastify, Koa) an earlier body parser kept only parsed or decoded data; the
+   * adapter's page in the docs says how to mount the route.
+   */
   raw_body_unavailable: 500,
+  /**
+   * A reconciled event reached a receiver that cannot tell whether it was handled: turn
+   * `ordering: true` on (with a store that keeps facts: every built-in store). Nothing ran.
+   */
   reconcile_unsupported: 409,
 }
 
@@ -110,7 +160,11 @@ export class WebhookHandlingError extends Error {
 }
 
 /** Why a queued item can never be processed: another namespace's key, or a payload that is not an event envelope. */
-export type InboxItemErrorCode = 'wrong_namespace' | 'invalid_item'
+export type InboxItemErrorCode =
+  /** The job's key belongs to another namespace than the processor's: give the processor the receiver's `namespace`. */
+  | 'wrong_namespace'
+  /** The job's payload is not the event envelope the receiver verified: fix the producer. */
+  | 'invalid_item'
 
 /**
  * A job of your queue that `createInboxProcessor(…).process()` can never handle, however often it

@@ -36,11 +36,17 @@ export type FastifyEventHandlers = EmailEventHandlers<FastifyContext>
 
 /** Options of the plugin: the route, the secret, the handlers, and core's `WebhookOptions`. */
 export interface FastifyWebhookOptions extends WebhookOptions<FastifyContext> {
-  /** The route that receives deliveries (POST), such as `'/hooks'`; under the register `prefix`, if any. */
+  /**
+   * The POST route that receives deliveries, such as `'/hooks'`, under the register `prefix` if
+   * any. Checked when the plugin is registered.
+   */
   path: string
-  /** The endpoint secret, or several during rotation. */
+  /** The endpoint secret, or several during a rotation. Checked when the plugin is registered. */
   secret: WebhookSecret
-  /** Handlers keyed by email event type. */
+  /**
+   * Handlers keyed by email event type (a misspelt key does not compile).
+   * @defaultValue `{}`
+   */
   handlers?: FastifyEventHandlers
 }
 

@@ -48,8 +48,14 @@ export interface LambdaHandlerContext {
 /** Handler context inside Lambda: core's context plus `lambda`. */
 export type LambdaContext = HandlerContext & LambdaHandlerContext
 
-/** Options of the Lambda `emailWebhook`: core's `WebhookOptions`, with `store` required (see the README). */
-export type LambdaWebhookOptions = WebhookOptions<LambdaContext> & { store: NonNullable<WebhookOptions['store']> }
+/** Options of the Lambda `emailWebhook`: core's `WebhookOptions`, with `store` required (the AWS Lambda page of the docs says why). */
+export type LambdaWebhookOptions = WebhookOptions<LambdaContext> & {
+  /**
+   * A `DedupStore` that outlives the function (`DynamoDBDedupStore`, PostgreSQL, Redis), or
+   * `'memory'` to accept non-durable dedup. Its lease is capped at the invocation's remaining time.
+   */
+  store: NonNullable<WebhookOptions['store']>
+}
 
 /** Handlers keyed by email event type, with the Lambda context. */
 export type LambdaEventHandlers = EmailEventHandlers<LambdaContext>

@@ -24,7 +24,11 @@ export type PgBossSinkSendOptions = Omit<
 
 /** Options of {@link pgBossSink}. */
 export interface PgBossSinkOptions {
-  /** Merged over {@link PG_BOSS_JOB_DEFAULTS}; a job's own options win over its queue's, so set retries here. */
+  /**
+   * pg-boss send options but `id`, the `singleton*` options and retention other than
+   * `retentionSeconds`, merged over `PG_BOSS_JOB_DEFAULTS`; a job's own options win over its
+   * queue's, so set retries here.
+   */
   sendOptions?: PgBossSinkSendOptions
 }
 

@@ -13,10 +13,11 @@ import type PgBoss from 'pg-boss'
 export type PgBossWorkOptions = Omit<PgBoss.WorkOptions, 'batchSize' | 'includeMetadata'> & {
   /**
    * How long a job whose event (or email) another consumer holds waits in the worker, in all,
-   * before it fails like any other try (an attempt); default 300,000 (5 minutes, a third of
-   * pg-boss's default job expiry). pg-boss 10 cannot put a running job back without counting a
-   * retry, so the worker waits for the holder's lease to end (a dead consumer's lapses within
-   * 30 s on a store that renews leases) and processes the job again.
+   * before it fails like any other try (an attempt), whole ms: a third of pg-boss's default job
+   * expiry. pg-boss 10 cannot put a running job back without counting a retry, so the worker waits
+   * for the holder's lease to end (a dead consumer's lapses within 30 s on a store that renews
+   * leases) and processes the job again.
+   * @defaultValue `300000` (5 minutes)
    */
   inFlightWaitMs?: number
 }

@@ -1,16 +1,27 @@
 /** The CLI's own error: a usage or input problem, with a message that says what to do. */
 
-/** Exit codes of every command; documented in the README. */
+/** Exit codes of every command (the docs' command line reference lists them from here). */
 export const EXIT = {
-  /** Every answer was the expected one (or the signature verified). */
+  /** Every answer was the expected one (`verify`: the request is valid). */
   ok: 0,
-  /** The receiver answered something other than expected (or verification failed). */
+  /**
+   * At least one answer was not (`verify`: the request is refused, with its code; `recover`: a retry
+   * failed or the list was truncated; `emails reconcile`: an event failed or was refused, a read
+   * failed, an id was not a UUID, the run stopped; `inbox show`/`retry`: no such entry;
+   * `inbox work --once`: an entry became dead; `inbox`: the store failed).
+   */
   unexpected: 1,
-  /** Bad arguments, missing secret, unreadable or invalid input file. */
+  /**
+   * Usage: bad or conflicting options, no secret, an unreadable file, a bad replay line, no store or
+   * a store without an inbox, a handlers module that cannot be loaded. Nothing was sent.
+   */
   usage: 2,
-  /** No answer at all: connection refused, timeout, DNS failure. */
+  /** No answer: connection refused, DNS failure, timeout (`inbox`: the store could not be reached). */
   unreachable: 3,
-  /** Stopped by Ctrl-C (SIGINT); the summary so far was printed. */
+  /**
+   * A load, a `recover` or a `reconcile` stopped with Ctrl-C; the summary (or report) so far was
+   * printed. `inbox work` stopped by a second signal.
+   */
   interrupted: 130,
 } as const
 

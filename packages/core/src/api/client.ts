@@ -28,31 +28,62 @@ export const WEBHOOKS_SCOPE = 'webhooks:manage'
 /** Options of {@link createWebhooksClient}. */
 export interface WebhooksClientOptions {
   /**
-   * Server-side API key: the scope `webhooks:manage` for the webhook operations, `emails:read` for
-   * `getEmail`. Sent only as `Authorization: Bearer`.
+   * Server-side API key (scope `webhooks:manage` for the webhook operations, `emails:read` for
+   * `getEmail`), sent only as `Authorization: Bearer`. It never appears in an error, a message or a
+   * `cause`. A missing one, or one with white space, throws a `TypeError` at creation.
    */
   apiKey: string
-  /** The API's base URL; its path ends in `/v1`. HTTPS, or HTTP to a loopback host for local tests. */
+  /**
+   * The API's base URL; its path ends in `/v1`. `https://` (plain `http://` only to a loopback
+   * host: `localhost`, 127.0.0.0/8, `[::1]`), with no credentials, query or fragment; anything else
+   * throws a `TypeError` at creation.
+   */
   baseUrl: string
-  /** The `fetch` to use; default `globalThis.fetch`. */
+  /**
+   * The `fetch` to use (a proxy-aware one, or a test double).
+   * @defaultValue `globalThis.fetch`
+   */
   fetch?: typeof fetch
   /**
-   * Retries after the first attempt; default 3. 0 disables retries. `createEndpoint` is retried only
-   * on 429 and when the request never left (connection refused, no address): a 5xx or a lost answer
-   * may come after the endpoint was created.
+   * Retries after the first attempt, on 429 and 500/502/503 and on a timeout or network failure;
+   * `0` disables them. `createEndpoint` is retried only on 429 and when the request never left
+   * (connection refused, no address): a 5xx or a lost answer may come after the endpoint was
+   * created, and a second endpoint would get a secret nobody saw; the error then says to list the
+   * endpoints first.
+   * @defaultValue `3`
    */
   maxRetries?: number
-  /** Milliseconds one attempt may take (AbortSignal); default 30 000. */
+  /**
+   * Time one attempt may take before it is aborted, whole ms.
+   * @defaultValue `30000`
+   */
   timeoutMs?: number
-  /** First backoff cap in ms (full jitter: a random wait in [0, cap)); doubles per retry; default 500. */
+  /**
+   * First backoff cap, whole ms, doubling per retry, with full jitter: attempt n waits a random
+   * time in [0, min(`backoffMaxMs`, `backoffBaseMs` × 2ⁿ⁻¹)).
+   * @defaultValue `500`
+   */
   backoffBaseMs?: number
-  /** Largest backoff cap in ms; default 20 000. */
+  /**
+   * Largest backoff cap, whole ms.
+   * @defaultValue `20000`
+   */
   backoffMaxMs?: number
-  /** Longest `Retry-After` honoured, in ms; a longer one ends the retries with the error; default 60 000. */
+  /**
+   * A `Retry-After` (seconds or HTTP date) is waited exactly; a longer one than this ends the
+   * retries with the error.
+   * @defaultValue `60000`
+   */
   maxRetryAfterMs?: number
-  /** Source of jitter in [0, 1); default `Math.random`. */
+  /**
+   * Source of jitter in [0, 1), for tests.
+   * @defaultValue `Math.random`
+   */
   random?: () => number
-  /** Called before each wait between attempts (for logs or progress). */
+  /**
+   * Called before each wait between attempts with `{ attempt, delayMs, status, code, fromRetryAfter
+   * }` (for logs or progress).
+   */
   onRetry?: (info: RetryInfo) => void
 }
 

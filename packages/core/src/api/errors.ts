@@ -10,24 +10,46 @@ export const PREFIX = '[@email-webhooks/core/api]'
 
 /** Codes the service documents, plus the client's own (`timeout`, `network_error`, `invalid_response`). */
 export type EmailApiErrorCode =
+  /** 400: fix the request; `fields` says which field. */
   | 'validation_error'
+  /** 400: fix the request. */
   | 'invalid_json'
+  /** 400: the endpoint URL is refused: endpoint URLs must be public HTTPS on port 443, without credentials, a fragment or a private address. */
   | 'invalid_webhook'
+  /** 400: the endpoint URL is refused, as for `invalid_webhook`: use a public HTTPS URL on port 443. */
   | 'unsafe_webhook'
+  /** 401: the key is invalid or revoked: use a current server-side key. */
   | 'invalid_api_key'
+  /** 402: fix billing in the service's dashboard. */
   | 'billing_attention'
+  /** 403: create a key with the scope the message names: `webhooks:manage`, or `emails:read`. */
   | 'missing_scope'
+  /** 403: the key's owner is no longer an active member: create a key as an active member. */
   | 'key_owner_unavailable'
+  /** 403: the organization is suspended: contact the service. */
   | 'organization_suspended'
+  /**
+   * 404: no such endpoint (or delivery) in the key's organization: list the endpoints. (`getEmail`
+   * resolves a 404 as `{ found: false }` instead.)
+   */
   | 'not_found'
+  /** 404: the payload is gone; the delivery cannot be retried (`reconcileEmails` can still bring the event). */
   | 'delivery_expired'
+  /** 415: the service wants `application/json` bodies: a bug in the client, report it. */
   | 'json_required'
+  /** 429 (the service sends no code; the client names it): retried with backoff; if it persists, lower `concurrency`. */
   | 'rate_limited'
+  /** 5xx: temporary; retried with backoff. Try again later. */
   | 'internal_error'
+  /** 5xx: temporary; retried with backoff. Try again later. */
   | 'api_disabled'
+  /** 5xx: temporary; retried with backoff. Try again later. */
   | 'recovery_maintenance'
+  /** No answer within `timeoutMs` (status 0): check `baseUrl` and the network, or raise `timeoutMs`. */
   | 'timeout'
+  /** No answer (status 0): check `baseUrl` and the network. */
   | 'network_error'
+  /** A 2xx answer that was not the API's (status 2xx): check `baseUrl`. */
   | 'invalid_response'
   | (string & {})
 

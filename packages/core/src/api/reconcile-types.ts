@@ -9,39 +9,82 @@ import type { InvalidEntry } from './reconcile-plan.js'
 export interface ReconcileEmailsOptions {
   /** A client from `createWebhooksClient` whose key has the scope `emails:read` (only `getEmail` is used). */
   client: Pick<WebhooksClient, 'getEmail'>
-  /** The emails to reconcile: the ids `POST /emails` returned. Repeats are reconciled once. */
+  /**
+   * The emails to reconcile (an iterable or async iterable of strings): the ids `POST /emails`
+   * returned. Repeats are reconciled once.
+   */
   emailIds: Iterable<string> | AsyncIterable<string>
-  /** The receiver's URL (http or https), where the sender delivers. */
+  /** Where the sender delivers: the receiver's URL (`http://` or `https://`). */
   receiverUrl: string
-  /** The endpoint secret the receiver verifies with. Not needed for a dry run. */
+  /** The endpoint secret the receiver verifies with (one string); not needed with `dryRun`. */
   secret?: string | undefined
-  /** The receiver's `retentionMs`; default 7 days. Older events are not sent: reported `too_old`. */
+  /**
+   * The receiver's `retentionMs` (`DEFAULT_RECONCILE_RETENTION_MS` equals core's
+   * `DEFAULT_RETENTION_MS`). Older events are not sent: reported `too_old`.
+   * @defaultValue 7 days
+   */
   retentionMs?: number
-  /** Skip emails whose `created_at` is before this (a `Date` or ms since the epoch). */
+  /**
+   * Skip emails whose `created_at` is before this (a `Date` or ms since the epoch): reported
+   * `before_since`.
+   */
   since?: Date | number | undefined
-  /** Read every email and report what would be sent, sending nothing; default false. */
+  /**
+   * Read every email and report what would be sent, sending nothing.
+   * @defaultValue `false`
+   */
   dryRun?: boolean
-  /** Emails at once; default 4. */
+  /**
+   * Emails at once (each email's events go one at a time).
+   * @defaultValue `4`
+   */
   concurrency?: number
-  /** Milliseconds one POST may take; default 10 000. */
+  /**
+   * Time one POST may take, whole ms (the sender's own).
+   * @defaultValue `10000`
+   */
   timeoutMs?: number
-  /** Attempts per event; default 4. */
+  /**
+   * Attempts per event, on no answer, 5xx, 429 and 409 `in_flight`.
+   * @defaultValue `4`
+   */
   maxAttempts?: number
-  /** First backoff cap between attempts, full jitter, doubling; default 500 ms. */
+  /**
+   * First backoff cap between attempts, whole ms, doubling, with full jitter.
+   * @defaultValue `500`
+   */
   backoffBaseMs?: number
-  /** Largest backoff cap; default 8 000 ms. */
+  /**
+   * Largest backoff cap, whole ms.
+   * @defaultValue `8000`
+   */
   backoffMaxMs?: number
-  /** Longest receiver `Retry-After` waited; default 30 000 ms. */
+  /**
+   * Longest `Retry-After` of the receiver that is waited, whole ms.
+   * @defaultValue `30000`
+   */
   maxRetryAfterMs?: number
-  /** `fetch` for the POSTs to the receiver; default `globalThis.fetch`. */
+  /**
+   * The `fetch` for the POSTs to the receiver.
+   * @defaultValue `globalThis.fetch`
+   */
   fetch?: typeof fetch
-  /** Clock in ms (signatures, retention); default `Date.now`. */
+  /**
+   * Clock in milliseconds (signatures, retention).
+   * @defaultValue `Date.now`
+   */
   now?: () => number
-  /** Jitter source in [0, 1); default `Math.random`. */
+  /**
+   * Jitter source in [0, 1).
+   * @defaultValue `Math.random`
+   */
   random?: () => number
   /** Stops it: nothing starts after the abort; rejects with `ReconcileAbortedError` and the report so far. */
   signal?: AbortSignal
-  /** Called once per email when it is done (for progress); what it throws is ignored. */
+  /**
+   * `(result, { done, total })`, once per email when it is done (for progress); what it throws is
+   * ignored.
+   */
   onEmail?: (result: EmailReconcileResult, progress: { done: number; total: number }) => void
 }
 

@@ -26,19 +26,39 @@ export const DELIVERIES_LIST_CAP = 100
 
 /** Options of {@link recoverEndpoint}. */
 export interface RecoverEndpointOptions {
+  /** A client from `createWebhooksClient`. */
   client: WebhooksClient
+  /** The endpoint to recover; an unknown id throws `EmailApiError` 404 `not_found` that says so. */
   endpointId: string
-  /** The dedup store the receiver uses; with `lookup`, events it holds as done are skipped. */
+  /**
+   * The receiver's `DedupStore`; with `lookup`, events it holds as done are skipped. Open SQLite
+   * with `readOnly` beside a running receiver.
+   */
   store?: DedupStore | undefined
-  /** The receiver's dedup namespace; default `DEFAULT_NAMESPACE` (`'default'`). */
+  /**
+   * The receiver's dedup namespace.
+   * @defaultValue `DEFAULT_NAMESPACE` (`'default'`)
+   */
   namespace?: string
-  /** Report what would be done without PATCH or retry; default false. */
+  /**
+   * Report what would be done (`enable: 'would_reenable'`, `retried`) without any PATCH or retry.
+   * @defaultValue `false`
+   */
   dryRun?: boolean
-  /** Retries in flight at once; default 4. */
+  /**
+   * Retries in flight at once.
+   * @defaultValue `4`
+   */
   concurrency?: number
-  /** Minimum ms between the starts of two retries; default 100. */
+  /**
+   * Minimum time between the starts of two retries, whole ms.
+   * @defaultValue `100`
+   */
   spacingMs?: number
-  /** Stops the recovery: no request starts after it aborts; the call rejects with {@link RecoveryAbortedError}. */
+  /**
+   * Stops the recovery: nothing starts after the abort; the call rejects with
+   * `RecoveryAbortedError` and the report so far.
+   */
   signal?: AbortSignal
 }
 

@@ -34,21 +34,49 @@ export interface ConsoleReceiver {
 
 /** Options of `emailWebhookConsole` (and of every adapter's mount). */
 export interface ConsoleOptions<Ctx = undefined> {
-  /** Required: who may see the console. `{ username, password }` (password ≥ 12 characters) or `(request, context) => boolean`. */
+  /**
+   * Who may see the console: `{ username, password }` (HTTP basic auth, the password at least 12
+   * characters, compared in constant time) or `(request, context) => boolean | Promise<boolean>`
+   * checking your own session (`context` is the framework's). Without it the console is not built
+   * (`auth_required`).
+   */
   auth: ConsoleAuth<Ctx>
-  /** The store to show; default the receiver's store. */
+  /**
+   * The `DedupStore` to show.
+   * @defaultValue the receiver's store
+   */
   store?: DedupStore
-  /** The receiver in this process (an adapter's `emailWebhook(…)` handler fits): its counters draw the deliveries chart. */
+  /**
+   * The receiver in this process (the handler an adapter's `emailWebhook()` returned): its counters
+   * draw the deliveries chart, and its store is used when `store` is not given.
+   */
   receiver?: ConsoleReceiver
-  /** Allow retrying and purging dead letters (POST, same origin, CSRF token); default false: read-only. */
+  /**
+   * Allow retrying and purging dead letters (a POST from the console's own page, with its CSRF
+   * token); read-only without it.
+   * @defaultValue `false`
+   */
   actions?: boolean
-  /** The receiver's `namespace` (dedup keys are `namespace:webhook-id`); default `"default"`. */
+  /**
+   * The receiver's `namespace` (dedup keys are `namespace:webhook-id`).
+   * @defaultValue `"default"`
+   */
   namespace?: string
-  /** The receiver's `retentionMs`, to tell when a done record was written; default 7 days. */
+  /**
+   * The receiver's `retentionMs`, to tell when a done record was written, whole ms.
+   * @defaultValue 7 days
+   */
   retentionMs?: number
-  /** Where the console is served, such as `/webhooks-console` (the adapters pass their mount path); default `''` (the root). */
+  /**
+   * Where the console is served, such as `/webhooks-console`. The Express, Hono and Fastify mounts
+   * find it themselves; Koa needs it.
+   * @defaultValue `''` (the root)
+   */
   basePath?: string
-  /** Longest wait for the store per read before the page says it did not answer, whole ms; default 5,000. */
+  /**
+   * Longest wait for the store per read, whole ms; past it the page says the store did not answer.
+   * @defaultValue `5000`
+   */
   storeTimeoutMs?: number
 }
 

@@ -1,6 +1,6 @@
 /**
  * `foldEmailEvents`: folds an email's events, in any arrival order, into its current state
- * (rules in email-state.ts and the core README's "Ordering" section). Pure; bad input never throws.
+ * (rules in email-state.ts and on the docs' Ordering page). Pure; bad input never throws.
  */
 import {
   type EmailFold,
@@ -117,7 +117,7 @@ function apply(state: EmailState, recipients: Map<string, RecipientState>, { ref
 
 /**
  * Folds one email's events, in any arrival order, into its current state; every permutation of
- * the same events gives the same `state`. The rules (also in the core README, "Ordering"):
+ * the same events gives the same `state`. The rules (also on the docs' Ordering page):
  *
  * | # | Rule |
  * | - | ---- |

@@ -30,6 +30,10 @@ import { InboxWorker } from './worker.js'
  * timestamp window, the body limit, `inbox.sink`, `inbox.inRequest`, `inbox.worker`).
  */
 export interface InboxWorkerOptions extends Omit<WebhookOptions, 'mode' | 'inbox' | 'toleranceSeconds' | 'maxBodyBytes'> {
+  /**
+   * The receiver's handlers, keyed by email event type: the worker runs each entry's through the
+   * receiver's path from the claim on (dedup, ordering, deadlines, retries, dead letters).
+   */
   handlers?: EmailEventHandlers
   /** The worker's settings: concurrency, maxAttempts, handlerTimeoutMs, leaseMs, retryBaseMs, retryMaxMs, pollMs. */
   inbox?: Omit<InboxOptions, 'sink' | 'inRequest' | 'worker'>

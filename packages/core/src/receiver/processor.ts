@@ -24,6 +24,10 @@ const DEFAULT_HANDLER_TIMEOUT_MS = 300_000
 
 /** Options of {@link createInboxProcessor}: the receiver's, without the secret (the event was verified before it was queued). */
 export interface InboxProcessorOptions extends Omit<WebhookOptions, 'mode' | 'inbox' | 'toleranceSeconds' | 'maxBodyBytes'> {
+  /**
+   * The receiver's handlers, keyed by email event type: each queued job runs them through the
+   * receiver's path from the claim on (dedup, ordering, the handler's deadline).
+   */
   handlers?: EmailEventHandlers
 }
 

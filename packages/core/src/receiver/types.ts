@@ -103,46 +103,86 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   onUnknown?: WebhookEventHandler<Ctx>
   /**
    * Observes every refused or failed delivery (401, 409, 413, 5xx) and every acknowledged invalid
-   * envelope. When given, it replaces the default log line. What it throws is ignored.
+   * envelope, with `{ status, eventId?, type? }`. When given, it replaces the default log line.
+   * What it throws is ignored.
    */
   onError?: (error: WebhookVerificationError | WebhookHandlingError, info: ErrorInfo) => void
-  /** Where the default log lines go when no `onError` is given; default `console`; `false` silences them. */
+  /**
+   * Where the default log lines go when no `onError` is given: `{ error(line), warn(line) }` (and
+   * `info`, for the start-up lines, when it has one); `false` silences them.
+   * @defaultValue `console`
+   */
   logger?: WebhookLogger | false
   /**
-   * Dedup store. Default on Node: a SQLite file (`EMAIL_WEBHOOKS_DB` or `./.email-webhooks/dedup.db`),
-   * opened when the receiver is built (an error there is thrown, never a silent memory fallback).
-   * `'memory'` opts into the in-process store (not durable). On Bun, Deno and Workers the default
-   * is memory, with a warning at construction.
+   * Dedup store: a `DedupStore`, or `'memory'` to opt into the in-process store (not durable). Default
+   * on Node: a SQLite file (`EMAIL_WEBHOOKS_DB` or `./.email-webhooks/dedup.db`), opened when the
+   * receiver is built (an error there is thrown, never a silent memory fallback). On Bun, Deno and
+   * Workers the default is memory, with a warning at construction.
+   * @defaultValue a SQLite file on Node, memory elsewhere
    */
   store?: DedupStore | 'memory'
-  /** Prefix of dedup keys (`namespace:webhook-id`); default `"default"`. */
+  /**
+   * Prefix of dedup keys (`namespace:webhook-id`).
+   * @defaultValue `"default"`
+   */
   namespace?: string
-  /** Allowed timestamp distance in seconds, inclusive; default 300. */
+  /**
+   * Allowed timestamp distance in seconds, inclusive, in the past and in the future.
+   * @defaultValue `300`
+   */
   toleranceSeconds?: number
-  /** Largest body accepted, whole bytes; default 1 MiB, larger → 413. */
+  /**
+   * Largest body accepted, whole bytes. A larger one gets 413: before it is read when its
+   * `content-length` says so, else as soon as the stream passes the limit.
+   * @defaultValue `1048576` (1 MiB)
+   */
   maxBodyBytes?: number
-  /** How long a claim holds before another worker may take over, whole ms; default 30,000. Must exceed handlerTimeoutMs (checked when the receiver is built); keep it above handlerTimeoutMs + storeTimeoutMs so a slow complete cannot outlive the lease. */
+  /**
+   * How long a claim holds before another worker may take the event over (after a crash), whole ms.
+   * Must exceed handlerTimeoutMs (checked when the receiver is built); keep it above
+   * handlerTimeoutMs + storeTimeoutMs so a slow complete cannot outlive the lease.
+   * @defaultValue `30000`
+   */
   leaseMs?: number
-  /** How long handled events are remembered, whole ms; default 7 days. */
+  /**
+   * How long handled events are remembered, whole ms: longer than the sender's retry span. With
+   * `ordering: true`, also their facts, so `reconcileEmails` sends only events younger than this
+   * (give it the same `retentionMs`).
+   * @defaultValue 7 days
+   */
   retentionMs?: number
-  /** Handler deadline, whole ms counted from the (first) claim: `ctx.signal` aborts and the answer is 503; default 7,000. */
+  /**
+   * Handler deadline, whole ms counted from the (first) claim: `ctx.signal` aborts and the answer
+   * is 503 `handler_timeout`. Must be below `leaseMs`.
+   * @defaultValue `7000`, and at most 80 % of `leaseMs`
+   */
   handlerTimeoutMs?: number
-  /** Longest wait for the store's claim and for its complete before answering 503, whole ms; default 1,500. */
+  /**
+   * Longest wait for the store's claim, and again for its complete, before answering 503
+   * `store_unavailable`, whole ms.
+   * @defaultValue `1500`
+   */
   storeTimeoutMs?: number
-  /** Clock in milliseconds since the epoch for the timestamp window; default `Date.now`. */
+  /**
+   * Clock in milliseconds since the epoch for the timestamp window.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
   /**
    * Keep a high-water mark per email in the store and tell handlers where each event stands
    * (`ctx.order`), and handle one event of an email at a time (the next waits, at most half of
-   * `handlerTimeoutMs`, then gets 409 `in_flight`); default false, as it costs more rows written
-   * per event (see the README's "Ordering"). Off, `ctx.order` is `unknown` with reason `ordering_off`.
+   * `handlerTimeoutMs`, then gets 409 `in_flight`). Off by default, as it costs more rows written
+   * per event (see the Ordering page of the docs). Off, `ctx.order` is `unknown` with reason
+   * `ordering_off`. Needed by `orderKey`, `skipStale` and `onStale`.
+   * @defaultValue `false`
    */
   ordering?: boolean
   /**
    * Order key of events that are not `email.*` events (those are keyed by `data.id`): events with the
-   * same key are ordered against each other in `ctx.order`. Return `undefined` for "not ordered"
-   * (the default for every such event). What it throws only makes that event's order `unknown`.
-   * Needs `ordering: true`.
+   * same key are ordered against each other in `ctx.order`. Return `null` or `undefined` for "not
+   * ordered" (the default for every such event). What it throws only makes that event's order
+   * `unknown`. Needs `ordering: true`.
+   * @defaultValue none: events that are not email events are not ordered
    */
   orderKey?: OrderKeyFunction
   /**
@@ -154,24 +194,33 @@ export interface WebhookOptions<Ctx = HandlerContext> {
    * Answered 2xx `{"ok":true,"skipped":"stale"}`, recorded as done, counted in `stats().skipped`;
    * `onStale` sees each. Default: none is skipped, handlers decide with `ctx.order`.
    * Needs `ordering: true` and a store that keeps marks.
+   * @defaultValue none is skipped
    */
   skipStale?: true | StaleSkippableType[]
-  /** Observes each event skipped by `skipStale`, after it is recorded. What it throws is ignored. Needs `skipStale`. */
+  /**
+   * `(event, order)`: observes each event skipped by `skipStale`, after it is recorded. What it
+   * throws is ignored. Needs `skipStale` (refused without it: it would never be called).
+   */
   onStale?: StaleObserver
   /**
    * `'request'` (default): the answer is 2xx once the handler finished and the event is recorded,
    * inside the sender's 10 s. `'inbox'`: 2xx `{"ok":true,"queued":true}` once the verified event is
    * recorded durably in the store's inbox (or handed to `inbox.sink`); the handlers run after the
    * answer, in a worker, with retries and dead letters (see `inbox`).
+   * @defaultValue `'request'`
    */
   mode?: 'request' | 'inbox'
-  /** Inbox mode's worker and routing; needs `mode: 'inbox'`. */
+  /**
+   * Inbox mode's worker and routing (`inRequest`, `sink`, `worker`, `concurrency`, `maxAttempts`,
+   * `handlerTimeoutMs`, `leaseMs`, `retryBaseMs`, `retryMaxMs`, `pollMs`); needs `mode: 'inbox'`.
+   */
   inbox?: InboxOptions
   /**
-   * OpenTelemetry spans and metrics (see the core README's table of names). On by default on Node
-   * when `@opentelemetry/api` is installed (it costs next to nothing until an SDK is registered);
-   * `false` turns it off; elsewhere (Bun, Deno, Workers) pass the API: `{ api }` from
+   * OpenTelemetry spans and metrics (their names: the Observability page of the docs). On by default
+   * on Node when `@opentelemetry/api` is installed (it costs next to nothing until an SDK is
+   * registered); `false` turns it off; elsewhere (Bun, Deno, Workers) pass the API: `{ api }` from
    * `import * as api from '@opentelemetry/api'`. `tracerProvider` / `meterProvider` replace the global ones.
+   * @defaultValue on when `@opentelemetry/api` is installed (Node)
    */
   telemetry?: TelemetryOption
 }
@@ -181,31 +230,55 @@ export interface InboxOptions {
   /** Email event types still handled in the request, as in `'request'` mode (e.g. `['email.bounced']`). */
   inRequest?: EmailEventType[]
   /**
-   * Hand events to a queue you run instead of the store's inbox (BullMQ, pg-boss: see the core
-   * README); your workers then run the handlers (`createInboxProcessor`). No built-in worker.
+   * Hand events to a queue you run instead of the store's inbox (BullMQ, pg-boss, Amazon SQS,
+   * Cloudflare Queues: the queues page of the docs); your workers then run the handlers
+   * (`createInboxProcessor`). No built-in worker.
    */
   sink?: InboxSink
-  /** Run the worker in this process (default true with the store's inbox); false when `email-webhooks inbox work` runs it elsewhere. */
+  /**
+   * Run the worker in this process; false when `email-webhooks inbox work` runs it elsewhere.
+   * @defaultValue `true` with the store's inbox
+   */
   worker?: boolean
-  /** Entries handled at once by this process's worker; default 4. */
+  /**
+   * Entries handled at once by this process's worker.
+   * @defaultValue `4`
+   */
   concurrency?: number
-  /** Attempts of an entry before it is dead (kept with its last error); default 10. */
+  /**
+   * Attempts of an entry before it is dead (kept with its last error, its message only).
+   * @defaultValue `10`
+   */
   maxAttempts?: number
-  /** Deadline of a handler run by the worker, whole ms; default 300,000 (5 min). */
+  /**
+   * Deadline of a handler run by the worker, whole ms.
+   * @defaultValue `300000` (5 min)
+   */
   handlerTimeoutMs?: number
   /**
    * How long the worker holds an entry and its event's claim without renewing them, whole ms. On a
    * store that can renew leases (every built-in store: `extend`, and its inbox's `renew`) the worker
-   * renews both every third of it while the handler runs, so it is short: default 30,000, at least
-   * 1,000, and an entry of a worker that died is taken again after it. On a store that cannot,
-   * one lease covers the handler: default handlerTimeoutMs + 60,000, and it must exceed handlerTimeoutMs.
+   * renews both every third of it while the handler runs, so it is short: at least 1,000, and an
+   * entry of a worker that died is taken again after it. On a store that cannot, one lease covers
+   * the handler, and it must exceed handlerTimeoutMs.
+   * @defaultValue `30000`; handlerTimeoutMs + 60,000 on a store that cannot renew leases
    */
   leaseMs?: number
-  /** First retry wait after a failed attempt, whole ms, doubling per attempt, with jitter (a wait is half its step plus up to as much again at random); default 1,000. */
+  /**
+   * First retry wait after a failed attempt, whole ms, doubling per attempt, with jitter (a wait is
+   * half its step plus up to as much again at random).
+   * @defaultValue `1000`
+   */
   retryBaseMs?: number
-  /** Longest retry wait; default 600,000 (10 min). */
+  /**
+   * Longest retry wait, whole ms.
+   * @defaultValue `600000` (10 min)
+   */
   retryMaxMs?: number
-  /** How often an idle worker looks for entries (it also wakes when this process queues one); default 1,000 ms. */
+  /**
+   * How often an idle worker looks for entries, whole ms (it also wakes when this process queues one).
+   * @defaultValue `1000`
+   */
   pollMs?: number
 }
 
@@ -244,7 +317,13 @@ export interface ReceiverInbox {
 
 /** Options of `createReceiver`. */
 export interface ReceiverOptions<Ctx = HandlerContext> extends WebhookOptions<Ctx> {
+  /**
+   * The endpoint secret, or several during a rotation (any one verifies). An empty secret, or one
+   * with leading or trailing white space, is refused when the receiver is built, with a `TypeError`
+   * that says so.
+   */
   secret: WebhookSecret
+  /** Handlers keyed by email event type; a key that is not one does not compile (and is refused at run time). */
   handlers?: EmailEventHandlers<Ctx>
 }
 

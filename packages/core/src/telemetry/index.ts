@@ -2,7 +2,7 @@
  * OpenTelemetry for a receiver, through `@opentelemetry/api` only (an optional peer dependency):
  * a span per delivery with child spans for its steps, and metrics. On Node the API is found when
  * it is installed; elsewhere pass it (`telemetry: { api }`). Without it, nothing is loaded and the
- * receiver does no telemetry work at all. Names: names.ts (one table in the core README).
+ * receiver does no telemetry work at all. Names: names.ts (one table on the docs' Observability page).
  */
 import { loadOtelApi } from '#telemetry-api'
 import { createInstruments, type Instruments } from './instruments.js'

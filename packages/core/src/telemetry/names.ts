@@ -1,6 +1,6 @@
 /**
- * Every name the receiver's telemetry uses, in one place (documented as one table in the core
- * README): OpenTelemetry semantic conventions where they exist (HTTP server, messaging), our own
+ * Every name the receiver's telemetry uses, in one place (documented as one table on the docs'
+ * Observability page): OpenTelemetry semantic conventions where they exist (HTTP server, messaging), our own
  * under `email_webhooks.*`. `stats()` counts deliveries under the same outcome names.
  */
 

@@ -31,44 +31,98 @@ export type SenderEmailEvent = EmailStatusEvent
 
 /** Options of `createFaithfulSender`. */
 export interface FaithfulSenderOptions {
-  /** API keys and their scopes; default `{ [TEST_API_KEY]: ['webhooks:manage', 'emails:read'] }`. */
+  /**
+   * API keys and their scopes.
+   * @defaultValue `{ [TEST_API_KEY]: ['webhooks:manage', 'emails:read'] }`
+   */
   apiKeys?: Record<string, readonly string[]>
-  /** Multiplies every backoff wait (not the receiver timeout); 0.001 turns 5 s into 5 ms. Default 1. */
+  /**
+   * Multiplies every backoff wait (not the receiver timeout): 0.001 turns 5 s into 5 ms.
+   * @defaultValue `1`
+   */
   timeScale?: number
-  /** Receiver timeout in real ms; default 10 000. */
+  /**
+   * Receiver timeout in real milliseconds.
+   * @defaultValue `10000`
+   */
   receiverTimeoutMs?: number
-  /** Attempts per delivery; default 10. */
+  /**
+   * Attempts per delivery.
+   * @defaultValue `10`
+   */
   maxAttempts?: number
-  /** Consecutive failed attempts that disable an endpoint; default 10. */
+  /**
+   * Consecutive failed attempts that disable an endpoint.
+   * @defaultValue `10`
+   */
   disableAfter?: number
-  /** First backoff wait before scaling; default 5 000 ms (then ×2 per attempt). */
+  /**
+   * First backoff wait before scaling, whole ms: attempt n waits `initialBackoffMs × 2ⁿ⁻¹`, at most
+   * `maxBackoffMs`.
+   * @defaultValue `5000`
+   */
   initialBackoffMs?: number
-  /** Largest backoff wait before scaling; default 1 h. */
+  /**
+   * Largest backoff wait before scaling, whole ms.
+   * @defaultValue 1 h
+   */
   maxBackoffMs?: number
-  /** How long after the event a delivery can still be retried by hand; default 3 days (on `now`). */
+  /**
+   * How long after the event a delivery can still be retried by hand (on `now`); after it, a retry
+   * answers 404 `delivery_expired`.
+   * @defaultValue 3 days
+   */
   payloadLifetimeMs?: number
-  /** How long after an email's first event `GET /emails/{id}` still serves it (then 404 `not_found`); default 30 days (on `now`). */
+  /**
+   * How long after an email's first event (on `now`) `GET /emails/{id}` still serves it; after it,
+   * 404 `not_found`.
+   * @defaultValue 30 days
+   */
   emailRetentionMs?: number
-  /** Clock for `webhook-timestamp`, `created_at` and payload expiry; default `Date.now`. */
+  /**
+   * Clock for `webhook-timestamp`, `created_at` and expiry.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
-  /** Randomness for repeats, reordering and ids' jitter; default `Math.random`. */
+  /**
+   * Randomness for repeats and reordering.
+   * @defaultValue `Math.random`
+   */
   random?: () => number
-  /** `fetch` used to deliver; default `globalThis.fetch`. */
+  /**
+   * The `fetch` used to deliver.
+   * @defaultValue `globalThis.fetch`
+   */
   fetch?: typeof fetch
-  /** Accept `http(s)://` endpoint URLs to a loopback host (localhost, 127.0.0.0/8, [::1]) on any port (the service would refuse them); default true. */
+  /**
+   * Accept `http(s)://` endpoint URLs to a loopback host (`localhost`, 127.0.0.0/8, `[::1]`) on any
+   * port; `false` applies the service's URL rules.
+   * @defaultValue `true`
+   */
   allowLocalUrls?: boolean
-  /** Probability in [0, 1] that a successful delivery is sent again (freshly signed); default 0. */
+  /**
+   * Probability in [0, 1] that a delivered event is sent once more (freshly signed).
+   * @defaultValue `0`
+   */
   repeatProbability?: number
-  /** Each first attempt waits a random 0..reorderWindowMs real ms, so events arrive out of order; default 0. */
+  /**
+   * Each first attempt waits a random time in [0, reorderWindowMs) real ms, so events arrive out of
+   * order.
+   * @defaultValue `0`
+   */
   reorderWindowMs?: number
-  /** Called after every attempt (also repeats). */
+  /**
+   * Called after every attempt (repeats too) with its status, failure kind, timestamp and
+   * signature.
+   */
   onAttempt?: (attempt: SenderAttempt) => void
   /**
-   * What a delivery record's `state` says. `'documented'` (default): `pending`, the only value the
-   * service's contract shows, for every record, whatever became of it, so that code tested against
-   * this sender decides from the documented fields (`attempts`, `last_status`, `next_attempt_at`).
+   * What a delivery record's `state` says. `'documented'`: `pending`, the only value the service's
+   * contract shows, for every record, whatever became of it, so that code tested against this
+   * sender decides from the documented fields (`attempts`, `last_status`, `next_attempt_at`).
    * `'descriptive'`: this sender's own names (`pending`, `delivering`, `succeeded`, `failed`), for
    * tests that read what happened; the real service promises none of them.
+   * @defaultValue `'documented'`
    */
   states?: 'documented' | 'descriptive'
 }

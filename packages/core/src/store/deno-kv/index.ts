@@ -43,9 +43,15 @@ export interface DenoKvLike {
 
 /** Options of {@link DenoKvDedupStore}. */
 export interface DenoKvDedupStoreOptions {
-  /** First part of every key; default `email_webhook_dedup`. */
+  /**
+   * First part of every key.
+   * @defaultValue `email_webhook_dedup`
+   */
   prefix?: string
-  /** Clock in ms since the epoch for leases and retention; default `Date.now`. */
+  /**
+   * Clock in milliseconds since the epoch, for leases and retention.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
 }
 

@@ -55,7 +55,7 @@ export function classify(error: unknown, info: TableInfo): { code: DedupStoreErr
   if (name === 'ResourceNotFoundException') {
     return {
       code: 'misconfigured',
-      message: `${table} does not exist (${detail}): create it with a String partition key "${info.partitionKey}" and no sort key (the README's CloudFormation or CDK snippet, or dynamoDBTableInput()), and enable TTL on "ttl"; or fix the table name and region.`,
+      message: `${table} does not exist (${detail}): create it with a String partition key "${info.partitionKey}" and no sort key (the CloudFormation or CDK snippet of the docs' AWS Lambda page, or dynamoDBTableInput()), and enable TTL on "ttl"; or fix the table name and region.`,
     }
   }
   if (name === 'ValidationException' && /key element does not match the schema|required keys|key schema|Missing the key/i.test(detail)) {

@@ -9,8 +9,8 @@
  * the server returns no item, as older servers and local emulators do); `complete`, `release` and
  * `extend` are `UpdateItem`s fenced by the claim's token. Times are ms on the caller's clock, in
  * the conditions; the `ttl` attribute (seconds) only lets DynamoDB's TTL delete what expired
- * (schema.ts). No ordering capability (marks would need a multi-item transaction: see the core
- * README) and no inbox (on Lambda, hand events to SQS: examples/sqs).
+ * (schema.ts). No ordering capability (marks would need a multi-item transaction: see the docs'
+ * Serverless stores page) and no inbox (on Lambda, hand events to SQS: examples/sqs).
  */
 // By package name, not './errors.js': this subpath is bundled on its own, and a bundled copy of the
 // class would fail `error instanceof DedupStoreError` for users, who import it from the main entry.

@@ -24,19 +24,42 @@ export interface DynamoDBClientLike {
 
 /** Options of `DynamoDBDedupStore`: give `client`, or `region` (the store makes its client). */
 export interface DynamoDBDedupStoreOptions {
-  /** A `DynamoDBClient` (`@aws-sdk/client-dynamodb` v3) of the app's; the store never destroys it. */
+  /**
+   * A `DynamoDBClient` of `@aws-sdk/client-dynamodb` v3 of the app's; `close()` leaves it alone.
+   */
   client?: DynamoDBClientLike
-  /** The AWS region, for a client the store makes (and destroys on close); default `AWS_REGION` (set on Lambda). */
+  /**
+   * The AWS region of the client the store makes instead (credentials from the default chain: the
+   * function's role); `close()` destroys that client.
+   * @defaultValue `AWS_REGION` (set on Lambda)
+   */
   region?: string
-  /** Another endpoint for the client the store makes, such as a local DynamoDB (`http://127.0.0.1:8000`). */
+  /**
+   * Another endpoint for the client the store makes, such as a local DynamoDB
+   * (`http://127.0.0.1:8000`); the SDK's `AWS_ENDPOINT_URL_DYNAMODB` works too.
+   */
   endpoint?: string
-  /** Table name; default `email_webhook_dedup`. */
+  /**
+   * The table: a String partition key, no sort key (`dynamoDBTableInput()` gives its `CreateTable`
+   * input; the AWS Lambda page of the docs has CloudFormation and CDK).
+   * @defaultValue `email_webhook_dedup`
+   */
   table?: string
-  /** The table's partition key, a String attribute; default `pk`. */
+  /**
+   * The name of the table's partition key, a String attribute.
+   * @defaultValue `pk`
+   */
   partitionKey?: string
-  /** Longest time of one call, SDK retries included, whole ms; default 5,000. Past it the call is aborted. */
+  /**
+   * Longest time of one call, the SDK's own retries included, whole ms: past it the call is aborted
+   * (`DedupStoreError` code `timeout`).
+   * @defaultValue `5000`
+   */
   callTimeoutMs?: number
-  /** Clock in milliseconds since the epoch for leases and retention; default `Date.now`. */
+  /**
+   * Clock in milliseconds since the epoch, for leases and retention.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
 }
 

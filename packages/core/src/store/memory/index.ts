@@ -29,9 +29,17 @@ export const DEFAULT_MEMORY_STORE_MAX_KEYS = 100_000
 
 /** Options of {@link MemoryDedupStore}. */
 export interface MemoryDedupStoreOptions {
-  /** Most keys kept; when full, the oldest expired or completed keys are evicted. Default 100,000. */
+  /**
+   * Most keys held (and, apart, most order marks and facts). When full, a batch of the oldest
+   * expired or completed keys is evicted; when every key is a live claim, a claim rejects with
+   * `full`.
+   * @defaultValue `100000`
+   */
   maxKeys?: number
-  /** Clock in milliseconds; default `Date.now`. */
+  /**
+   * Clock in milliseconds, for tests.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
 }
 

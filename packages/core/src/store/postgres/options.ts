@@ -26,34 +26,57 @@ export interface PostgresPool {
 
 /** Options of `PostgresDedupStore`: give `connectionString` or `pool`. */
 export interface PostgresDedupStoreOptions {
-  /** `postgres://user:password@host:5432/db`; the store creates (and closes) its own pool of up to 10 connections. */
+  /**
+   * `postgres://user:password@host:5432/db`. The store opens its own pool (up to 10 connections, 5
+   * s connect timeout, TCP keep-alive after 10 s idle) and ends it on `close()`. Give this or
+   * `pool`, not both.
+   */
   connectionString?: string
-  /** An existing `pg` Pool; the store never ends it. */
+  /**
+   * An existing `pg.Pool` instead (exactly one of the two). `close()` leaves it open; add your own
+   * `pool.on('error')` listener, and give it `connectionTimeoutMillis` (a few seconds) and
+   * `keepAlive: true`: the store's `queryTimeoutMs` ends a statement and destroys its connection,
+   * but only the pool can end a connect that hangs.
+   */
   pool?: PostgresPool
-  /** Table name; default `email_webhook_dedup`. */
+  /**
+   * Table name (a letter or `_`, then letters, digits, `_`; at most 51 characters, so its index
+   * name fits PostgreSQL's 63).
+   * @defaultValue `email_webhook_dedup`
+   */
   table?: string
   /**
-   * Create the table and its index when the table is missing (default true). An existing table is
-   * used as it is, so a role with only SELECT, INSERT, UPDATE and DELETE on it works. Set false if
-   * you run `postgresDedupTableSql()` yourself.
+   * On first use, look the table up (`to_regclass`) and create it and its index only if it is
+   * missing, so a role with just `SELECT`, `INSERT`, `UPDATE` and `DELETE` on an existing table
+   * works. With `false`, run `postgresDedupTableSql(table)` in your migrations; a missing table is
+   * a `misconfigured` error.
+   * @defaultValue `true`
    */
   createTable?: boolean
   /**
-   * Send the store's statements as named prepared statements, parsed and planned once per
-   * connection instead of on every call (default true for the pool the store makes and for a
-   * `pg.Pool`; false for any other `pool` object). Set false behind PgBouncer older than 1.21 in
-   * transaction pooling mode; the store also turns them off by itself, once, when the server
-   * answers that one of its prepared statements does not exist.
+   * Send the store's statements as named prepared statements (`ew_…`), parsed and planned once per
+   * connection instead of on every call. `false` behind PgBouncer older than 1.21 in transaction
+   * pooling mode; without it, the first time the server answers that one of them does not exist (or
+   * exists already), the store sends that statement again unnamed, stays unnamed and says so once
+   * through `warn` (`store.preparedStatements` says which). A `pool` that is not a `pg.Pool` gets
+   * unnamed statements.
+   * @defaultValue `true` for the pool the store makes and for a `pg.Pool`; `false` for any other `pool`
    */
   preparedStatements?: boolean
-  /** Where the store's one-time warnings go (prepared statements turned off by the server's answer); default `console.warn`. */
+  /**
+   * Where the store's one-time warnings go (prepared statements turned off by the server's answer).
+   * @defaultValue `console.warn`
+   */
   warn?: (message: string) => void
   /**
-   * The longest wait for one statement, a free connection included, whole ms (default 3,000).
-   * Past it the call fails with `DedupStoreError` code `timeout` and its connection is destroyed,
-   * never handed to another call: a connection that stopped answering (a failover, a dropped NAT
-   * entry, a proxy that stalls) costs one call, not every call that would have queued behind it.
-   * Works on a `pg.Pool` of yours too (the store checks connections out with `pool.connect()`).
+   * The longest wait for one statement, a free connection included, whole ms. Past it the call
+   * fails with `DedupStoreError` code `timeout` and the connection it hung on is destroyed, never
+   * handed to the next call: a connection that stopped answering (a failover that left pooled
+   * sockets open, a dropped NAT entry, a proxy that stalls) costs one call, not every call queued
+   * behind it. `pg`'s own `query_timeout` does not do this: it leaves the dead connection in the
+   * pool. Works on a `pg.Pool` of yours too (the store checks connections out with
+   * `pool.connect()`).
+   * @defaultValue `3000`
    */
   queryTimeoutMs?: number
 }

@@ -53,7 +53,7 @@ export async function checkServer(server: RedisServer): Promise<void> {
   if (problems.length > 0) {
     throw new DedupStoreError(
       'misconfigured',
-      `${PACKAGE} ${server.target} can lose completed events: ${problems.join('; ')}. Change the server's configuration, or pass checkDurability: false if you accept the loss (see the README, "Running many instances").`,
+      `${PACKAGE} ${server.target} can lose completed events: ${problems.join('; ')}. Change the server's configuration, or pass checkDurability: false if you accept the loss (the docs' Many instances page says why).`,
     )
   }
 }

@@ -28,35 +28,57 @@ export interface RedisClient {
 
 /** Options of `RedisDedupStore`: give `url` or `client`. */
 export interface RedisDedupStoreOptions {
-  /** `redis://:password@host:6379/0` (or `rediss://`); the store creates (and closes) its own ioredis client. */
+  /**
+   * `redis://:password@host:6379/0` or `rediss://…`. The store opens its own ioredis client (one
+   * retry per command, 5 s connect timeout, `commandTimeoutMs` per command, TCP keep-alive after 10
+   * s idle) and closes it on `close()`. Give this or `client`, not both.
+   */
   url?: string
-  /** An existing ioredis client (`Redis` or `Cluster`); the store never closes it. */
+  /**
+   * An existing ioredis `Redis` or `Cluster` instead (exactly one of the two). `close()` leaves it
+   * open. Give it what the store gives its own: `commandTimeout` and `socketTimeout` (a few
+   * seconds) and `keepAlive: 10000`; without them a connection that stops answering keeps every
+   * command queued behind it (the receiver still answers 503 at `storeTimeoutMs`).
+   */
   client?: RedisClient
-  /** Prefix of every key; default `email-webhooks:dedup:`. */
+  /**
+   * Prefix of every key.
+   * @defaultValue `email-webhooks:dedup:`
+   */
   prefix?: string
   /**
-   * Check once, with `CONFIG GET`, that the server keeps completions: `appendonly yes`,
-   * `appendfsync always` and `maxmemory-policy noeviction` (default true). A server that forbids
-   * `CONFIG` (many managed services) cannot be checked: the store says so once through `warn`
-   * and goes on. Set false only if you accept losing up to a second of completions on a server
-   * crash, or eviction of in-flight and done keys.
+   * On first use, read `appendonly`, `appendfsync` and `maxmemory-policy` with `CONFIG GET` and
+   * refuse (`misconfigured`) a server that can lose completions: it must have `appendonly yes`,
+   * `appendfsync always` and `maxmemory-policy noeviction`. A server that forbids `CONFIG`
+   * (renamed, or an ACL without it, as on many managed services) cannot be checked: the store says
+   * so once through `warn` and goes on. Set false only if you accept losing up to a second of
+   * completions on a server crash, or eviction of in-flight and done keys.
+   * @defaultValue `true`
    */
   checkDurability?: boolean
   /**
-   * After each `complete()`, wait until this many replicas (and, with `aof`, the AOF files) hold
-   * the completion; fewer in time rejects with `durability_timeout`, so the event is not
-   * acknowledged. Guards against losing acknowledged completions when a replica is promoted.
-   * Not with a Cluster client. Default: no wait.
+   * `{ replicas, timeoutMs, aof? }`: after each `complete()` (and inbox entry), run `WAIT replicas
+   * timeoutMs` (or, with `aof: true`, `WAITAOF 1 replicas timeoutMs`: fsynced to the primary's and
+   * the replicas' AOF; Redis 7.2 or later, `appendonly yes`). Fewer confirmations in time reject
+   * with `durability_timeout`, so the event is not acknowledged and the sender retries. Guards
+   * against losing acknowledged completions when a replica is promoted. `timeoutMs` is whole
+   * milliseconds ≥ 1. Not with a `Cluster` client.
+   * @defaultValue none: no wait
    */
   waitFor?: RedisWaitFor
-  /** Where the store's one-time warnings go (a server that forbids `CONFIG`); default `console.warn`. */
+  /**
+   * Where the store's one-time warnings go (a server that forbids `CONFIG`). They name the server
+   * with its password replaced by `***`.
+   * @defaultValue `console.warn`
+   */
   warn?: (message: string) => void
   /**
-   * With `url`: the longest wait for one command, whole ms (default 3,000). Past it the command
-   * fails (`DedupStoreError` code `timeout`), and a connection that owes an answer that long is
-   * destroyed and opened again, so a stalled connection (a failover, a proxy that stops answering)
-   * costs the calls of those 3 s, not every later one. For a `client` of yours, set the same on it:
+   * With `url`: the longest wait for one command, whole ms. Past it the command fails
+   * (`DedupStoreError` code `timeout`), and a connection that owes an answer that long is destroyed
+   * and opened again, so a stalled connection (a failover, a proxy that stops answering) costs the
+   * calls of those seconds, not every later one. For a `client` of yours, set the same on it:
    * `commandTimeout`, `socketTimeout` and `keepAlive`.
+   * @defaultValue `3000`
    */
   commandTimeoutMs?: number
 }

@@ -26,23 +26,36 @@ const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Options of {@link SqliteDedupStore}. */
 export interface SqliteDedupStoreOptions {
-  /** Database file; created if missing (its folder must exist). `':memory:'` is not durable. */
+  /** The database file; created if missing (its folder must exist). `':memory:'` is not durable. */
   path: string
   /**
-   * `'full'` (default): a `complete`, and a `duplicate` answer, resolve only once the record is
-   * fsynced, so acknowledged events survive power loss. `'normal'`: no fsync; survives a process crash only.
+   * `'full'`: a `complete`, and a `duplicate` answer (or `lookup`'s `'done'`), resolve only once
+   * the record is fsynced, so acknowledged events survive power loss. `'normal'`: no fsync;
+   * survives a process crash, not power loss.
+   * @defaultValue `'full'`
    */
   durability?: 'full' | 'normal'
-  /** How long a write, and opening a new file, waits for another process's lock; default 5,000 ms. */
+  /**
+   * How long a write, and opening a new file, waits for another process's lock, whole ms.
+   * @defaultValue `5000`
+   */
   busyTimeoutMs?: number
-  /** Table of done records; default `email_webhook_dedup` (leases go to `<table>_lease`). */
+  /**
+   * Table of done records (a letter or `_`, then letters, digits, `_`; at most 63 characters);
+   * leases go to `<table>_lease`, order marks to `<table>_order`, the inbox to `<table>_inbox`.
+   * @defaultValue `email_webhook_dedup`
+   */
   table?: string
-  /** Clock in milliseconds; default `Date.now`. For tests. */
+  /**
+   * Clock in milliseconds, for tests.
+   * @defaultValue `Date.now`
+   */
   now?: () => number
   /**
    * Open an existing file for `lookup` only (recovery tooling beside a running receiver): no file
    * is created, nothing is written (no setup, no checkpoint); `claim`, `complete`, `release` and
-   * `purgeExpired` reject with `misconfigured`. Default false.
+   * `purgeExpired` reject with `misconfigured`.
+   * @defaultValue `false`
    */
   readOnly?: boolean
 }

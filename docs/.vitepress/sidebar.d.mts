@@ -1,0 +1,9 @@
+// Types of sidebar.mjs for the TypeScript tests that import it.
+export interface SidebarGroup {
+  text: string
+  /** Each page: its title in the sidebar and its repository path. */
+  items: [string, string][]
+}
+export declare function sidebarGroups(root?: string): SidebarGroup[]
+export declare function siteLink(page: string): string
+export declare function sidebar(root?: string): { text: string; collapsed: boolean; items: { text: string; link: string }[] }[]
