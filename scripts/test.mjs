@@ -38,7 +38,7 @@ const titles = {
   default: filters.length ? `npm test -- ${filters.join(' ')}` : 'npm test',
 }
 const steps = createSteps(titles[mode])
-let env = timeScaleEnv()
+let env = await timeScaleEnv()
 /** The one file that needs Chromium (in test:all, or when a filter picks it). */
 const BROWSER_TEST = 'test/console/browser.test.ts'
 
@@ -101,21 +101,42 @@ if (passed + failed > 0) console.log(`\ntests: ${passed} passed, ${failed} faile
 
 /**
  * TEST_TIME_SCALE for this run: as given, else 3 under test:stress, else from how busy the
- * machine is as the command starts (load average per core: under 0.75 quiet, 1; busier, one more
- * per unit of load per core, at most 4), said in one line when it is not 1.
+ * machine is as the command starts (processes wanting a core, other than this one, per core:
+ * under 0.75 quiet, 1; busier, one more per unit per core, at most 4), said in one line when it is
+ * not 1. On Linux the count is sampled now (`procs_running` in /proc/stat, twenty looks over one
+ * second), not the load average: that one trails by minutes, so a run started right after
+ * another would count the one before as load.
  */
-function timeScaleEnv() {
+async function timeScaleEnv() {
   const given = process.env.TEST_TIME_SCALE
   if (given) return { TEST_TIME_SCALE: given }
   if (mode === 'stress') return { TEST_TIME_SCALE: '3' }
   const cores = availableParallelism()
-  const perCore = loadavg()[0] / cores
+  const { busy, how } = await othersRunning()
+  const perCore = busy / cores
   if (perCore < 0.75) return {}
   const scale = Math.min(4, Math.round((1 + perCore) * 2) / 2)
   console.log(
-    `busy machine (load average ${loadavg()[0].toFixed(1)} on ${cores} cores): the tests' deadlines ×${scale} (TEST_TIME_SCALE=${scale}; set it to choose)`,
+    `busy machine (${how(busy.toFixed(1))} on ${cores} cores): the tests' deadlines ×${scale} (TEST_TIME_SCALE=${scale}; set it to choose)`,
   )
   return { TEST_TIME_SCALE: String(scale) }
+}
+
+/** How many other processes want a core right now: sampled from /proc/stat, else the load average. */
+async function othersRunning() {
+  const looks = []
+  for (let i = 0; i < 20; i++) {
+    try {
+      const line = readFileSync('/proc/stat', 'utf8').match(/^procs_running (\d+)$/m)
+      if (!line) break
+      looks.push(Number(line[1]) - 1) // this process, reading
+    } catch {
+      break
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  if (looks.length === 0) return { busy: loadavg()[0], how: (n) => `load average ${n}` }
+  return { busy: looks.reduce((a, b) => a + b, 0) / looks.length, how: (n) => `${n} other processes running` }
 }
 
 /** tsc over every package, example and the tests; its output only when it fails. */
