@@ -75,9 +75,16 @@ export interface Run {
    * recovers the endpoint (at most `rounds` times, waiting 0.5 s, 1 s, 2 s … before each, as an
    * operator would try again later: a recovery that meets handlers still running gets 409s, and
    * ten of them in a row disable the endpoint again); then reconciles every emitted event's email
-   * (unless `reconcile` is false), keeping the report in `reconciliation`.
+   * (unless `reconcile` is false), keeping the report in `reconciliation`. `beforeReconcile` runs
+   * between the two (an inbox-mode scenario waits there for its inbox to drain).
    */
-  settle(options?: { store?: DedupStore; rounds?: number; idleMs?: number; reconcile?: boolean }): Promise<RecoveryReport[]>
+  settle(options?: {
+    store?: DedupStore
+    rounds?: number
+    idleMs?: number
+    reconcile?: boolean
+    beforeReconcile?: () => Promise<void>
+  }): Promise<RecoveryReport[]>
   close(): Promise<void>
 }
 
@@ -157,7 +164,7 @@ export function startRun(url: string, options: RunOptions = {}): Run {
       }
     },
     recoverIfDisabled: async (store) => (sender.endpoint(endpointId)?.enabled ? undefined : recover(store)),
-    async settle({ store, rounds = 6, idleMs = 90_000, reconcile = true } = {}) {
+    async settle({ store, rounds = 6, idleMs = 90_000, reconcile = true, beforeReconcile } = {}) {
       const reports: RecoveryReport[] = []
       await sender.idle(idleMs)
       for (let round = 0; round < rounds; round++) {
@@ -175,6 +182,7 @@ export function startRun(url: string, options: RunOptions = {}): Run {
       // event's email is reconciled (not only those known to be missing, as an operator who knows
       // the email ids of the incident would): an event the sender's deliveries brought is a
       // duplicate to the receiver (its facts, ordering on), the others are handled, once.
+      await beforeReconcile?.()
       if (reconcile) {
         run.mark('reconcile')
         run.reconciliation = await reconcileEmails({

@@ -6,15 +6,20 @@
  * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, which dynalite ignores). The ordering suite
  * checks that the store declares no ordering and still deduplicates with order options. dynalite
  * serves one call at a time: each suite's cases run one after another (200 concurrent claims of
- * five cases at once overran the store's call deadline), the four suites side by side.
+ * five cases at once overran the store's call deadline), the four suites side by side, with the
+ * call deadline stretched by TEST_TIME_SCALE (200 claims of one case at a time, four suites at
+ * once, overran 5 s under test:stress).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
+import { DEFAULT_DYNAMODB_CALL_TIMEOUT_MS, DynamoDBDedupStore } from '@email-webhooks/core/dynamodb'
 import { orderingConformance } from '@email-webhooks/core/testing'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { type Dynalite, type DynamoProxy, LOCAL_CREDENTIALS, startDynalite, startDynamoProxy } from '../services/dynalite.js'
+import { scaled } from '../support/time.js'
 import { AlternatingStore, conformance } from './conformance-helpers.js'
 
+/** The store's call deadline is a margin here: dynalite serves every suite's calls in one process. */
+const callTimeoutMs = scaled(DEFAULT_DYNAMODB_CALL_TIMEOUT_MS)
 let server: Dynalite
 let proxy: DynamoProxy
 let client: DynamoDBClient
@@ -38,28 +43,31 @@ afterAll(async () => {
 
 conformance(
   'DynamoDBDedupStore (a given DynamoDBClient, table "hooks_given_client" keyed by "id", dynalite)',
-  () => new DynamoDBDedupStore({ client, table: 'hooks_given_client', partitionKey: 'id' }),
+  () => new DynamoDBDedupStore({ client, table: 'hooks_given_client', partitionKey: 'id', callTimeoutMs }),
   'one-by-one',
 )
 conformance(
   'DynamoDBDedupStore (its own client from region + endpoint, default table, dynalite)',
-  () => new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint }),
+  () => new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint, callTimeoutMs }),
   'one-by-one',
 )
 conformance(
   'DynamoDBDedupStore (two clients on one table, calls alternate, dynalite)',
   () =>
-    new AlternatingStore([new DynamoDBDedupStore({ client }), new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint })]),
+    new AlternatingStore([
+      new DynamoDBDedupStore({ client, callTimeoutMs }),
+      new DynamoDBDedupStore({ region: 'us-east-1', endpoint: server.endpoint, callTimeoutMs }),
+    ]),
   'one-by-one',
 )
 conformance(
   'DynamoDBDedupStore (failed conditions return the item, ALL_OLD, as the service does: dynalite behind a proxy)',
-  () => new DynamoDBDedupStore({ client: proxied }),
+  () => new DynamoDBDedupStore({ client: proxied, callTimeoutMs }),
   'one-by-one',
 )
 
 orderingConformance(
   'DynamoDBDedupStore (dynalite)',
   { describe, it },
-  { createStore: () => new DynamoDBDedupStore({ client }), expectCapability: false },
+  { createStore: () => new DynamoDBDedupStore({ client, callTimeoutMs }), expectCapability: false },
 )
