@@ -110,10 +110,21 @@ try {
         new UpdateItemCommand({
           TableName: TABLE,
           Key: { pk: { S: key } },
-          UpdateExpression: 'SET #st = :lease, #tok = :tok, #exp = :exp, #att = if_not_exists(#att, :zero) + :one',
-          ConditionExpression: 'attribute_not_exists(#pk) OR #exp <= :now OR (#st = :lease AND attribute_not_exists(#tok))',
-          ExpressionAttributeNames: { '#pk': 'pk', '#st': 'status', '#tok': 'token', '#att': 'attempt', '#exp': 'expiresAt' },
+          UpdateExpression: 'SET #st = :lease, #tok = :tok, #exp = :exp, #ttl = :ttl, #att = if_not_exists(#att, :zero) + :one, #sv = :sv',
+          ConditionExpression:
+            '(attribute_not_exists(#pk) OR #exp <= :now OR (#st = :lease AND attribute_not_exists(#tok))) AND (attribute_not_exists(#sv) OR #sv <= :sv)',
+          ExpressionAttributeNames: {
+            '#pk': 'pk',
+            '#st': 'status',
+            '#tok': 'token',
+            '#att': 'attempt',
+            '#exp': 'expiresAt',
+            '#ttl': 'ttl',
+            '#sv': 'schemaVersion',
+          },
           ExpressionAttributeValues: {
+            ':sv': { N: '1' },
+            ':ttl': { N: String(Math.ceil((now + OPTIONS.leaseMs + 3_600_000) / 1000)) },
             ':lease': { S: 'lease' },
             ':tok': { S: randomUUID() },
             ':exp': { N: String(now + OPTIONS.leaseMs) },
