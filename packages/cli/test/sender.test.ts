@@ -105,7 +105,12 @@ describe('email-webhooks sender', () => {
     const failed = s.lines.slice(from, s.lines.indexOf(disabled)).filter((l): l is SenderLine => l.kind === 'attempt' && l.ok === false)
     // The endpoint line comes after the attempts that led to it (a delivery already on its way may have succeeded in between, resetting the count).
     expect(failed.length).toBeGreaterThanOrEqual(disabled.failures as number)
-    expect(failed.every((l) => l.onPurpose === true && l.status === 0 && l.failure === 'network')).toBe(true)
+    // Fail mode's failures never reach the network. An attempt already on its way when fail mode
+    // came on may still end on its own, a failure too (seen once in three runs of test:stress).
+    const onPurpose = failed.filter((l) => l.onPurpose === true)
+    expect(onPurpose.every((l) => l.status === 0 && l.failure === 'network')).toBe(true)
+    expect(onPurpose.length).toBeGreaterThan(0)
+    expect(failed.length - onPurpose.length).toBeLessThan(10)
     // Attempts already on their way when fail mode came on may still land; none after them.
     expect(received.length - reachedBefore).toBeLessThan(10)
     await s.waitFor((l) => l.kind === 'emitted' && l.recorded === false, 'an event emitted while disabled', 10_000, from)
