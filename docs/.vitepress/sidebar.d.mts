@@ -4,6 +4,6 @@ export interface SidebarGroup {
   /** Each page: its title in the sidebar and its repository path. */
   items: [string, string][]
 }
-export declare function sidebarGroups(root?: string): SidebarGroup[]
+export declare function sidebarGroups(): SidebarGroup[]
 export declare function siteLink(page: string): string
-export declare function sidebar(root?: string): { text: string; collapsed: boolean; items: { text: string; link: string }[] }[]
+export declare function sidebar(): { text: string; collapsed: boolean; items: { text: string; link: string }[] }[]
