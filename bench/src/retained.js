@@ -27,7 +27,7 @@
  * `--json`, `--previous` (a JSON of an earlier run: rows more than 10 % worse are called out).
  * Build first (`npx -y pnpm@12 build`): the bench imports the built packages.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -216,7 +216,6 @@ async function aofBytes(client) {
   const [, folder] = await client.config('GET', 'dir')
   const [, sub] = await client.config('GET', 'appenddirname')
   try {
-    const { readdirSync } = await import('node:fs')
     return readdirSync(join(folder, sub)).reduce((sum, file) => sum + statSync(join(folder, sub, file)).size, 0)
   } catch {
     return undefined
@@ -550,20 +549,25 @@ const lines = [
 
 // Regressions against an earlier run of this script (same machine): any row more than 10 % worse.
 const comparable = {
+  started: results.started,
   rows: [
     ...results.retained.map((r) => ({ id: `retained ${r.kind} ${r.size}`, ratio: r.ratio, cpuRatio: r.cpuRatio })),
     ...results.purge.map((r) => ({ id: `purge ${r.kind} ${r.backlog}`, ratio: r.ratio, p99Ratio: r.p99Ratio })),
   ],
 }
 results.comparable = comparable
-if (args.previous) {
+// A run that writes RESULTS.md keeps its rows in bench/last-retained.json for the next run to compare with.
+const LAST_RUN = join(benchDir, 'last-retained.json')
+const previousFile = args.previous ?? (existsSync(LAST_RUN) && !SMOKE ? LAST_RUN : undefined)
+if (previousFile) {
   try {
-    const previous = JSON.parse(readFileSync(args.previous, 'utf8')).comparable
+    const previous = JSON.parse(readFileSync(previousFile, 'utf8')).comparable
     const found = compareRuns(previous, comparable, { higherIsBetter: ['ratio'], lowerIsBetter: ['cpuRatio', 'p99Ratio'] })
-    for (const line of formatRegressions(found, args.previous)) log(line)
-    lines.push(...formatRegressions(found, args.previous, true), '')
+    const against = `${previousFile.replace(benchDir, 'bench')} (${previous.started?.slice(0, 16).replace('T', ' ')} UTC)`
+    for (const line of formatRegressions(found, against)) log(line)
+    lines.push(...formatRegressions(found, against, true), '')
   } catch (error) {
-    log(`could not compare with ${args.previous}: ${error.message}`)
+    log(`could not compare with ${previousFile}: ${error.message}`)
   }
 }
 
@@ -572,5 +576,6 @@ process.stdout.write(`${section}\n`)
 if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`)
 if (OUT) {
   writeSection(OUT, HEADING, section)
+  writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)
   log(`wrote ${OUT}`)
 }
