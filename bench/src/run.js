@@ -82,7 +82,10 @@ const tokens = (args.only ?? '')
 const SECTIONS = ['verify', 'stores', 'http', 'multi', 'inbox']
 const sectionTokens = tokens.filter((t) => SECTIONS.includes(t))
 const variantTokens = tokens.filter((t) => !sectionTokens.includes(t))
-const variants = HTTP_VARIANTS.filter((v) => variantTokens.length === 0 || variantTokens.some((t) => v.id.startsWith(t)))
+// A token is a prefix of variant ids, or with a leading `=` one id exactly (`=hono-memory`: not its -ordering, -otel …).
+const variants = HTTP_VARIANTS.filter(
+  (v) => variantTokens.length === 0 || variantTokens.some((t) => (t.startsWith('=') ? v.id === t.slice(1) : v.id.startsWith(t))),
+)
 if (variantTokens.length > 0 && variants.length === 0) {
   console.error(`--only: no HTTP variant matches ${variantTokens.join(', ')}; ids: ${HTTP_VARIANTS.map((v) => v.id).join(', ')}`)
   process.exit(2)
