@@ -51,6 +51,7 @@ const args = parseArgs(process.argv.slice(2))
 const SMOKE = args.smoke === 'true'
 const list = (text) => text.split(',').map(Number)
 const KINDS = (args.only ?? 'sqlite,postgres,redis').split(',')
+const PARTS = (args.parts ?? 'retained,purge').split(',')
 const SIZES = list(args.sizes ?? (SMOKE ? '2000,4000' : '1000000,10000000'))
 const REDIS_SIZES = list(args['redis-sizes'] ?? args.sizes ?? (SMOKE ? '2000' : '1000000,10000000'))
 const HAND_MAX = Number(args['hand-max'] ?? Number.POSITIVE_INFINITY)
@@ -62,7 +63,7 @@ const PURGE_ROUNDS = Number(args['purge-rounds'] ?? (SMOKE ? 1 : 5))
 const PURGE_CONCURRENCY = Number(args['purge-concurrency'] ?? 20)
 const PURGE_STORE_SECONDS = SMOKE ? 0.5 : 5
 const MAX_POOL = SMOKE ? 200 : undefined
-const OUT = args.out ?? (SMOKE || args.only || args.sizes ? undefined : join(benchDir, 'RESULTS.md'))
+const OUT = args.out ?? (SMOKE || args.only || args.sizes || args.parts ? undefined : join(benchDir, 'RESULTS.md'))
 const HEADING = '## Retained data and purge under load (issue 48)'
 const NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL', redis: 'Redis' }
 const MODES = { sqlite: 'sqlite', postgres: 'postgres', redis: 'redis' }
@@ -455,8 +456,8 @@ async function purge(kind) {
 // ---------------------------------------------------------------- run
 
 try {
-  for (const kind of KINDS) await retained(kind)
-  if (PURGE > 0) for (const kind of KINDS.filter((k) => k !== 'redis')) await purge(kind)
+  if (PARTS.includes('retained')) for (const kind of KINDS) await retained(kind)
+  if (PURGE > 0 && PARTS.includes('purge')) for (const kind of KINDS.filter((k) => k !== 'redis')) await purge(kind)
 } finally {
   await load.stop()
   await services.stopAll()
@@ -585,6 +586,7 @@ process.stdout.write(`${section}\n`)
 if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`)
 if (OUT) {
   writeSection(OUT, HEADING, section)
-  writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)
+  // Only a whole run (the one that writes RESULTS.md by default) is the next run's reference.
+  if (!args.out) writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)
   log(`wrote ${OUT}`)
 }
