@@ -535,7 +535,7 @@ const lines = [
     ? [
         '### Purge under load',
         '',
-        `A store holding ${fmt(PURGE)} expired done records (expired within the last day: the purge's backlog, filled as above) against an empty one, in ${PURGE_ROUNDS} interleaved HTTP rounds of ${SECONDS} s; the expired rows left were counted between rounds (untimed). The store's own purge runs as it does in production (SQLite: a step after every 256 rows written, walking 4 rows per done record written and at least 1,024, in its own transaction; PostgreSQL: in the background at most once a second or per 1,000 claims, batches of 1,000 rows through the \`expires_at\` index until a batch comes back short, at most 100 batches a run).`,
+        `A store holding ${fmt(PURGE)} expired done records (expired within the last day: the purge's backlog, filled as above) against an empty one, in ${PURGE_ROUNDS} interleaved HTTP rounds of ${SECONDS} s; the expired rows left were counted between rounds (untimed). The store's own purge runs as it does in production (SQLite: a step after every 256 rows written, walking 4 rows per done record written and at least 1,024, in its own transaction; PostgreSQL: in the background at most once a second or per 1,000 claims, batches of 1,000 rows through the \`expires_at\` index until a batch comes back short, at most 100 batches a run, since issue 48 pausing after each full batch as long as it took).`,
         '',
         '| Store | req/s no backlog → backlog | ratio | p99 no backlog → backlog | p99 ratio (rounds with a backlog left) | slowest answer no backlog → backlog | expired rows deleted per second (per round) | arrivals per second (per round) |',
         '| --- | --- | ---: | --- | ---: | --- | --- | --- |',
