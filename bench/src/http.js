@@ -82,6 +82,7 @@ export async function startServer(pinning, framework, mode, { services, env: ext
   pinProcess(pinning, pinning.serverCore, child.pid)
   return {
     port,
+    pid: child.pid,
     dbPath,
     service,
     rate: FIRST_RATE_GUESS,
