@@ -82,6 +82,7 @@ export async function startServer(pinning, framework, mode, { services, env: ext
   pinProcess(pinning, pinning.serverCore, child.pid)
   return {
     port,
+    pid: child.pid,
     dbPath,
     service,
     rate: FIRST_RATE_GUESS,
@@ -95,7 +96,7 @@ export async function startServer(pinning, framework, mode, { services, env: ext
 }
 
 /** One measured round against `server`: pool built first, then CPU marks around the load. */
-async function round(load, server, { pinning, tool, kind, seconds, connections, maxPool }) {
+export async function round(load, server, { pinning, tool, kind, seconds, connections, maxPool }) {
   const wanted = Math.ceil(server.rate * seconds * (tool === 'raw' ? 1.5 : 1)) + (tool === 'raw' ? 1_000 : 0)
   const size = Math.max(connections * 4, Math.min(maxPool ?? Number.POSITIVE_INFINITY, wanted))
   const { buildMs } = await load.request({ type: 'prepare', tool, port: server.port, kind, size, connections, seconds })

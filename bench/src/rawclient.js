@@ -137,6 +137,7 @@ export async function runTargets({ targets, seconds, onAnswer }) {
     perSecond: (done / elapsedMs) * 1000,
     p50Us: percentile(sorted, 50),
     p99Us: percentile(sorted, 99),
+    maxUs: done > 0 ? sorted[done - 1] : 0,
     statuses,
     non2xx,
     errors,

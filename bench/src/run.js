@@ -13,7 +13,7 @@
  * Every figure comes from this one run on this machine; ratios are computed within the run.
  * Nothing here asserts a speed: targets are reported as met or not, next to the figure.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,6 +23,7 @@ import { HTTP_VARIANTS, runHttpBench } from './http.js'
 import { runInboxWorkerBench } from './inbox.js'
 import { runMultiBench } from './multi.js'
 import { detectPinning } from './pinning.js'
+import { compareRuns, formatRegressions } from './regress.js'
 import { HTTP_HEADER, httpRows, table, targets } from './report.js'
 import { methodText, resultsMarkdown, storeSection } from './report-sections.js'
 import { lazyServices } from './services.js'
@@ -40,6 +41,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     json: { type: 'string' },
     'copy-lag': { type: 'string' },
+    previous: { type: 'string' },
   },
 })
 
@@ -80,7 +82,10 @@ const tokens = (args.only ?? '')
 const SECTIONS = ['verify', 'stores', 'http', 'multi', 'inbox']
 const sectionTokens = tokens.filter((t) => SECTIONS.includes(t))
 const variantTokens = tokens.filter((t) => !sectionTokens.includes(t))
-const variants = HTTP_VARIANTS.filter((v) => variantTokens.length === 0 || variantTokens.some((t) => v.id.startsWith(t)))
+// A token is a prefix of variant ids, or with a leading `=` one id exactly (`=hono-memory`: not its -ordering, -otel …).
+const variants = HTTP_VARIANTS.filter(
+  (v) => variantTokens.length === 0 || variantTokens.some((t) => (t.startsWith('=') ? v.id === t.slice(1) : v.id.startsWith(t))),
+)
 if (variantTokens.length > 0 && variants.length === 0) {
   console.error(`--only: no HTTP variant matches ${variantTokens.join(', ')}; ids: ${HTTP_VARIANTS.map((v) => v.id).join(', ')}`)
   process.exit(2)
@@ -223,11 +228,38 @@ const markdown = resultsMarkdown({
   noisy: http.length > 0 && othersMax > QUIET,
 })
 
+// Regression call-out (issue 48): every row against the same row of the previous full run on this
+// machine (bench/last-run.json, which a full run rewrites; or --previous FILE, any earlier --json).
+const LAST_RUN = join(benchDir, 'last-run.json')
+const comparable = {
+  started: started.toISOString(),
+  rows: [
+    ...http.map((row) => ({ id: `http ${row.id}`, ratio: row.main.ratio, cpuRatio: row.main.totalCpuRatio, p99Ratio: row.main.p99Ratio })),
+    // Ours only: a peer library getting slower is not a regression of ours.
+    ...(verify?.rows ?? []).filter((row) => row.name === 'verifyWebhook').map((row) => ({ id: `verify ${row.size}`, vsHand: row.vsHand })),
+  ],
+}
+const previousFile = args.previous ?? (existsSync(LAST_RUN) ? LAST_RUN : undefined)
+let regressionLines = []
+if (previousFile && profile !== 'smoke') {
+  const previous = JSON.parse(readFileSync(previousFile, 'utf8'))
+  const found = compareRuns(previous.comparable ?? previous, comparable, {
+    higherIsBetter: ['ratio'],
+    lowerIsBetter: ['cpuRatio', 'p99Ratio', 'vsHand'],
+  })
+  const when = previous.comparable?.started ?? previous.started
+  const against = `${previousFile.replace(benchDir, 'bench/')}${when ? ` (${when.slice(0, 16).replace('T', ' ')} UTC)` : ''}`
+  log(`\n${formatRegressions(found, against).join('\n')}`)
+  regressionLines = ['', '## Against the previous run', '', ...formatRegressions(found, against, true), '']
+}
+
 const out = args.out ?? (partial ? undefined : join(benchDir, 'RESULTS.md'))
 if (out) {
-  writeFileSync(out, markdown)
+  writeFileSync(out, `${markdown.trimEnd()}\n${regressionLines.join('\n')}${regressionLines.length ? '' : '\n'}`)
   log(`\nwrote ${out}`)
 }
-if (args.json) writeFileSync(args.json, `${JSON.stringify({ profile, pinning, verify, stores, http, multi, worker }, null, 1)}\n`)
+if (!partial) writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)
+if (args.json)
+  writeFileSync(args.json, `${JSON.stringify({ profile, pinning, verify, stores, http, multi, worker, comparable }, null, 1)}\n`)
 if (http.length) log(`\n${header.split('\n')[2]}`)
 log(`\ntook ${Math.round((Date.now() - started.getTime()) / 1000)} s`)

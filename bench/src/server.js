@@ -65,12 +65,14 @@ async function oursOptions(mode) {
   }
   if (mode.startsWith('postgres')) {
     const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')
-    const store = new PostgresDedupStore({ connectionString: process.env.BENCH_POSTGRES_URL })
+    // BENCH_PG_TABLE: another table than the default (the retained-data bench's filled tables).
+    const store = new PostgresDedupStore({ connectionString: process.env.BENCH_POSTGRES_URL, table: process.env.BENCH_PG_TABLE })
     return { store, ...(mode === 'postgres-inbox' ? { mode: 'inbox' } : {}) }
   }
   if (mode === 'redis') {
     const { RedisDedupStore } = await import('@email-webhooks/core/redis')
-    return { store: new RedisDedupStore({ url: process.env.BENCH_REDIS_URL }) }
+    // BENCH_REDIS_PREFIX: another key prefix than the default (the retained-data bench's filled keys).
+    return { store: new RedisDedupStore({ url: process.env.BENCH_REDIS_URL, prefix: process.env.BENCH_REDIS_PREFIX }) }
   }
   if (mode === 'sqlite-ordered') return { ordering: true }
   if (mode === 'sqlite-inbox') return { mode: 'inbox' }

@@ -150,7 +150,7 @@ export class PostgresDedupStore implements DedupStore {
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     this.#checkDurations(opts, true)
     await this.#prepare()
-    this.#purges.claimed(() => this.purgeExpired())
+    this.#purges.claimed(() => this.#purge(true))
     if (opts.order && this.#tables.usable === false) await this.#tables.recheck()
     const order = this.#tables.usable === true ? opts.order : undefined
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
@@ -233,6 +233,11 @@ export class PostgresDedupStore implements DedupStore {
    * returns how many went. The store runs it by itself in the background while claims arrive.
    */
   async purgeExpired(): Promise<number> {
+    return this.#purge(false)
+  }
+
+  /** The purge; `paced` in the background (purge.ts: a pause after each full batch). */
+  async #purge(paced: boolean): Promise<number> {
     await this.#prepare()
     const steps = [
       this.#sql.purge,
@@ -244,6 +249,7 @@ export class PostgresDedupStore implements DedupStore {
       steps,
       async (step) => (await this.#query(step)).rowCount ?? 0,
       () => this.#closed,
+      paced,
     )
   }
 

@@ -28,18 +28,39 @@ export function purgeBatch(table: string, bound: string, also?: string): string 
 
 /**
  * Runs each purge statement batch after batch until a batch comes back short (at most
- * PURGE_MAX_BATCHES each), or until `stopped()`; returns the rows deleted.
+ * PURGE_MAX_BATCHES each), or until `stopped()`; returns the rows deleted. `paced` (the background
+ * purge): after each full batch, a pause as long as that batch took, so that a backlog (a million
+ * expired rows after an outage of the purge, or a week's records expiring at once) is deleted on
+ * at most half of one database connection's time instead of back to back: batch after batch took
+ * a server backend and the disk from the claims, and the receivers' p99 doubled while 1 million
+ * expired rows went (bench/RESULTS.md, issue 48). Half the speed still deletes several times faster
+ * than events arrive, and the purge still goes on until a batch comes back short.
  */
-export async function purgeAll(steps: string[], run: (step: string) => Promise<number>, stopped: () => boolean): Promise<number> {
+export async function purgeAll(
+  steps: string[],
+  run: (step: string) => Promise<number>,
+  stopped: () => boolean,
+  paced = false,
+): Promise<number> {
   let total = 0
   for (const step of steps) {
     for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
+      const started = performance.now()
       const deleted = await run(step)
       total += deleted
       if (deleted < PURGE_BATCH_ROWS || stopped()) break
+      if (paced) await pause(Math.min(PURGE_MAX_PAUSE_MS, performance.now() - started))
     }
   }
   return total
+}
+
+/** The longest pause between two batches of a paced purge. */
+const PURGE_MAX_PAUSE_MS = 1_000
+
+/** Not unref'd: `close()` waits for a running purge, so a pause ends before the process may exit (at most PURGE_MAX_PAUSE_MS). */
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** When the store purges in the background: never awaited by a claim; a failed purge is tried again later. */
