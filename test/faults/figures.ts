@@ -118,6 +118,12 @@ export interface Figures {
    * in_flight answered to an attempt at it begun after `up` (0 when none was).
    */
   blockedAfterMs: number
+  /**
+   * The longest one email was answered 409 in_flight: from its first such answer to its last (each
+   * event here is of an email of its own). A lease begins before its first 409, so a receiver that
+   * keeps its leases answers no email 409 for longer than one lease, whenever its claim came.
+   */
+  longestBlockMs: number
   /** Every answer, by status and code. */
   answers: string
   /** What reconcile did with every email's list: its events by outcome ('not run' when it was not). */
@@ -198,6 +204,19 @@ function blockedAfter(run: Run): number {
   return Math.round(longest)
 }
 
+function longestBlock(run: Run): number {
+  const spans = new Map<string, { first: number; last: number }>()
+  for (const a of run.answers) {
+    if (a.status !== 409 || a.code !== 'in_flight') continue
+    const span = spans.get(a.eventId)
+    if (span) span.last = Math.max(span.last, a.at)
+    else spans.set(a.eventId, { first: a.at, last: a.at })
+  }
+  let longest = 0
+  for (const { first, last } of spans.values()) longest = Math.max(longest, last - first)
+  return Math.round(longest)
+}
+
 /**
  * Measures a settled run. `lookup` asks the store (a fresh connection) what it holds for an event id.
  * The fault window is between the marks `down` and `up` when both exist. Each emitted event has its
@@ -246,6 +265,7 @@ export async function measure(
     secondRunLogs: logs.filter((l) => SECOND_RUN_LOG.test(l)).length,
     duringFault: '',
     blockedAfterMs: blockedAfter(run),
+    longestBlockMs: longestBlock(run),
     answers: tally(run.answers),
     reconcile: reconcileSummary(run.reconciliation),
     reconcileProblems: reconcileProblems(run.reconciliation),
@@ -315,7 +335,7 @@ export function line(f: Figures): string {
     (f.cutOff > 0 ? `, ${f.cutOff} runs cut off by kill -9` : '') +
     (f.secondRunLogs > 0 ? `, ${f.secondRunLogs} log lines of a possible second run` : '') +
     (f.duringFault ? `; during the fault: ${f.duringFault}` : '') +
-    `; longest an email stayed blocked (409) after the fault ended: ${f.blockedAfterMs} ms` +
+    `; longest an email stayed blocked (409) after the fault ended: ${f.blockedAfterMs} ms (one email's 409s at most ${f.longestBlockMs} ms apart)` +
     `; reconcile: ${f.reconcile}` +
     (f.reconcileProblems.length > 0
       ? ` (${f.reconcileProblems.length} emails not reconciled: ${f.reconcileProblems.slice(0, 3).join('; ')})`

@@ -103,7 +103,10 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
     report(figures)
     expectExactlyOnce(figures)
     expect(figures.notSent, 'the endpoint was never disabled').toBe(0)
-    expect(figures.blockedAfterMs, 'an email answered 409 longer than one lease after the fault ended').toBeLessThanOrEqual(leaseMs)
+    // No email blocked past a lease: its 409s span at most one lease. (Counted from the fault's
+    // end instead, a claim that came after it adds its own delay: 11.5 s with a 10 s lease, seen
+    // once under load after a failover, whose dead pooled connections hold a claim up to 3 s.)
+    expect(figures.longestBlockMs, 'an email answered 409 for longer than one lease').toBeLessThanOrEqual(leaseMs)
     return { figures, run, fleet }
   } finally {
     await run.close()
