@@ -42,7 +42,7 @@ const OUT = args.out ?? (args.events || args.only ? undefined : join(benchDir, '
 const ONLY = args.only?.split(',')
 const HEADING = '## Inbox against BullMQ and pg-boss (issue 48)'
 const IN_FLIGHT = 10
-const PG_BOSS_WORK_EVENTS = Number(args['pgboss-events'] ?? 200)
+const PG_BOSS_WORK_EVENTS = Number(args['pgboss-events'] ?? 1_000)
 /** The longest one drain may take before the run is called failed. */
 const DRAIN_LIMIT_MS = 300_000
 const log = (line) => process.stderr.write(`${line}\n`)
@@ -200,8 +200,8 @@ const WAYS = [
   {
     name: 'pg-boss (pgBossSink + pgBossWork), PostgreSQL store',
     service: 'postgres',
-    // pg-boss 10 waits its polling interval (at least 0.5 s) after every fetch, and pgBossWork fetches
-    // one job at a time: CONCURRENCY × 2 jobs a second at most. Fewer events, or a drain lasts minutes.
+    // pg-boss 10 waits its polling interval (at least 0.5 s) after every fetch: pgBossWork drains at
+    // most batchSize (50 by default) jobs per fetch. Fewer events, or a drain lasts a minute.
     events: PG_BOSS_WORK_EVENTS,
     async setup({ url, n, handlers }) {
       const name = `queues_${n}`
@@ -214,8 +214,8 @@ const WAYS = [
         receiver: { store, mode: 'inbox', inbox: { sink: pgBossSink(boss, name) } },
         async startDrain() {
           const processor = createInboxProcessor({ handlers, store, logger: false })
-          // pg-boss 10 works one fetch at a time per worker: CONCURRENCY workers, each polling every 0.5 s when idle.
-          for (let i = 0; i < CONCURRENCY; i++) await pgBossWork(boss, name, processor, { pollingIntervalSeconds: 0.5 })
+          // One worker at pgBossWork's defaults (a batch of up to 50 jobs per fetch, all at once), polling every 0.5 s.
+          await pgBossWork(boss, name, processor, { pollingIntervalSeconds: 0.5 })
         },
         stopDrain: () => boss.offWork(name),
         close: async () => {
@@ -298,7 +298,7 @@ const lines = [
   '',
   `Run of ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC by \`node bench/src/queues.js\` (writes this section; a full \`npx -y pnpm@12 bench\` run rewrites the file without it). @email-webhooks/core ${version('@email-webhooks/core')}, bullmq ${version('bullmq')}, pg-boss ${version('pg-boss')}, ioredis ${version('ioredis')}, pg ${version('pg')}; Redis 7 (\`appendonly yes\`, \`appendfsync always\`) and PostgreSQL 15 (defaults, \`synchronous_commit\` on) started by the bench. Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}; load average ${startLoad.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at end.`,
   '',
-  `The same receiver (\`createReceiver\`, \`mode: 'inbox'\`) records ${f(EVENTS)} signed ~1 KB events (\`receiver.receive\`, ${IN_FLIGHT} in flight: the enqueue) into a fresh inbox or queue, then they are drained at concurrency ${CONCURRENCY} with a handler that does nothing: the built-in worker (\`inbox.start()\`); a BullMQ \`Worker\` running \`bullmqProcessor(createInboxProcessor(…))\`; \`pgBossWork(…)\` (pg-boss 10 fetches one job at a time per worker: ${CONCURRENCY} workers). Every way records each event's done record in the same store (dedup): durable the same way. The bare rows run a BullMQ or pg-boss job function that does nothing, no dedup (what the queue alone costs; information; pg-boss bare fetches batches of 100, as a pg-boss user would). pg-boss 10 waits its polling interval (at least 0.5 s) after every fetch, whether it found jobs or not, and \`pgBossWork\` fetches one job at a time (so that one job's failure never fails another): its drain is bounded by ${CONCURRENCY} workers × 2 fetches a second, so it drains ${f(PG_BOSS_WORK_EVENTS)} events only. One process, unpinned, ${ROUNDS} rounds (ways interleaved), medians; CPU is this process's per event and the database server's (all its processes, /proc, 10 ms ticks).`,
+  `The same receiver (\`createReceiver\`, \`mode: 'inbox'\`) records ${f(EVENTS)} signed ~1 KB events (\`receiver.receive\`, ${IN_FLIGHT} in flight: the enqueue) into a fresh inbox or queue, then they are drained at concurrency ${CONCURRENCY} with a handler that does nothing: the built-in worker (\`inbox.start()\`); a BullMQ \`Worker\` running \`bullmqProcessor(createInboxProcessor(…))\`; \`pgBossWork(…)\` (one worker at its defaults: up to 50 jobs a fetch, processed at once). Every way records each event's done record in the same store (dedup): durable the same way. The bare rows run a BullMQ or pg-boss job function that does nothing, no dedup (what the queue alone costs; information; pg-boss bare fetches batches of 100, as a pg-boss user would). pg-boss 10 waits its polling interval (at least 0.5 s) after every fetch, whether it found jobs or not: \`pgBossWork\`'s drain is bounded by its batch (50) × 2 fetches a second, so it drains ${f(PG_BOSS_WORK_EVENTS)} events only. One process, unpinned, ${ROUNDS} rounds (ways interleaved), medians; CPU is this process's per event and the database server's (all its processes, /proc, 10 ms ticks).`,
   '',
   '| Way | events | enqueue events/s | enqueue CPU/event (+ DB) | drain events/s (rounds) | drain CPU/event | drain DB CPU/event |',
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
