@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -35,6 +36,12 @@ export function run(command, args, options = {}) {
       env: { ...process.env, ...options.env },
       stdio: options.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit',
     })
+    // A lower priority (`nice`), for work that may take what the others leave of the CPU.
+    if (options.nice && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, options.nice)
+      } catch {}
+    }
     let output = ''
     child.stdout?.on('data', (chunk) => {
       output += chunk
