@@ -58,6 +58,20 @@ export function freePort(): Promise<number> {
   })
 }
 
+/**
+ * Starts a server on a port `freePort()` found, again on another when something else took that
+ * port in between (seen once in a full run: another file's server bound it first), at most 3 times.
+ */
+async function onAFreePort<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start()
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof Error) || !/address already in use/i.test(error.message)) throw error
+    }
+  }
+}
+
 const randomPassword = () => `pw-${crypto.randomUUID()}`
 
 /** execFile as a promise: rejects with the command's stderr when it fails. */
@@ -79,7 +93,11 @@ function asServerUser(command: string, args: string[]): [string, string[]] {
  * Starts a PostgreSQL 15 with a password-protected user `webhooks`; `url` points at database
  * `postgres`. `maxConnections` (default 200) is higher for the server the whole run shares.
  */
-export async function startPostgres(options: { maxConnections?: number } = {}): Promise<RunningServer> {
+export function startPostgres(options: { maxConnections?: number } = {}): Promise<RunningServer> {
+  return onAFreePort(() => startPostgresOnce(options))
+}
+
+async function startPostgresOnce(options: { maxConnections?: number }): Promise<RunningServer> {
   if (!existsSync(join(PG_BIN, 'initdb')) || !existsSync(join(PG_BIN, 'pg_ctl'))) {
     throw new Error(`PostgreSQL 15 is not installed (no ${PG_BIN}/initdb). ${INSTALL_HINT}`)
   }
@@ -148,7 +166,11 @@ export async function startPostgres(options: { maxConnections?: number } = {}): 
 }
 
 /** Starts a Redis 7 with `appendonly yes`, `appendfsync always`, `maxmemory-policy noeviction` and a password; `args` override settings. */
-export async function startRedis(options: { args?: string[] } = {}): Promise<RunningServer> {
+export function startRedis(options: { args?: string[] } = {}): Promise<RunningServer> {
+  return onAFreePort(() => startRedisOnce(options))
+}
+
+async function startRedisOnce(options: { args?: string[] }): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-redis-'))
   const password = randomPassword()
   const port = await freePort()
