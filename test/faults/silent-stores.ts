@@ -28,6 +28,8 @@ const PER_SECOND = 40
  * that a complete tried again while it lasts still holds the event: 0 doubles is the goal.
  */
 const LEASE_MS: Record<FaultLevel, number> = { quick: 5_000, full: 10_000, long: 10_000 }
+/** The store's call deadline in these scenarios (queryTimeoutMs, commandTimeoutMs). */
+const STORE_CALL_MS = 3_000
 
 interface SilentScenario {
   scenario: string
@@ -103,10 +105,15 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
     report(figures)
     expectExactlyOnce(figures)
     expect(figures.notSent, 'the endpoint was never disabled').toBe(0)
-    // No email blocked past a lease: its 409s span at most one lease. (Counted from the fault's
-    // end instead, a claim that came after it adds its own delay: 11.5 s with a 10 s lease, seen
-    // once under load after a failover, whose dead pooled connections hold a claim up to 3 s.)
-    expect(figures.longestBlockMs, 'an email answered 409 for longer than one lease').toBeLessThanOrEqual(leaseMs)
+    // No email blocked for long past a lease: its 409s span at most one lease and one store call.
+    // A lease begins before an email's first 409; while the first instance's recorder still tries
+    // to record the event, that instance answers 409 itself, until its next try lands (each try
+    // bounded by the store's 3 s call deadline): 10.5 s with a 10 s lease, PostgreSQL blackholed,
+    // in a full run. (Counted from the fault's end instead, a claim made after it adds its own
+    // delay: 11.5 s after a failover in test:matrix.)
+    expect(figures.longestBlockMs, 'an email answered 409 for longer than one lease and one store call').toBeLessThanOrEqual(
+      leaseMs + scaled(STORE_CALL_MS),
+    )
     return { figures, run, fleet }
   } finally {
     await run.close()
@@ -133,7 +140,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
     })
     const faultMs = pick(level, { quick: 2_000, full: 5_000, long: 20_000 })
 
-    it(`PostgreSQL blackholed ${faultMs / 1000} s mid-traffic (pooled connections hang, then new ones work): every event handled once, no email blocked past a lease`, async () => {
+    it(`PostgreSQL blackholed ${faultMs / 1000} s mid-traffic (pooled connections hang, then new ones work): every event handled once, no email blocked past a lease and a store call`, async () => {
       const { figures } = await runSilent(
         {
           scenario: `PostgreSQL blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
@@ -153,7 +160,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       expect(figures.duringFault).toMatch(/503 store_unavailable/)
     }, 240_000)
 
-    it(`Redis blackholed ${faultMs / 1000} s mid-traffic: every event handled once, no email blocked past a lease`, async () => {
+    it(`Redis blackholed ${faultMs / 1000} s mid-traffic: every event handled once, no email blocked past a lease and a store call`, async () => {
       const { figures } = await runSilent(
         {
           scenario: `Redis blackholed ${faultMs / 1000} s, ${thresholdName(1_000_000)} (3 instances)`,
@@ -219,7 +226,7 @@ export function silentStoreScenarios(level: FaultLevel): void {
       )
     }, 240_000)
 
-    it('a handler that finishes past its deadline while its complete hangs: every event handled once, no email blocked past a lease', async () => {
+    it('a handler that finishes past its deadline while its complete hangs: every event handled once, no email blocked past a lease and a store call', async () => {
       await runSilent(
         {
           scenario: 'late handler, its complete hangs (3 instances, PostgreSQL)',
