@@ -128,6 +128,8 @@ export function runCli(args: readonly string[], options: RunOptions = {}): Promi
       expect(stdout + stderr).not.toContain(SECRET)
       done({ code, signal, stdout, stderr })
     })
+    // A command that exits before reading its input (a usage error) closes the pipe: EPIPE is no failure of the test.
+    child.stdin.on('error', () => {})
     child.stdin.end(options.input ?? '')
     options.onSpawn?.(child)
   })
