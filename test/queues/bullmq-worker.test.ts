@@ -84,7 +84,10 @@ describe('bullmqProcessor in a BullMQ Worker', () => {
       stdio: ['ignore', 'inherit', 'inherit'],
     })
     children.push(consumer)
-    await waitFor('the consumer to start the handler', () => (existsSync(journal) ? true : undefined))
+    // The line, not the file: the file exists a moment before its line is written (a kill between them left it empty once).
+    await waitFor('the consumer to start the handler', () =>
+      existsSync(journal) && readFileSync(journal, 'utf8').includes('start ') ? true : undefined,
+    )
     consumer.kill('SIGKILL')
     // Another consumer: its stall check hands the dead consumer's job back within a second; the
     // event's claim lives on until the 3 s lease lapses.
