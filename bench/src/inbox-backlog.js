@@ -26,7 +26,7 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { parseArgs, writeSection } from './section.js'
+import { emitSection, parseArgs } from './section.js'
 import { lazyServices } from './services.js'
 
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -199,9 +199,4 @@ const lines = [
   ),
   '',
 ]
-const section = lines.join('\n')
-process.stdout.write(`${section}\n`)
-if (OUT) {
-  writeSection(OUT, HEADING, section)
-  log(`wrote ${OUT}`)
-}
+emitSection(lines, OUT, HEADING)

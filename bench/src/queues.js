@@ -30,7 +30,7 @@ import { pgBossSink, pgBossWork } from '@email-webhooks/pg-boss'
 import { Queue, Worker } from 'bullmq'
 import PgBoss from 'pg-boss'
 import { BENCH_SECRET, signedDelivery } from './payloads.js'
-import { parseArgs, writeSection } from './section.js'
+import { emitSection, parseArgs } from './section.js'
 import { lazyServices } from './services.js'
 
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -203,58 +203,50 @@ const WAYS = [
     // pg-boss 10 waits its polling interval (at least 0.5 s) after every fetch: pgBossWork drains at
     // most batchSize (50 by default) jobs per fetch. Fewer events, or a drain lasts a minute.
     events: PG_BOSS_WORK_EVENTS,
-    async setup({ url, n, handlers }) {
-      const name = `queues_${n}`
-      const store = new PostgresDedupStore({ connectionString: url, table: `queues_${n}` })
-      const boss = new PgBoss({ connectionString: url, schema: `pgboss_${n}` })
-      boss.on('error', () => {})
-      await boss.start()
-      await boss.createQueue(name)
-      return {
-        receiver: { store, mode: 'inbox', inbox: { sink: pgBossSink(boss, name) } },
-        async startDrain() {
-          const processor = createInboxProcessor({ handlers, store, logger: false })
-          // One worker at pgBossWork's defaults (a batch of up to 50 jobs per fetch, all at once), polling every 0.5 s.
-          await pgBossWork(boss, name, processor, { pollingIntervalSeconds: 0.5 })
-        },
-        stopDrain: () => boss.offWork(name),
-        close: async () => {
-          await boss.stop({ graceful: false, wait: true })
-          await store.close()
-        },
-      }
-    },
+    setup: ({ url, n, handlers }) =>
+      pgBossWay(url, n, async ({ boss, name, store }) => {
+        const processor = createInboxProcessor({ handlers, store, logger: false })
+        // One worker at pgBossWork's defaults (a batch of up to 50 jobs per fetch, all at once), polling every 0.5 s.
+        await pgBossWork(boss, name, processor, { pollingIntervalSeconds: 0.5 })
+      }),
   },
   {
     name: 'pg-boss bare: a job function that does nothing (no dedup, no done record; information)',
     service: 'postgres',
     bare: true,
-    async setup({ url, n, ran, events }) {
-      const name = `queues_${n}`
-      const store = new PostgresDedupStore({ connectionString: url, table: `queues_${n}` })
-      const boss = new PgBoss({ connectionString: url, schema: `pgboss_${n}` })
-      boss.on('error', () => {})
-      await boss.start()
-      await boss.createQueue(name)
-      return {
-        receiver: { store, mode: 'inbox', inbox: { sink: pgBossSink(boss, name) } },
-        async startDrain() {
-          // As a pg-boss user would run it: batches of 100 (one worker per CONCURRENCY, as above).
-          for (let i = 0; i < CONCURRENCY; i++)
-            await boss.work(name, { pollingIntervalSeconds: 0.5, batchSize: 100 }, async (jobs) => {
-              ran.count += jobs.length
-              if (ran.count >= events) ran.onAll?.()
-            })
-        },
-        stopDrain: () => boss.offWork(name),
-        close: async () => {
-          await boss.stop({ graceful: false, wait: true })
-          await store.close()
-        },
-      }
-    },
+    setup: ({ url, n, ran, events }) =>
+      pgBossWay(url, n, async ({ boss, name }) => {
+        // As a pg-boss user would run it: batches of 100 (one worker per CONCURRENCY, as above).
+        for (let i = 0; i < CONCURRENCY; i++)
+          await boss.work(name, { pollingIntervalSeconds: 0.5, batchSize: 100 }, async (jobs) => {
+            ran.count += jobs.length
+            if (ran.count >= events) ran.onAll?.()
+          })
+      }),
   },
 ]
+
+/**
+ * A pg-boss way: its own schema and queue on the bench's PostgreSQL, the receiver's sink into it,
+ * and `drain({ boss, name, store })` to start its workers.
+ */
+async function pgBossWay(url, n, drain) {
+  const name = `queues_${n}`
+  const store = new PostgresDedupStore({ connectionString: url, table: `queues_${n}` })
+  const boss = new PgBoss({ connectionString: url, schema: `pgboss_${n}` })
+  boss.on('error', () => {})
+  await boss.start()
+  await boss.createQueue(name)
+  return {
+    receiver: { store, mode: 'inbox', inbox: { sink: pgBossSink(boss, name) } },
+    startDrain: () => drain({ boss, name, store }),
+    stopDrain: () => boss.offWork(name),
+    close: async () => {
+      await boss.stop({ graceful: false, wait: true })
+      await store.close()
+    },
+  }
+}
 
 const started = new Date()
 const startLoad = loadavg()[0]
@@ -308,9 +300,4 @@ const lines = [
   ),
   '',
 ]
-const section = lines.join('\n')
-process.stdout.write(`${section}\n`)
-if (OUT) {
-  writeSection(OUT, HEADING, section)
-  log(`wrote ${OUT}`)
-}
+emitSection(lines, OUT, HEADING)

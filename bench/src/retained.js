@@ -42,7 +42,7 @@ import { median } from './harness.js'
 import { ipcChild, round, startServer } from './http.js'
 import { detectPinning, spawnNode } from './pinning.js'
 import { compareRuns, formatRegressions } from './regress.js'
-import { parseArgs, writeSection } from './section.js'
+import { emitSection, parseArgs } from './section.js'
 import { lazyServices } from './services.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -581,12 +581,7 @@ if (previousFile) {
   }
 }
 
-const section = lines.join('\n')
-process.stdout.write(`${section}\n`)
+emitSection(lines, OUT, HEADING)
 if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`)
-if (OUT) {
-  writeSection(OUT, HEADING, section)
-  // Only a whole run (the one that writes RESULTS.md by default) is the next run's reference.
-  if (!args.out) writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)
-  log(`wrote ${OUT}`)
-}
+// Only a whole run (the one that writes RESULTS.md by default) is the next run's reference.
+if (OUT && !args.out) writeFileSync(LAST_RUN, `${JSON.stringify({ comparable }, null, 1)}\n`)

@@ -26,6 +26,23 @@ export function writeSection(file, heading, section) {
 }
 
 /**
+ * Prints a script's section (its lines joined) on stdout and, when `file` is given, writes it there
+ * in place (`writeSection`), saying so on stderr. Returns the section.
+ * @param lines The section's lines, its heading first.
+ * @param file The results file, or undefined to print only.
+ * @param heading The section's first line.
+ */
+export function emitSection(lines, file, heading) {
+  const section = lines.join('\n')
+  process.stdout.write(`${section}\n`)
+  if (file) {
+    writeSection(file, heading, section)
+    process.stderr.write(`wrote ${file}\n`)
+  }
+  return section
+}
+
+/**
  * The command-line options of a bench script, `--name value` (or a bare `--flag`: `'true'`).
  * @param argv The arguments after the script's path.
  */
