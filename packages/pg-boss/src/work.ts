@@ -84,34 +84,36 @@ export function pgBossWork(
     // pg-boss gives the handler as long as the batch's longest expiry, then fails every job still
     // active; a job settled after that could be another worker's run of it, so none is.
     const expiresAt = Date.now() + Math.max(1, ...jobs.map((job) => job.expireInSeconds)) * 1000 - EXPIRY_MARGIN_MS
-    const settle = async (job: (typeof jobs)[number]): Promise<{ error: unknown } | undefined> => {
+    const settle = async (job: (typeof jobs)[number]): Promise<JobFailure | undefined> => {
       try {
         const outcome = await processWaiting(processor, job.data, inFlightWaitMs)
         // The output pg-boss writes for a batch of one: { value: outcome }.
         if (Date.now() < expiresAt) await boss.complete(queueName, job.id, { value: outcome })
         return undefined
       } catch (error) {
-        if (!isUnprocessable(error)) return { error }
+        if (!isUnprocessable(error)) return { id: job.id, error }
         // pg-boss retries every failed job up to its retryLimit: a job that can never be processed
         // (core's InboxItemError, already logged with what to fix) is cancelled instead.
         try {
           if (Date.now() < expiresAt) await boss.cancel(queueName, job.id)
           return undefined
         } catch (cancelError) {
-          return { error: cancelError }
+          return { id: job.id, error: cancelError }
         }
       }
     }
-    const failed: { id: string; error: unknown }[] = []
-    const settled = await Promise.all(jobs.map(settle))
-    settled.forEach((failure, i) => {
-      if (failure !== undefined) failed.push({ id: jobs[i]?.id ?? '', error: failure.error })
-    })
+    const failed = (await Promise.all(jobs.map(settle))).filter((failure) => failure !== undefined)
     // Resolving: pg-boss completes the jobs still active, none. Throwing: pg-boss fails the jobs
     // still active (state < 'completed'), exactly the failed ones (and one whose complete failed).
     if (failed.length === 1) throw failed[0]?.error
     if (failed.length > 1) throw batchError(failed)
   })
+}
+
+/** A job of a batch whose processing failed, and why. */
+interface JobFailure {
+  id: string
+  error: unknown
 }
 
 /** How much sooner than pg-boss's own deadline for a batch the worker stops settling its jobs. */
@@ -121,7 +123,7 @@ const EXPIRY_MARGIN_MS = 1_000
  * The error pg-boss writes as the output of every failed job of a batch where several failed (one
  * statement fails them all): each job's own error, by job id.
  */
-function batchError(failed: { id: string; error: unknown }[]): Error {
+function batchError(failed: JobFailure[]): Error {
   const error = new Error(`${failed.length} jobs of the batch failed; each job's error is under jobs[<job id>].`)
   error.name = 'PgBossBatchError'
   return Object.assign(error, { jobs: Object.fromEntries(failed.map(({ id, error }) => [id, error])) })
