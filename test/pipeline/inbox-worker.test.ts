@@ -108,6 +108,61 @@ describe('createInboxWorker', () => {
     expect(worker.counts().handled + (await worker.stats()).pending).toBe(3)
   })
 
+  it('sends the next take beside the last finish, and drain() resolves only once every finish is answered', async () => {
+    const store = new MemoryDedupStore()
+    const ids = await queue(store, 3)
+    const inbox = store.inbox
+    const finish = inbox.finish.bind(inbox)
+    const take = inbox.take.bind(inbox)
+    let unanswered = 0
+    let answered = 0
+    const unansweredAtTake: number[] = []
+    // A store whose finishes take 30 ms to be answered (a round trip with its fsync).
+    inbox.finish = async (lease, opts) => {
+      unanswered++
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const done = await finish(lease, opts)
+      unanswered--
+      answered++
+      return done
+    }
+    inbox.take = (opts) => {
+      unansweredAtTake.push(unanswered)
+      return take(opts)
+    }
+    const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => {} } })
+    await worker.drain()
+    // The loop took its second and third entries while the previous one's finish was on its way.
+    expect(unansweredAtTake.slice(1, 3)).toEqual([1, 1])
+    expect(answered).toBe(3)
+    expect(worker.running()).toBe(0)
+    expect(worker.counts()).toEqual({ handled: 3, duplicate: 0, retry: 0, dead: 0, deferred: 0 })
+    expect(await worker.stats()).toMatchObject({ pending: 0, running: 0 })
+    for (const id of ids) expect(await store.lookup(`default:${id}`)).toBe('done')
+  })
+
+  it('looks again once its finishes are answered when a take found nothing (the next entry of an email waits for the last finish)', async () => {
+    const store = new MemoryDedupStore()
+    await queue(store, 2)
+    const inbox = store.inbox
+    const finish = inbox.finish.bind(inbox)
+    const take = inbox.take.bind(inbox)
+    let unanswered = 0
+    inbox.finish = async (lease, opts) => {
+      unanswered++
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const done = await finish(lease, opts)
+      unanswered--
+      return done
+    }
+    // A take that runs before the finish it follows (another connection of a pool) sees nothing due.
+    inbox.take = (opts) => (unanswered > 0 ? Promise.resolve(undefined) : take(opts))
+    const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => {} } })
+    await worker.drain()
+    expect(worker.counts().handled).toBe(2)
+    expect(await worker.stats()).toMatchObject({ pending: 0, running: 0 })
+  })
+
   it('refuses a sink, a store without an inbox and bad inbox options when it is built', () => {
     const store = new MemoryDedupStore()
     const sink = { enqueue: async () => 'queued' as const }

@@ -19,6 +19,9 @@ import { orderingOf } from './order.js'
 import type { Pipeline } from './pipeline.js'
 import type { HandlerContext, InboxDeadLetter, InboxWorkCounts, InboxWorkResult, ReceiverResponse } from './types.js'
 
+/** Takes the wait for an entry's finish, when the loop does not wait for it. */
+type Later = ((finish: Promise<unknown>, result: 'handled' | 'duplicate') => void) | undefined
+
 /** How long an entry whose event is held elsewhere waits before it is taken again. */
 const DEFER_MS = 1_000
 
@@ -48,6 +51,13 @@ export class InboxWorker {
   #paused = false
   /** Entries this worker holds now (taken, not yet finished, failed or deferred). */
   #held = 0
+  /**
+   * Finishes the loops sent without waiting for their answers: a loop's next take goes out beside
+   * its last finish (on Redis one round trip and one fsync for both, on PostgreSQL two connections
+   * at once), so an entry costs the store three waits (take, claim, complete), not four. `stop()`
+   * and `drain()` wait for them; `work()` called by hand still resolves after its finish.
+   */
+  readonly #settling = new Set<Promise<void>>()
   readonly #counts: InboxWorkCounts = { handled: 0, duplicate: 0, retry: 0, dead: 0, deferred: 0 }
   readonly #onDeadLetter: ((letter: InboxDeadLetter) => void) | undefined
 
@@ -72,6 +82,7 @@ export class InboxWorker {
     this.#running = false
     this.wake()
     await Promise.all(this.#loops)
+    await this.#settled()
     this.#loops = []
     // Dead letters counted but not yet said would wait for a minute this process may not have.
     this.#p.reporter.flushDeadLetters()
@@ -85,11 +96,12 @@ export class InboxWorker {
     if (this.#running) throw new TypeError(`${PACKAGE} drain() needs a stopped worker: this one is running (start()).`)
     this.#running = true
     const loop = async (): Promise<void> => {
-      while (this.#running && (await this.work().catch(() => 'idle' as const)) !== 'idle') {}
+      while (this.#running && (await this.#work(true).catch(() => 'idle' as const)) !== 'idle') {}
     }
     this.#loops = Array.from({ length: this.#inbox.concurrency }, loop)
     try {
       await Promise.all(this.#loops)
+      await this.#settled()
     } finally {
       this.#running = false
       this.#loops = []
@@ -112,18 +124,27 @@ export class InboxWorker {
     for (const waker of this.#wakers) waker()
   }
 
-  async work(): Promise<InboxWorkResult> {
-    const p = this.#p
-    let lease: InboxLease | undefined
-    try {
-      lease = await this.#queue.take({ leaseMs: this.#inbox.leaseMs, ordered: p.ordering === 'on' })
-    } catch (error) {
-      if (!this.#paused) p.reporter.inboxPaused(error)
-      this.#paused = true
-      return 'idle'
+  work(): Promise<InboxWorkResult> {
+    return this.#work(false)
+  }
+
+  /** Resolves once every finish sent by the loops has its answer. */
+  async #settled(): Promise<void> {
+    while (this.#settling.size > 0) await Promise.all(this.#settling)
+  }
+
+  /**
+   * Takes one due entry and runs it; with `overlap`, its finish is sent and not waited for (the
+   * entry is counted, and no longer held, once the answer has come).
+   */
+  async #work(overlap: boolean): Promise<InboxWorkResult> {
+    let lease = await this.#take()
+    // Nothing due while finishes are on their way: one of them may free the next entry of its email
+    // (a take on another connection can run before it), so wait for them and look again.
+    while (lease === undefined && overlap && this.#settling.size > 0) {
+      await this.#settled()
+      lease = await this.#take()
     }
-    if (this.#paused) p.reporter.inboxResumed()
-    this.#paused = false
     if (!lease) return 'idle'
     this.#held++
     const takenAt = performance.now()
@@ -131,17 +152,47 @@ export class InboxWorker {
     const { leaseMs } = this.#inbox
     const stopBeat = this.#beat(takenAt, () => queue.renew(lease, { leaseMs }))
     let result: Exclude<InboxWorkResult, 'idle'>
+    let sent = false
+    // The finish's answer is waited for by the settling set: the entry is counted, and no longer
+    // held, once it has come.
+    const later: Later = overlap
+      ? (finish, counted) => {
+          sent = true
+          const settling: Promise<void> = finish.then(() => {
+            this.#held--
+            this.#counts[counted]++
+            this.#settling.delete(settling)
+          })
+          this.#settling.add(settling)
+        }
+      : undefined
     try {
-      result = await this.#handle(lease, takenAt)
+      result = await this.#handle(lease, takenAt, later)
     } finally {
       stopBeat?.()
-      this.#held--
+      if (!sent) this.#held--
     }
-    this.#counts[result]++
+    if (!sent) this.#counts[result]++
     return result
   }
 
-  async #handle(lease: InboxLease, takenAt: number): Promise<Exclude<InboxWorkResult, 'idle'>> {
+  /** Takes a due entry: undefined when none is due, null when the store failed (said once until a take succeeds). */
+  async #take(): Promise<InboxLease | undefined | null> {
+    const p = this.#p
+    let lease: InboxLease | undefined
+    try {
+      lease = await this.#queue.take({ leaseMs: this.#inbox.leaseMs, ordered: p.ordering === 'on' })
+    } catch (error) {
+      if (!this.#paused) p.reporter.inboxPaused(error)
+      this.#paused = true
+      return null
+    }
+    if (this.#paused) p.reporter.inboxResumed()
+    this.#paused = false
+    return lease
+  }
+
+  async #handle(lease: InboxLease, takenAt: number, later: Later): Promise<Exclude<InboxWorkResult, 'idle'>> {
     const p = this.#p
     const prefix = `${p.namespace}:`
     if (!lease.key.startsWith(prefix)) {
@@ -157,7 +208,7 @@ export class InboxWorker {
       return this.#fail(lease, `the recorded payload is not an event envelope: ${why}`, true)
     }
     const trace = p.telemetry?.process(lease.item.type, lease.attempt)
-    const { result, answer } = await this.#run(lease, event, id, trace, takenAt)
+    const { result, answer } = await this.#run(lease, event, id, trace, takenAt, later)
     trace?.endEntry(result, answer)
     return result
   }
@@ -169,11 +220,12 @@ export class InboxWorker {
     id: string,
     trace: DeliveryTrace | undefined,
     takenAt: number,
+    later: Later,
   ): Promise<{ result: Exclude<InboxWorkResult, 'idle'>; answer: ReceiverResponse }> {
     const p = this.#p
     const claimed = await claimKey(p, lease.key, event, orderingOf(p, event), trace)
     if (!('claim' in claimed)) {
-      const result = claimed.outcome === 'duplicate' ? await this.#finish(lease, 'duplicate') : await this.#defer(lease)
+      const result = claimed.outcome === 'duplicate' ? await this.#finish(lease, 'duplicate', later) : await this.#defer(lease)
       return { result, answer: claimed }
     }
     // The event's claim is renewed until it is settled: by the handler's end, or later by a late
@@ -181,7 +233,7 @@ export class InboxWorker {
     if (this.#inbox.heartbeat) renewClaimWhileHeld(p, claimed, takenAt + this.#inbox.handlerTimeoutMs + LEASE_MARGIN_MS)
     const answer = await handleClaimed(p, lease.key, claimed, event, { id, timestamp: lease.item.timestamp }, undefined)
     let result: Exclude<InboxWorkResult, 'idle'>
-    if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled')
+    if (answer.status < 300) result = await this.#finish(lease, answer.outcome === 'duplicate' ? 'duplicate' : 'handled', later)
     else if (answer.code === 'handler_failed' || answer.code === 'handler_timeout')
       result = await this.#fail(lease, messageOf(answer), false, answer.cause ?? messageOf(answer))
     else if (answer.code === 'reconcile_unsupported') result = await this.#fail(lease, messageOf(answer), true)
@@ -207,7 +259,7 @@ export class InboxWorker {
 
   async #loop(): Promise<void> {
     while (this.#running) {
-      const result = await this.work().catch(() => 'idle' as const)
+      const result = await this.#work(true).catch(() => 'idle' as const)
       if (result === 'idle' && this.#running) await this.#sleep(this.#inbox.pollMs)
     }
   }
@@ -224,8 +276,13 @@ export class InboxWorker {
     })
   }
 
-  async #finish(lease: InboxLease, result: 'handled' | 'duplicate'): Promise<'handled' | 'duplicate'> {
-    await this.#queue.finish(lease, { retentionMs: this.#p.retentionMs }).catch(() => false)
+  /** Finishes the entry: waits for the store's answer, or with `later` hands that wait to the caller. */
+  async #finish(lease: InboxLease, result: 'handled' | 'duplicate', later: Later): Promise<'handled' | 'duplicate'> {
+    // At most one finish a loop on its way: a store slower to finish than to run entries is waited for.
+    while (later && this.#settling.size >= this.#inbox.concurrency) await Promise.race(this.#settling)
+    const finished = this.#queue.finish(lease, { retentionMs: this.#p.retentionMs }).catch(() => false)
+    if (later) later(finished, result)
+    else await finished
     return result
   }
 
