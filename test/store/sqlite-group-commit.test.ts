@@ -75,4 +75,50 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
       await store.close()
     }
   })
+  it("commits the inbox's writes in the batch beside claims and completes; a failed write undoes only itself", async () => {
+    const store = new SqliteDedupStore({ path: join(dir, `inbox-batch-${durability}.db`), durability })
+    const inbox = store.inbox
+    if (!inbox) throw new Error('the store has no inbox')
+    const item = (key: string) => ({ key, type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 })
+    try {
+      const done = await acquire(store, 'inbox-batch-done')
+      // All in the same turn: one transaction. The NULL type breaks a NOT NULL column inside it.
+      const answers = await Promise.allSettled([
+        inbox.enqueue(item('a'), LONG),
+        inbox.enqueue({ ...item('broken'), type: null as unknown as string }, LONG),
+        store.claim('inbox-batch-new', LONG),
+        inbox.enqueue(item('b'), LONG),
+        inbox.enqueue(item('a'), LONG),
+        store.complete(done, LONG),
+      ])
+      expect(answers.map((answer) => (answer.status === 'fulfilled' ? answer.value : (answer.reason as Error).name))).toEqual([
+        'queued',
+        'DedupStoreError',
+        expect.objectContaining({ status: 'acquired' }),
+        'queued',
+        'duplicate',
+        true,
+      ])
+      expect((answers[1] as PromiseRejectedResult).reason.message).toMatch(/NOT NULL/)
+      expect(await inbox.get('broken')).toBeUndefined()
+      // Takes and finishes of one turn share a commit too, and each gets its own entry.
+      const [first, second, none] = await Promise.all([
+        inbox.take({ leaseMs: 60_000, ordered: false }),
+        inbox.take({ leaseMs: 60_000, ordered: false }),
+        inbox.take({ leaseMs: 60_000, ordered: false }),
+      ])
+      expect([first?.key, second?.key].sort()).toEqual(['a', 'b'])
+      expect(none).toBeUndefined()
+      if (!first || !second) throw new Error('two entries were taken')
+      expect(await Promise.all([inbox.finish(first, LONG), inbox.finish(second, LONG), inbox.finish(first, LONG)])).toEqual([
+        true,
+        true,
+        false,
+      ])
+      expect(await inbox.stats()).toMatchObject({ pending: 0, running: 0, dead: 0 })
+      expect(await store.claim('inbox-batch-done', LONG)).toEqual({ status: 'duplicate' })
+    } finally {
+      await store.close()
+    }
+  })
 })

@@ -35,6 +35,26 @@ export interface PendingComplete extends Pending<boolean> {
   done: boolean
 }
 
+/**
+ * A write of the inbox's run in the batch's transaction (its own savepoint: a failure undoes only
+ * it); `outcome` is filled in by the batch.
+ */
+export interface PendingWrite extends Pending<unknown> {
+  write: () => unknown
+  outcome: { ok: true; value: unknown } | { ok: false; error: unknown } | undefined
+}
+
+/** Runs each write of the batch (call inside its transaction); fills in `outcome`. */
+export function runWrites(writes: PendingWrite[]): void {
+  for (const item of writes) {
+    try {
+      item.outcome = { ok: true, value: item.write() }
+    } catch (error) {
+      item.outcome = { ok: false, error }
+    }
+  }
+}
+
 /** Takes the key's lease (a new one, or a lapsed or released one over): its attempt, or undefined while another holds it. */
 function takeLease(sql: Statements, key: string, token: string, expiresAt: number, now: number): number | undefined {
   if (sql.newLease.run(key, token, expiresAt).changes === 1) return 1

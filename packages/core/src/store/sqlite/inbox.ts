@@ -1,9 +1,12 @@
 /**
  * The inbox of `SqliteDedupStore` (`store.inbox`): entries in `<table>_inbox`, beside the dedup
- * tables in the same file. An enqueue commits at once and resolves after the next WAL sync (the
- * one the store's completes wait for, so concurrent enqueues share it): durable before the 2xx; a
- * duplicate waits for the same sync, as the entry it found may not be on disk yet.
- * Takes, finishes, failures and defers are short transactions without a sync of their own: a lost
+ * tables in the same file. Enqueues, takes, finishes, failures, defers and renewals are written in
+ * the store's group-commit transaction, beside its claims and completes (each its own savepoint:
+ * a failed one undoes only itself), so the writes of one turn of the event loop commit once and
+ * the pages they share (the indexes' newest leaves) are written once. An enqueue resolves after the
+ * next WAL sync (the one the store's completes wait for): durable before the 2xx; a duplicate waits
+ * for the same sync, as the entry it found may not be on disk yet. The other writes have no sync
+ * of their own: a lost
  * one returns the entry to running-then-lapsed, and the worker's dedup claim then finds the event
  * done (its complete was synced). A lapsed lease holds nothing: reads show its entry pending, and
  * its token no longer finishes, fails or defers it. Indexes: due pending entries by time, entries
@@ -172,7 +175,11 @@ function prepare(db: Database, table: string) {
        next_at = :now, ended_at = NULL, ready = ${READY_ALONE} WHERE state = 'dead' AND key = :key`,
     ),
     purge: db.prepare(`DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= ?`),
-    forget: db.prepare(`DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE state = 'done' AND until <= ? LIMIT 1000)`),
+    // INDEXED BY: without statistics SQLite picks the (state, next_at) index and reads every done
+    // entry (all of the retention's) to find the expired ones, at every purge step.
+    forget: db.prepare(
+      `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} INDEXED BY ${t}_done WHERE state = 'done' AND until <= ? LIMIT 1000)`,
+    ),
     stats: db.prepare(
       `SELECT ${SHOWN_STATE} AS state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t}
        WHERE state IN ('pending', 'running', 'dead') GROUP BY 1`,
@@ -190,6 +197,12 @@ export interface SqliteInboxHost {
   refused: () => Error | undefined
   /** Runs `then` once what is committed now is on disk. */
   afterDurable: (then: (error?: Error) => void) => void
+  /**
+   * Runs `write` in the store's next group-commit transaction (with the claims, completes and other
+   * inbox writes of the same turn: one commit, pages written once), as a savepoint of its own;
+   * resolves with its result once committed (not synced), rejects with the store's error.
+   */
+  batch: (write: () => unknown) => Promise<unknown>
 }
 
 /** The inbox of a SQLite store. */
@@ -253,12 +266,11 @@ export class SqliteInbox implements InboxQueue {
   readonly #retry: (keys: string[] | 'dead', now: number) => number
   readonly #enqueue: (params: Record<string, unknown>) => boolean
 
-  enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
-    let queued: boolean
-    try {
-      const now = this.#check()
+  async enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
+    const queued = await this.#batched(() => {
+      const now = this.#host.now()
       const { key, type, payload, timestamp } = item
-      queued = this.#enqueue({
+      return this.#enqueue({
         key,
         type,
         payload,
@@ -268,9 +280,7 @@ export class SqliteInbox implements InboxQueue {
         now,
         until: now + opts.retentionMs,
       })
-    } catch (error) {
-      return Promise.reject(commandError(this.#host.path, error))
-    }
+    })
     // A duplicate too waits for the sync: the entry it found may have been committed by a concurrent
     // enqueue whose sync has not run yet, and its 2xx must not leave before that entry is on disk.
     const answer = queued ? 'queued' : 'duplicate'
@@ -278,7 +288,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   take(opts: { leaseMs: number; ordered: boolean }): Promise<InboxLease | undefined> {
-    return this.#run(() => {
+    return this.#batched(() => {
       const token = crypto.randomUUID()
       const row = this.#take(token, opts.leaseMs, opts.ordered, this.#host.now())
       return row ? { key: row.key, token, attempt: row.attempts, item: itemOf(row) } : undefined
@@ -286,7 +296,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   finish(lease: InboxLease, opts: { retentionMs: number }): Promise<boolean> {
-    return this.#run(() => {
+    return this.#batched(() => {
       const now = this.#host.now()
       const params = { now, until: now + opts.retentionMs, key: lease.key, token: lease.token }
       return this.#changing(lease.key, () => this.#sql.finish.run(params).changes === 1)
@@ -294,7 +304,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   fail(lease: InboxLease, opts: { error: string; retryInMs: number | null }): Promise<boolean> {
-    return this.#run(() => {
+    return this.#batched(() => {
       const now = this.#host.now()
       const dead = opts.retryInMs === null
       const params = {
@@ -311,7 +321,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   defer(lease: InboxLease, opts: { retryInMs: number }): Promise<boolean> {
-    return this.#run(() => {
+    return this.#batched(() => {
       const now = this.#host.now()
       const params = { next: now + opts.retryInMs, now, key: lease.key, token: lease.token }
       return this.#changing(lease.key, () => this.#sql.defer.run(params).changes === 1)
@@ -319,7 +329,7 @@ export class SqliteInbox implements InboxQueue {
   }
 
   renew(lease: InboxLease, opts: { leaseMs: number }): Promise<boolean> {
-    return this.#run(() => {
+    return this.#batched(() => {
       const now = this.#host.now()
       return this.#sql.renew.run({ until: now + opts.leaseMs, now, key: lease.key, token: lease.token }).changes === 1
     })
@@ -372,6 +382,16 @@ export class SqliteInbox implements InboxQueue {
     const refused = this.#host.refused()
     if (refused) throw refused
     return this.#host.now()
+  }
+
+  /** Runs `write` in the store's next batch (see SqliteInboxHost.batch). */
+  #batched<T>(write: () => T): Promise<T> {
+    try {
+      this.#check()
+    } catch (error) {
+      return Promise.reject(commandError(this.#host.path, error))
+    }
+    return this.#host.batch(write) as Promise<T>
   }
 
   #run<T>(step: () => T): Promise<T> {

@@ -21,7 +21,7 @@ import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
 
 import { registerConsoleSource } from '../../console/registry.js'
-import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete } from './batch.js'
+import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { sqliteConsoleSource } from './console.js'
 import { closedError, commandError, openError } from './errors.js'
 import { SqliteInbox } from './inbox.js'
@@ -51,7 +51,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly #sync: WalSync | undefined
   /** Undefined on a read-only store, which never writes. */
   readonly #purger: Purger | undefined
-  readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], now: number) => void
+  readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number) => void
   /** Gives a lease up and frees the order key it holds, in one transaction. */
   readonly #release: (claim: Claim, now: number) => boolean
   /** Renews a live lease and the order key it holds, in one transaction. */
@@ -62,6 +62,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #remembered = new RememberedKeys()
   #claims: PendingClaim[] = []
   #completes: PendingComplete[] = []
+  /** The inbox's writes waiting for the batch (enqueues, takes, finishes…): one transaction for all. */
+  #writes: PendingWrite[] = []
   #flushScheduled = false
   #purgeScheduled = false
   #closed = false
@@ -94,10 +96,16 @@ export class SqliteDedupStore implements DedupStore {
           now,
           refused: () => this.#writeRefused(),
           afterDurable: (then) => this.#afterDurable(then),
+          batch: (write) =>
+            new Promise((resolve, reject) => {
+              this.#writes.push({ write, outcome: undefined, resolve, reject })
+              this.#scheduleFlush()
+            }),
         })
-    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], now: number): void =>
-      commitBatch(statements, claims, completes, now),
-    ).immediate
+    this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void => {
+      commitBatch(statements, claims, completes, now)
+      runWrites(writes)
+    }).immediate
     this.#release = db.transaction((claim: Claim, now: number): boolean => {
       const released = statements.releaseLease.run(now, claim.key, claim.token).changes === 1
       if (released && claim.orderKey !== undefined) statements.marks.freeLock.run(claim.orderKey, claim.token)
@@ -232,14 +240,16 @@ export class SqliteDedupStore implements DedupStore {
     }
   }
 
-  /** Commits every pending claim and complete in one transaction, then answers them (after a sync where a 2xx relies on them). */
+  /** Commits every pending claim, complete and inbox write in one transaction, then answers them (after a sync where a 2xx relies on them). */
   readonly #flush = (): void => {
     this.#flushScheduled = false
     const claims = this.#claims
     const completes = this.#completes
-    if (claims.length === 0 && completes.length === 0) return
+    const writes = this.#writes
+    if (claims.length === 0 && completes.length === 0 && writes.length === 0) return
     this.#claims = []
     this.#completes = []
+    this.#writes = []
     const refused = this.#refused()
     const now = this.#now()
     const byPragma = this.#durable && this.#sync === undefined
@@ -247,7 +257,7 @@ export class SqliteDedupStore implements DedupStore {
       if (refused) throw refused
       if (byPragma) this.#db.pragma('synchronous = FULL')
       try {
-        this.#commit(claims, completes, now)
+        this.#commit(claims, completes, writes, now)
       } finally {
         if (byPragma) this.#db.pragma('synchronous = NORMAL')
       }
@@ -255,7 +265,12 @@ export class SqliteDedupStore implements DedupStore {
       const failure = commandError(this.#path, error)
       for (const item of claims) item.reject(failure)
       for (const item of completes) item.reject(failure)
+      for (const item of writes) item.reject(failure)
       return
+    }
+    for (const { outcome, resolve, reject } of writes) {
+      if (outcome?.ok) resolve(outcome.value)
+      else reject(commandError(this.#path, outcome?.error))
     }
     this.#answer(claims, completes, now)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
