@@ -138,6 +138,7 @@ async function filledStore(kind, name) {
     hand.pragma('cache_size = -1000000')
     return {
       env: { EMAIL_WEBHOOKS_DB: path },
+      handEnv: { EMAIL_WEBHOOKS_DB: join(dir, `${name}-hand.db`) },
       fill: (count, expired = false) => fillSqliteTable(db, { table: 'email_webhook_dedup', count, expired }),
       fillHand: (count) => fillSqliteHand(hand, { count }),
       expiredLeft: () => db.prepare('SELECT count(*) FROM email_webhook_dedup WHERE expires_at <= ?').pluck().get(Date.now()),
@@ -159,11 +160,16 @@ async function filledStore(kind, name) {
     const handTable = `${name}_hand`
     return {
       env: { BENCH_PG_TABLE: name },
+      handEnv: { BENCH_HAND_TABLE: handTable },
       client,
       fill: (count, expired = false) => fillPostgresTable(client, { table: name, count, expired }),
       fillHand: (count) => fillPostgresHand(client, { count, table: handTable }),
       expiredLeft: async () => Number((await client.query(`SELECT count(*) FROM ${name} WHERE expires_at <= now()`)).rows[0].count),
-      bytes: async () => ({ ours: await postgresBytes(client, name), hand: await postgresBytes(client, handTable) }),
+      // The hand-written table exists once it was filled (not with --hand-max below the first size).
+      bytes: async (_count, handCount) => ({
+        ours: await postgresBytes(client, name),
+        hand: handCount > 0 ? await postgresBytes(client, handTable) : undefined,
+      }),
       store: () => new PostgresDedupStore({ connectionString: url, table: name }),
       close: () => client.end(),
     }
@@ -299,14 +305,37 @@ async function retained(kind) {
       // PostgreSQL, first size: the same table without its expires_at index (the purge's index, issue 48's decision).
       const noIndex = kind === 'postgres' && size === sizes[0] ? await tableWithoutIndex(filled.client, size) : undefined
       const bare = noIndex && (await startServer(pinning, FRAMEWORK, MODES[kind], { services, env: { BENCH_PG_TABLE: noIndex } }))
+      // SQLite and PostgreSQL: the hand-written receiver (one SELECT, one insert that ignores a
+      // conflict) on its own table filled as far, against an empty one: how much of the growth any
+      // B-tree of random keys has.
+      const handToo = filled.handEnv && hand === size
+      const handMode = `hand-${MODES[kind]}`
+      const handEmpty =
+        handToo &&
+        (await startServer(pinning, FRAMEWORK, handMode, {
+          services,
+          env: kind === 'postgres' ? { BENCH_HAND_TABLE: `hand_empty_${size}` } : {},
+        }))
+      const handFull = handToo && (await startServer(pinning, FRAMEWORK, handMode, { services, env: filled.handEnv }))
       try {
         const out = await rounds(
-          [{ name: 'empty', server: empty }, { name: 'filled', server: full }, ...(bare ? [{ name: 'no index', server: bare }] : [])],
+          [
+            { name: 'empty', server: empty },
+            { name: 'filled', server: full },
+            ...(bare ? [{ name: 'no index', server: bare }] : []),
+            ...(handToo
+              ? [
+                  { name: 'hand empty', server: handEmpty },
+                  { name: 'hand filled', server: handFull },
+                ]
+              : []),
+          ],
           ROUNDS,
           SECONDS,
         )
         const row = { kind, size, ...compare(out.empty, out.filled), rounds: out }
         if (bare) row.noIndex = compare(out.empty, out['no index'])
+        if (handToo) row.hand = compare(out['hand empty'], out['hand filled'])
         if (kind === 'postgres') row.purgeScan = await purgeScan(filled.client, ['retained', ...(noIndex ? [noIndex] : [])])
         results.retained.push(row)
         log(`  ${NAMES[kind]} ${fmt(size)}: ${row.ratio.toFixed(2)}× req/s, ${row.cpuRatio.toFixed(2)}× CPU per event (with the DB's)`)
@@ -314,7 +343,7 @@ async function retained(kind) {
           log(`  without the expires_at index: ${row.noIndex.ratio.toFixed(2)}× req/s, ${row.noIndex.cpuRatio.toFixed(2)}× CPU`)
         if (row.purgeScan) log(`  purge batch with nothing expired: ${JSON.stringify(row.purgeScan)}`)
       } finally {
-        await Promise.all([empty.stop(), full.stop(), bare?.stop()])
+        await Promise.all([empty.stop(), full.stop(), bare?.stop(), handEmpty?.stop(), handFull?.stop()])
       }
     }
   } finally {
@@ -504,6 +533,12 @@ const lines = [
       `| ${NAMES[r.kind]} | ${fmt(r.size)} | ${pair(r.perSecond, fmt)} | ${r.ratio.toFixed(2)}× | ${pair(r.cpuUs, us)} | ${r.dbCpuUs ? pair(r.dbCpuUs, us) : '—'} | ${r.cpuRatio.toFixed(2)}× | ${pair(r.p99Us, ms)} | ${Math.round(r.othersMax * 100)} % | ${r.flagged} |`,
   ),
   '',
+  ...results.retained
+    .filter((r) => r.hand)
+    .map(
+      (r) =>
+        `${NAMES[r.kind]} at ${fmt(r.size)}, the hand-written receiver (bench/src/hand: ${r.kind === 'sqlite' ? "`hand_seen (id TEXT PRIMARY KEY, seen_at) WITHOUT ROWID`, one SELECT and one INSERT OR IGNORE an event, group commit, 4 KiB pages, SQLite's default page cache" : '`(id text PRIMARY KEY, seen_at timestamptz)`, one SELECT and one INSERT … ON CONFLICT DO NOTHING an event, a pool of 10'}) on its own table filled with as many records, against an empty one, in the same interleaved rounds: ${pair(r.hand.perSecond, fmt)} req/s (${r.hand.ratio.toFixed(2)}×), CPU per event ${pair(r.hand.cpuUs, us)}${r.hand.dbCpuUs ? ` + DB ${pair(r.hand.dbCpuUs, us)}` : ''} (${r.hand.cpuRatio.toFixed(2)}× with the DB's), p99 ${pair(r.hand.p99Us, ms)}.\n`,
+    ),
   ...results.retained
     .filter((r) => r.noIndex || r.purgeScan)
     .flatMap((r) => [

@@ -92,7 +92,9 @@ export async function startPostgres() {
     rmSync(dir, { recursive: true, force: true })
   }
   cleanups.add(cleanup)
-  const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on'].join(' ')
+  // BENCH_PG_OPTIONS: more server settings for an experiment (e.g. `-c shared_buffers=2GB`); the published runs use none.
+  const extra = process.env.BENCH_PG_OPTIONS ? [process.env.BENCH_PG_OPTIONS] : []
+  const options = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c max_connections=200', '-c fsync=on', ...extra].join(' ')
   try {
     run('initdb', ['-D', data, '-U', PG_USER, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'])
     run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', '-t', '60', 'start'])

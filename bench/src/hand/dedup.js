@@ -65,21 +65,21 @@ export async function sqliteDedup({ path }) {
 }
 
 /** PostgreSQL through a `pg` Pool of 10, table `hand_seen`. */
-export async function postgresDedup({ url }) {
+export async function postgresDedup({ url, table = 'hand_seen' }) {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('error', () => {})
   // Two servers (Express and Hono) may start at once: IF NOT EXISTS does not stop both from
   // creating the table's type, and the loser's 23505 means the table is there.
   await pool
-    .query('CREATE TABLE IF NOT EXISTS hand_seen (id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT now())')
+    .query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT now())`)
     .catch((error) => {
       if (error?.code !== '23505' && error?.code !== '42P07') throw error
     })
   return {
-    seen: async (id) => (await pool.query('SELECT 1 FROM hand_seen WHERE id = $1', [id])).rowCount > 0,
+    seen: async (id) => (await pool.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rowCount > 0,
     record: async (id) => {
-      await pool.query('INSERT INTO hand_seen (id) VALUES ($1) ON CONFLICT DO NOTHING', [id])
+      await pool.query(`INSERT INTO ${table} (id) VALUES ($1) ON CONFLICT DO NOTHING`, [id])
     },
     close: () => pool.end(),
   }
@@ -103,7 +103,8 @@ export async function redisDedup({ url }) {
 export function openHandDedup(store, env = process.env) {
   if (store === 'memory') return memoryDedup()
   if (store === 'sqlite') return sqliteDedup({ path: env.EMAIL_WEBHOOKS_DB })
-  if (store === 'postgres') return postgresDedup({ url: env.BENCH_POSTGRES_URL })
+  // BENCH_HAND_TABLE: another table than hand_seen (the retained bench's filled and empty ones).
+  if (store === 'postgres') return postgresDedup({ url: env.BENCH_POSTGRES_URL, table: env.BENCH_HAND_TABLE })
   if (store === 'redis') return redisDedup({ url: env.BENCH_REDIS_URL })
   throw new Error(`no hand-written dedup for ${store}`)
 }
