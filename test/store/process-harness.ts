@@ -64,7 +64,7 @@ export type Message =
   | { type: 'completed'; key: string; ok: boolean }
   | { type: 'drained'; takes: InboxTake[] }
   | { type: 'taken'; key?: string; attempt?: number; before: number; after: number }
-/** One take of an inbox-child.mjs 'drain' worker: its lease, when it was taken, and when its finish was sent. */
+/** One take of an inbox-child.mjs 'drain' worker: its lease, when it was taken, and when its finish was sent (µs of the machine's monotonic clock). */
 export interface InboxTake {
   key: string
   attempt: number
