@@ -121,4 +121,21 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
       await store.close()
     }
   })
+  it('answers an enqueue asked for just before close() once its entry is on disk, and the entry is there after reopening', async () => {
+    const path = join(dir, `inbox-close-${durability}.db`)
+    const store = new SqliteDedupStore({ path, durability })
+    const inbox = store.inbox
+    if (!inbox) throw new Error('the store has no inbox')
+    // Same turn: the enqueue waits for the batch, which close() commits.
+    const queued = inbox.enqueue({ key: 'closing-entry', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
+    const closed = store.close()
+    expect(await queued).toBe('queued')
+    await closed
+    const reopened = new SqliteDedupStore({ path, durability })
+    try {
+      expect((await reopened.inbox?.get('closing-entry'))?.state).toBe('pending')
+    } finally {
+      await reopened.close()
+    }
+  })
 })

@@ -41,6 +41,8 @@ export interface PendingComplete extends Pending<boolean> {
  */
 export interface PendingWrite extends Pending<unknown> {
   write: () => unknown
+  /** Answered only once the commit is on disk (an enqueue, whose 2xx relies on it). */
+  durable: boolean
   outcome: { ok: true; value: unknown } | { ok: false; error: unknown } | undefined
 }
 

@@ -200,9 +200,10 @@ export interface SqliteInboxHost {
   /**
    * Runs `write` in the store's next group-commit transaction (with the claims, completes and other
    * inbox writes of the same turn: one commit, pages written once), as a savepoint of its own;
-   * resolves with its result once committed (not synced), rejects with the store's error.
+   * resolves with its result once committed, and with `durable` once that commit is on disk (after
+   * the next WAL sync); rejects with the store's error.
    */
-  batch: (write: () => unknown) => Promise<unknown>
+  batch: (write: () => unknown, durable?: boolean) => Promise<unknown>
 }
 
 /** The inbox of a SQLite store. */
@@ -267,6 +268,9 @@ export class SqliteInbox implements InboxQueue {
   readonly #enqueue: (params: Record<string, unknown>) => boolean
 
   async enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'> {
+    // Durable: answered after the WAL sync that follows the commit. A duplicate too waits for it:
+    // the entry it found may have been committed by a concurrent enqueue whose sync has not run
+    // yet, and its 2xx must not leave before that entry is on disk.
     const queued = await this.#batched(() => {
       const now = this.#host.now()
       const { key, type, payload, timestamp } = item
@@ -280,11 +284,8 @@ export class SqliteInbox implements InboxQueue {
         now,
         until: now + opts.retentionMs,
       })
-    })
-    // A duplicate too waits for the sync: the entry it found may have been committed by a concurrent
-    // enqueue whose sync has not run yet, and its 2xx must not leave before that entry is on disk.
-    const answer = queued ? 'queued' : 'duplicate'
-    return new Promise((resolve, reject) => this.#host.afterDurable((error) => (error ? reject(error) : resolve(answer))))
+    }, true)
+    return queued ? 'queued' : 'duplicate'
   }
 
   take(opts: { leaseMs: number; ordered: boolean }): Promise<InboxLease | undefined> {
@@ -385,13 +386,13 @@ export class SqliteInbox implements InboxQueue {
   }
 
   /** Runs `write` in the store's next batch (see SqliteInboxHost.batch). */
-  #batched<T>(write: () => T): Promise<T> {
+  #batched<T>(write: () => T, durable = false): Promise<T> {
     try {
       this.#check()
     } catch (error) {
       return Promise.reject(commandError(this.#host.path, error))
     }
-    return this.#host.batch(write) as Promise<T>
+    return this.#host.batch(write, durable) as Promise<T>
   }
 
   #run<T>(step: () => T): Promise<T> {

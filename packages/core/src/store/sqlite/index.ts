@@ -96,9 +96,9 @@ export class SqliteDedupStore implements DedupStore {
           now,
           refused: () => this.#writeRefused(),
           afterDurable: (then) => this.#afterDurable(then),
-          batch: (write) =>
+          batch: (write, durable = false) =>
             new Promise((resolve, reject) => {
-              this.#writes.push({ write, outcome: undefined, resolve, reject })
+              this.#writes.push({ write, durable, outcome: undefined, resolve, reject })
               this.#scheduleFlush()
             }),
         })
@@ -268,9 +268,11 @@ export class SqliteDedupStore implements DedupStore {
       for (const item of writes) item.reject(failure)
       return
     }
-    for (const { outcome, resolve, reject } of writes) {
-      if (outcome?.ok) resolve(outcome.value)
-      else reject(commandError(this.#path, outcome?.error))
+    for (const { outcome, durable, resolve, reject } of writes) {
+      if (!outcome?.ok) reject(commandError(this.#path, outcome?.error))
+      // Asked for here, in the turn of the commit: a close() right after it waits for that sync.
+      else if (durable) this.#afterDurable((error) => (error ? reject(error) : resolve(outcome.value)))
+      else resolve(outcome.value)
     }
     this.#answer(claims, completes, now)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
