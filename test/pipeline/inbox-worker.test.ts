@@ -163,6 +163,40 @@ describe('createInboxWorker', () => {
     expect(await worker.stats()).toMatchObject({ pending: 0, running: 0 })
   })
 
+  it('stop() waits for the finishes on their way, and takes nothing more once called while a loop waits for them', async () => {
+    const store = new MemoryDedupStore()
+    await queue(store, 3)
+    const inbox = store.inbox
+    const finish = inbox.finish.bind(inbox)
+    const take = inbox.take.bind(inbox)
+    let unanswered = 0
+    let stopped: Promise<void> | undefined
+    const stop = (): Promise<void> => worker.stop()
+    inbox.finish = async (lease, opts) => {
+      unanswered++
+      // stop() comes while the first finish is on its way and the loop waits for it to look again.
+      setTimeout(() => {
+        stopped ??= stop()
+      }, 10)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const done = await finish(lease, opts)
+      unanswered--
+      return done
+    }
+    // The take runs before the finish it follows (another pool connection): nothing due until it lands.
+    inbox.take = (opts) => (unanswered > 0 ? Promise.resolve(undefined) : take(opts))
+    let runs = 0
+    const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => void runs++ } })
+    worker.start()
+    await expect.poll(() => stopped !== undefined).toBe(true)
+    await stopped
+    // The finish sent before stop() has its answer, and the loop waiting for it took no second entry.
+    expect(unanswered).toBe(0)
+    expect(runs).toBe(1)
+    expect(worker.counts().handled).toBe(1)
+    expect(await worker.stats()).toMatchObject({ pending: 2, running: 0 })
+  })
+
   it('refuses a sink, a store without an inbox and bad inbox options when it is built', () => {
     const store = new MemoryDedupStore()
     const sink = { enqueue: async () => 'queued' as const }

@@ -1,8 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import fs, { mkdtempSync, rmSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Claim } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 
 // Group commit: completes asked for in one event-loop turn share one transaction. These tests
@@ -12,6 +14,20 @@ const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-group-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+
+const item = (key: string) => ({ key, type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 })
+
+type SyncCallback = (error: NodeJS.ErrnoException | null) => void
+const realFdatasync = fs.fdatasync
+/** Puts `sync` in place of fs.fdatasync (the store's WAL sync, an ES import of node:fs) until the returned function is called. */
+function patchSync(sync: (fd: number, done: SyncCallback) => void): () => void {
+  ;(fs as { fdatasync: unknown }).fdatasync = sync
+  syncBuiltinESMExports()
+  return () => {
+    ;(fs as { fdatasync: unknown }).fdatasync = realFdatasync
+    syncBuiltinESMExports()
+  }
+}
 
 async function acquire(store: SqliteDedupStore, key: string): Promise<Claim> {
   const result = await store.claim(key, LONG)
@@ -79,7 +95,6 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
     const store = new SqliteDedupStore({ path: join(dir, `inbox-batch-${durability}.db`), durability })
     const inbox = store.inbox
     if (!inbox) throw new Error('the store has no inbox')
-    const item = (key: string) => ({ key, type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 })
     try {
       const done = await acquire(store, 'inbox-batch-done')
       // All in the same turn: one transaction. The NULL type breaks a NOT NULL column inside it.
@@ -121,21 +136,109 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
       await store.close()
     }
   })
-  it('answers an enqueue asked for just before close() once its entry is on disk, and the entry is there after reopening', async () => {
+  it('answers an enqueue asked for just before close() once its entry is on disk, with a slow sync, and the entry is there after reopening', async () => {
     const path = join(dir, `inbox-close-${durability}.db`)
     const store = new SqliteDedupStore({ path, durability })
     const inbox = store.inbox
     if (!inbox) throw new Error('the store has no inbox')
-    // Same turn: the enqueue waits for the batch, which close() commits.
-    const queued = inbox.enqueue({ key: 'closing-entry', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
-    const closed = store.close()
-    expect(await queued).toBe('queued')
-    await closed
+    // A slow disk: each WAL sync reaches the thread pool 20 ms late, so close() must wait for it.
+    const restore = patchSync((fd, done) => setTimeout(() => realFdatasync(fd, done), 20))
+    try {
+      // Same turn: the enqueue waits for the batch, which close() commits.
+      const queued = inbox.enqueue({ key: 'closing-entry', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
+      const closed = store.close()
+      expect(await queued).toBe('queued')
+      await closed
+    } finally {
+      restore()
+    }
     const reopened = new SqliteDedupStore({ path, durability })
     try {
       expect((await reopened.inbox?.get('closing-entry'))?.state).toBe('pending')
     } finally {
       await reopened.close()
+    }
+  })
+
+  it('fails the whole batch with the real cause when a write ends the transaction (as SQLITE_FULL or an I/O error do), leaving nothing half done', async () => {
+    const path = join(dir, `inbox-rollback-${durability}.db`)
+    const store = new SqliteDedupStore({ path, durability })
+    const inbox = store.inbox
+    if (!inbox) throw new Error('the store has no inbox')
+    try {
+      expect(await inbox.enqueue(item('x'), LONG)).toBe('queued')
+      // Stands in for an error after which SQLite rolls the whole transaction back.
+      const other = new Database(path)
+      other.exec(`CREATE TRIGGER boom BEFORE INSERT ON email_webhook_dedup_inbox WHEN NEW.key = 'boom'
+        BEGIN SELECT RAISE(ROLLBACK, 'whole transaction rolled back'); END`)
+      other.close()
+      const answers = await Promise.allSettled([
+        store.claim('rolled-back-claim', LONG),
+        inbox.take({ leaseMs: 60_000, ordered: false }),
+        inbox.enqueue(item('boom'), LONG),
+        inbox.enqueue(item('y'), LONG),
+      ])
+      for (const answer of answers) {
+        expect(answer.status).toBe('rejected')
+        expect(((answer as PromiseRejectedResult).reason as Error).message).toMatch(/whole transaction rolled back/)
+      }
+      // Nothing of the batch stayed: x was not taken (no attempt used, no lease nobody holds), y not recorded, the claim not taken.
+      expect(await inbox.get('x')).toMatchObject({ state: 'pending', attempts: 0 })
+      expect(await inbox.get('y')).toBeUndefined()
+      expect(await store.lookup('rolled-back-claim')).toBe('absent')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it("undoes a write that fails midway, and only it: the entry it had inserted is gone, the batch's other writes commit", async () => {
+    const path = join(dir, `inbox-midway-${durability}.db`)
+    const store = new SqliteDedupStore({ path, durability })
+    const inbox = store.inbox
+    if (!inbox) throw new Error('the store has no inbox')
+    try {
+      // An enqueue with an order key inserts its entry, then moves its email's head: that second statement fails.
+      const other = new Database(path)
+      other.exec(`CREATE TRIGGER midway BEFORE UPDATE ON email_webhook_dedup_inbox WHEN NEW.order_key = 'bad-email'
+        BEGIN SELECT RAISE(ABORT, 'failed midway'); END`)
+      other.close()
+      const answers = await Promise.allSettled([
+        inbox.enqueue({ ...item('half'), orderKey: 'bad-email', createdAtMs: 1 }, LONG),
+        inbox.enqueue(item('whole'), LONG),
+      ])
+      expect(answers[0]).toMatchObject({
+        status: 'rejected',
+        reason: expect.objectContaining({ message: expect.stringMatching(/failed midway/) }),
+      })
+      expect(answers[1]).toEqual({ status: 'fulfilled', value: 'queued' })
+      expect(await inbox.get('half')).toBeUndefined()
+      expect(await inbox.get('whole')).toMatchObject({ state: 'pending' })
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('answers the enqueues and completes of one batch after one WAL sync', async () => {
+    const store = new SqliteDedupStore({ path: join(dir, `inbox-one-sync-${durability}.db`), durability })
+    const inbox = store.inbox
+    if (!inbox) throw new Error('the store has no inbox')
+    let syncs = 0
+    try {
+      const claim = await acquire(store, 'one-sync')
+      const restore = patchSync((fd, done) => {
+        syncs++
+        realFdatasync(fd, done)
+      })
+      try {
+        const answers = await Promise.all([inbox.enqueue(item('a'), LONG), inbox.enqueue(item('b'), LONG), store.complete(claim, LONG)])
+        expect(answers).toEqual(['queued', 'queued', true])
+      } finally {
+        restore()
+      }
+      // durability 'full' syncs the WAL once for the batch; 'normal' never.
+      expect(syncs).toBe(durability === 'full' ? 1 : 0)
+    } finally {
+      await store.close()
     }
   })
 })

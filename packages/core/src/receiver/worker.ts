@@ -140,9 +140,11 @@ export class InboxWorker {
   async #work(overlap: boolean): Promise<InboxWorkResult> {
     let lease = await this.#take()
     // Nothing due while finishes are on their way: one of them may free the next entry of its email
-    // (a take on another connection can run before it), so wait for them and look again.
+    // (a take on another connection can run before it), so wait for them and look again, unless
+    // stop() came meanwhile.
     while (lease === undefined && overlap && this.#settling.size > 0) {
       await this.#settled()
+      if (!this.#running) break
       lease = await this.#take()
     }
     if (!lease) return 'idle'

@@ -46,12 +46,17 @@ export interface PendingWrite extends Pending<unknown> {
   outcome: { ok: true; value: unknown } | { ok: false; error: unknown } | undefined
 }
 
-/** Runs each write of the batch (call inside its transaction); fills in `outcome`. */
-export function runWrites(writes: PendingWrite[]): void {
+/**
+ * Runs each write of the batch (call inside its transaction); fills in `outcome`. A write whose
+ * error ended the whole transaction (SQLite rolls it back on SQLITE_FULL, an I/O error, out of
+ * memory) is thrown on: the batch fails as one, rather than the next writes committing each alone.
+ */
+export function runWrites(db: { readonly inTransaction: boolean }, writes: PendingWrite[]): void {
   for (const item of writes) {
     try {
       item.outcome = { ok: true, value: item.write() }
     } catch (error) {
+      if (!db.inTransaction) throw error
       item.outcome = { ok: false, error }
     }
   }

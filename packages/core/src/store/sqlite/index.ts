@@ -3,7 +3,9 @@
  * dependency, loaded only by this module). Several processes may share one file.
  *
  * Group commit: the claims and completes asked for while the event loop runs one turn share one
- * `BEGIN IMMEDIATE` transaction (flushed from `setImmediate`), committed without a blocking sync.
+ * `BEGIN IMMEDIATE` transaction (flushed from `setImmediate`), committed without a blocking sync,
+ * and so do the inbox's writes of that turn (each its own savepoint; an enqueue is answered after
+ * the same sync as the completes).
  * A claim reads the done record and takes the lease in that transaction, so it is atomic across
  * processes. Leases live in a small table of their own; a complete deletes its lease and writes
  * the event's done record, once. With `durability: 'full'` every answer that a 2xx may rely on
@@ -104,7 +106,7 @@ export class SqliteDedupStore implements DedupStore {
         })
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void => {
       commitBatch(statements, claims, completes, now)
-      runWrites(writes)
+      runWrites(db, writes)
     }).immediate
     this.#release = db.transaction((claim: Claim, now: number): boolean => {
       const released = statements.releaseLease.run(now, claim.key, claim.token).changes === 1
@@ -268,25 +270,34 @@ export class SqliteDedupStore implements DedupStore {
       for (const item of writes) item.reject(failure)
       return
     }
-    for (const { outcome, durable, resolve, reject } of writes) {
-      if (!outcome?.ok) reject(commandError(this.#path, outcome?.error))
-      // Asked for here, in the turn of the commit: a close() right after it waits for that sync.
-      else if (durable) this.#afterDurable((error) => (error ? reject(error) : resolve(outcome.value)))
-      else resolve(outcome.value)
-    }
-    this.#answer(claims, completes, now)
+    this.#answer(claims, completes, writes, now)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
-  /** Settles a committed batch; `now` is the clock the batch was committed at. */
-  #answer(claims: PendingClaim[], completes: PendingComplete[], now: number): void {
+  /**
+   * Settles a committed batch; `now` is the clock the batch was committed at. What a 2xx may rely
+   * on waits for one sync, asked for here, in the turn of the commit (a close() right after it
+   * waits for that sync too).
+   */
+  #answer(claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void {
     let duplicates = 0
     for (const item of claims) {
       if (item.result === DUPLICATE && this.#sync) duplicates++
       else item.resolve(item.result as ClaimResult)
     }
-    if (duplicates === 0 && completes.length === 0) return
+    const durableWrites: PendingWrite[] = []
+    for (const item of writes) {
+      const { outcome } = item
+      if (!outcome?.ok) item.reject(commandError(this.#path, outcome?.error))
+      else if (item.durable) durableWrites.push(item)
+      else item.resolve(outcome.value)
+    }
+    if (duplicates === 0 && completes.length === 0 && durableWrites.length === 0) return
     this.#afterDurable((error) => {
+      for (const item of durableWrites) {
+        if (error) item.reject(error)
+        else item.resolve(item.outcome?.ok ? item.outcome.value : undefined)
+      }
       for (const item of claims) {
         if (item.result !== DUPLICATE) continue
         if (error) item.reject(error)

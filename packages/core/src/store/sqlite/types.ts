@@ -19,6 +19,8 @@ export interface Database {
   prepare(source: string): Statement
   transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R }
   close(): unknown
+  /** Whether a transaction is open (false after an error that rolled it back whole). */
+  readonly inTransaction: boolean
 }
 export type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => Database
 
