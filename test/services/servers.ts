@@ -5,7 +5,7 @@
  * (scripts/services.mjs).
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -74,6 +74,15 @@ async function onAFreePort<T>(start: () => Promise<T>): Promise<T> {
 
 const randomPassword = () => `pw-${crypto.randomUUID()}`
 
+/** The last lines of a server's log, or '' when there is none. */
+function serverLogTail(path: string, lines = 6): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n')
+  } catch {
+    return ''
+  }
+}
+
 /** execFile as a promise: rejects with the command's stderr when it fails. */
 function execFileAsync(file: string, args: string[], timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -141,10 +150,13 @@ async function startPostgresOnce(options: { maxConnections?: number }): Promise<
     run('initdb', ['-D', data, '-U', PG_USER, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'])
     pgCtlStart()
   } catch (error) {
+    // pg_ctl says only "could not start server"; why is in the server's log (a port taken since
+    // freePort() found it: "could not bind … Address already in use", which onAFreePort retries on).
+    const log = serverLogTail(join(dir, 'server.log'))
     cleanup()
     cleanups.delete(cleanup)
     const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? ''
-    throw new Error(`PostgreSQL did not start: ${stderr || (error as Error).message}`)
+    throw new Error(`PostgreSQL did not start: ${stderr || (error as Error).message}${log ? `\nserver.log: ${log}` : ''}`)
   }
   return {
     url: `postgres://${PG_USER}:${password}@127.0.0.1:${port}/postgres`,
