@@ -27,6 +27,39 @@ async function queue(store: MemoryDedupStore, count: number, namespace?: string)
   return ids
 }
 
+/** What {@link slowFinishes} saw: finishes on their way, finishes answered, and how many were on their way at each take. */
+interface FinishesSeen {
+  unanswered: number
+  answered: number
+  unansweredAtTake: number[]
+}
+
+/**
+ * Makes the store's inbox answer each finish `ms` later (a round trip with its fsync) and counts
+ * them; with `takeRunsFirst`, a take sent while a finish is on its way finds nothing (it ran on
+ * another pool connection before the finish). `onFinish` is called as each finish is sent.
+ */
+function slowFinishes(store: MemoryDedupStore, ms: number, opts: { takeRunsFirst?: boolean; onFinish?: () => void } = {}): FinishesSeen {
+  const inbox = store.inbox
+  const finish = inbox.finish.bind(inbox)
+  const take = inbox.take.bind(inbox)
+  const seen: FinishesSeen = { unanswered: 0, answered: 0, unansweredAtTake: [] }
+  inbox.finish = async (lease, finishOpts) => {
+    seen.unanswered++
+    opts.onFinish?.()
+    await new Promise((resolve) => setTimeout(resolve, ms))
+    const done = await finish(lease, finishOpts)
+    seen.unanswered--
+    seen.answered++
+    return done
+  }
+  inbox.take = (takeOpts) => {
+    seen.unansweredAtTake.push(seen.unanswered)
+    return opts.takeRunsFirst && seen.unanswered > 0 ? Promise.resolve(undefined) : take(takeOpts)
+  }
+  return seen
+}
+
 describe('createInboxWorker', () => {
   it('drains what an inbox-mode receiver queued: each event handled once, recorded as done in the dedup store', async () => {
     const store = new MemoryDedupStore()
@@ -111,30 +144,13 @@ describe('createInboxWorker', () => {
   it('sends the next take beside the last finish, and drain() resolves only once every finish is answered', async () => {
     const store = new MemoryDedupStore()
     const ids = await queue(store, 3)
-    const inbox = store.inbox
-    const finish = inbox.finish.bind(inbox)
-    const take = inbox.take.bind(inbox)
-    let unanswered = 0
-    let answered = 0
-    const unansweredAtTake: number[] = []
     // A store whose finishes take 30 ms to be answered (a round trip with its fsync).
-    inbox.finish = async (lease, opts) => {
-      unanswered++
-      await new Promise((resolve) => setTimeout(resolve, 30))
-      const done = await finish(lease, opts)
-      unanswered--
-      answered++
-      return done
-    }
-    inbox.take = (opts) => {
-      unansweredAtTake.push(unanswered)
-      return take(opts)
-    }
+    const seen = slowFinishes(store, 30)
     const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => {} } })
     await worker.drain()
     // The loop took its second and third entries while the previous one's finish was on its way.
-    expect(unansweredAtTake.slice(1, 3)).toEqual([1, 1])
-    expect(answered).toBe(3)
+    expect(seen.unansweredAtTake.slice(1, 3)).toEqual([1, 1])
+    expect(seen.answered).toBe(3)
     expect(worker.running()).toBe(0)
     expect(worker.counts()).toEqual({ handled: 3, duplicate: 0, retry: 0, dead: 0, deferred: 0 })
     expect(await worker.stats()).toMatchObject({ pending: 0, running: 0 })
@@ -144,19 +160,8 @@ describe('createInboxWorker', () => {
   it('looks again once its finishes are answered when a take found nothing (the next entry of an email waits for the last finish)', async () => {
     const store = new MemoryDedupStore()
     await queue(store, 2)
-    const inbox = store.inbox
-    const finish = inbox.finish.bind(inbox)
-    const take = inbox.take.bind(inbox)
-    let unanswered = 0
-    inbox.finish = async (lease, opts) => {
-      unanswered++
-      await new Promise((resolve) => setTimeout(resolve, 30))
-      const done = await finish(lease, opts)
-      unanswered--
-      return done
-    }
     // A take that runs before the finish it follows (another connection of a pool) sees nothing due.
-    inbox.take = (opts) => (unanswered > 0 ? Promise.resolve(undefined) : take(opts))
+    slowFinishes(store, 30, { takeRunsFirst: true })
     const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => {} } })
     await worker.drain()
     expect(worker.counts().handled).toBe(2)
@@ -166,32 +171,24 @@ describe('createInboxWorker', () => {
   it('stop() waits for the finishes on their way, and takes nothing more once called while a loop waits for them', async () => {
     const store = new MemoryDedupStore()
     await queue(store, 3)
-    const inbox = store.inbox
-    const finish = inbox.finish.bind(inbox)
-    const take = inbox.take.bind(inbox)
-    let unanswered = 0
     let stopped: Promise<void> | undefined
     const stop = (): Promise<void> => worker.stop()
-    inbox.finish = async (lease, opts) => {
-      unanswered++
-      // stop() comes while the first finish is on its way and the loop waits for it to look again.
-      setTimeout(() => {
-        stopped ??= stop()
-      }, 10)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      const done = await finish(lease, opts)
-      unanswered--
-      return done
-    }
-    // The take runs before the finish it follows (another pool connection): nothing due until it lands.
-    inbox.take = (opts) => (unanswered > 0 ? Promise.resolve(undefined) : take(opts))
+    // The take runs before the finish it follows (another pool connection): nothing due until it
+    // lands. stop() comes while the first finish is on its way and the loop waits for it to look again.
+    const seen = slowFinishes(store, 50, {
+      takeRunsFirst: true,
+      onFinish: () =>
+        setTimeout(() => {
+          stopped ??= stop()
+        }, 10),
+    })
     let runs = 0
     const worker = createInboxWorker({ store, inbox: { concurrency: 1 }, handlers: { 'email.bounced': () => void runs++ } })
     worker.start()
     await expect.poll(() => stopped !== undefined).toBe(true)
     await stopped
     // The finish sent before stop() has its answer, and the loop waiting for it took no second entry.
-    expect(unanswered).toBe(0)
+    expect(seen.unanswered).toBe(0)
     expect(runs).toBe(1)
     expect(worker.counts().handled).toBe(1)
     expect(await worker.stats()).toMatchObject({ pending: 2, running: 0 })

@@ -35,6 +35,15 @@ async function acquire(store: SqliteDedupStore, key: string): Promise<Claim> {
   return result.claim
 }
 
+/** A store on `name` in the test folder, its path, and its inbox. */
+function openWithInbox(name: string, durability: 'full' | 'normal') {
+  const path = join(dir, `${name}-${durability}.db`)
+  const store = new SqliteDedupStore({ path, durability })
+  const inbox = store.inbox
+  if (!inbox) throw new Error('the store has no inbox')
+  return { path, store, inbox }
+}
+
 describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)', (durability) => {
   it('answers each complete of one batch by its own token: right token true, stale token false, done key false', async () => {
     const store = new SqliteDedupStore({ path: join(dir, `batch-${durability}.db`), durability })
@@ -92,9 +101,7 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
     }
   })
   it("commits the inbox's writes in the batch beside claims and completes; a failed write undoes only itself", async () => {
-    const store = new SqliteDedupStore({ path: join(dir, `inbox-batch-${durability}.db`), durability })
-    const inbox = store.inbox
-    if (!inbox) throw new Error('the store has no inbox')
+    const { store, inbox } = openWithInbox('inbox-batch', durability)
     try {
       const done = await acquire(store, 'inbox-batch-done')
       // All in the same turn: one transaction. The NULL type breaks a NOT NULL column inside it.
@@ -137,10 +144,7 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
     }
   })
   it('answers an enqueue asked for just before close() once its entry is on disk, with a slow sync, and the entry is there after reopening', async () => {
-    const path = join(dir, `inbox-close-${durability}.db`)
-    const store = new SqliteDedupStore({ path, durability })
-    const inbox = store.inbox
-    if (!inbox) throw new Error('the store has no inbox')
+    const { path, store, inbox } = openWithInbox('inbox-close', durability)
     // A slow disk: each WAL sync reaches the thread pool 20 ms late, so close() must wait for it.
     const restore = patchSync((fd, done) => setTimeout(() => realFdatasync(fd, done), 20))
     try {
@@ -161,10 +165,7 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
   })
 
   it('fails the whole batch with the real cause when a write ends the transaction (as SQLITE_FULL or an I/O error do), leaving nothing half done', async () => {
-    const path = join(dir, `inbox-rollback-${durability}.db`)
-    const store = new SqliteDedupStore({ path, durability })
-    const inbox = store.inbox
-    if (!inbox) throw new Error('the store has no inbox')
+    const { path, store, inbox } = openWithInbox('inbox-rollback', durability)
     try {
       expect(await inbox.enqueue(item('x'), LONG)).toBe('queued')
       // Stands in for an error after which SQLite rolls the whole transaction back.
@@ -192,10 +193,7 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
   })
 
   it("undoes a write that fails midway, and only it: the entry it had inserted is gone, the batch's other writes commit", async () => {
-    const path = join(dir, `inbox-midway-${durability}.db`)
-    const store = new SqliteDedupStore({ path, durability })
-    const inbox = store.inbox
-    if (!inbox) throw new Error('the store has no inbox')
+    const { path, store, inbox } = openWithInbox('inbox-midway', durability)
     try {
       // An enqueue with an order key inserts its entry, then moves its email's head: that second statement fails.
       const other = new Database(path)
@@ -219,9 +217,7 @@ describe.each(['full', 'normal'] as const)('SqliteDedupStore group commit (%s)',
   })
 
   it('answers the enqueues and completes of one batch after one WAL sync', async () => {
-    const store = new SqliteDedupStore({ path: join(dir, `inbox-one-sync-${durability}.db`), durability })
-    const inbox = store.inbox
-    if (!inbox) throw new Error('the store has no inbox')
+    const { store, inbox } = openWithInbox('inbox-one-sync', durability)
     let syncs = 0
     try {
       const claim = await acquire(store, 'one-sync')

@@ -6,9 +6,9 @@
  * the pages they share (the indexes' newest leaves) are written once. An enqueue resolves after the
  * next WAL sync (the one the store's completes wait for): durable before the 2xx; a duplicate waits
  * for the same sync, as the entry it found may not be on disk yet. The other writes have no sync
- * of their own: a lost
- * one returns the entry to running-then-lapsed, and the worker's dedup claim then finds the event
- * done (its complete was synced). A lapsed lease holds nothing: reads show its entry pending, and
+ * of their own: a lost one returns the entry to running-then-lapsed, and the worker's dedup claim
+ * then finds the event done (its complete was synced). A failed write's error, and the store's
+ * refusal (closed, a failed sync), come from the batch (the store checks it before committing). A lapsed lease holds nothing: reads show its entry pending, and
  * its token no longer finishes, fails or defers it. Indexes: due pending entries by time, entries
  * of an order key by position, done entries by when they are forgotten.
  */
@@ -385,13 +385,8 @@ export class SqliteInbox implements InboxQueue {
     return this.#host.now()
   }
 
-  /** Runs `write` in the store's next batch (see SqliteInboxHost.batch). */
+  /** Runs `write` in the store's next batch (see SqliteInboxHost.batch), which refuses it when the store does. */
   #batched<T>(write: () => T, durable = false): Promise<T> {
-    try {
-      this.#check()
-    } catch (error) {
-      return Promise.reject(commandError(this.#host.path, error))
-    }
     return this.#host.batch(write, durable) as Promise<T>
   }
 

@@ -285,18 +285,19 @@ export class SqliteDedupStore implements DedupStore {
       if (item.result === DUPLICATE && this.#sync) duplicates++
       else item.resolve(item.result as ClaimResult)
     }
-    const durableWrites: PendingWrite[] = []
+    // Durable writes (enqueues) are answered with the completes, after the sync.
+    const durable: { item: PendingWrite; value: unknown }[] = []
     for (const item of writes) {
       const { outcome } = item
       if (!outcome?.ok) item.reject(commandError(this.#path, outcome?.error))
-      else if (item.durable) durableWrites.push(item)
+      else if (item.durable) durable.push({ item, value: outcome.value })
       else item.resolve(outcome.value)
     }
-    if (duplicates === 0 && completes.length === 0 && durableWrites.length === 0) return
+    if (duplicates === 0 && completes.length === 0 && durable.length === 0) return
     this.#afterDurable((error) => {
-      for (const item of durableWrites) {
+      for (const { item, value } of durable) {
         if (error) item.reject(error)
-        else item.resolve(item.outcome?.ok ? item.outcome.value : undefined)
+        else item.resolve(value)
       }
       for (const item of claims) {
         if (item.result !== DUPLICATE) continue
