@@ -106,7 +106,6 @@ console.log(
     walMiB,
     perSec: Math.round(n / SECS),
     cpuUsPerEvent: ((cpu.user + cpu.system) / n).toFixed(1),
-    sysUsPerEvent: (cpu.system / n).toFixed(1),
     claimP99: lat[Math.floor(lat.length * 0.99)].toFixed(2),
     claimMax: lat.at(-1).toFixed(1),
     eventP99: whole[Math.floor(whole.length * 0.99)].toFixed(2),

@@ -27,14 +27,6 @@
  * worker fails): several processes on one file do not hold each other's commits, so their WAL
  * may not restart by this path. The worker starts only after START_AFTER_WRITES writes, so that
  * a store that writes little never pays for a thread.
- *
- * Where it runs: when the process may run two threads at once (`parallel`), always: the copying
- * then leaves the event loop's core. On a single core (a container of one CPU, or the bench's
- * server pinned to one core) only once the store's inbox writes: inbox mode writes 4.4× the WAL
- * of request mode per event and meets a checkpoint as often, and there the thread took the answer
- * p99 from 14.6–14.7 to 5.5 ms at the same CPU per request; in request mode on one core it cost
- * 8–9 µs more CPU per request (70 → 77–79 µs through Hono) for a p99 that did not change
- * (bench/RESULTS.md, "Issue 48, evening").
  */
 import { Worker } from 'node:worker_threads'
 
@@ -47,15 +39,6 @@ const PASS_MAX_MS = 1_000
 const PASS_LEARN_MS = 50
 /** WAL size at which a pass is followed by a held one, so that the WAL restarts. */
 const RESTART_BYTES = 4 * 1024 * 1024
-/**
- * A pass that finds the WAL at least this part of the restart size goes on to the hold. Passes
- * come when the WAL should have reached the restart size, by its rate of growth; a rate that fell
- * meanwhile would otherwise cost a second pass, and each pass copies again the pages written since
- * the last (a page written in every batch once per pass): with every pass that found the WAL just
- * short, the thread wrote 55 % more pages into the file than the writing connection's own
- * checkpoints had (20,900 against 13,500 in 3 s at 12,000 events/s, strace).
- */
-const HOLD_FROM = 0.5
 /** The writing connection's own checkpoint once the worker runs: a backstop, at this many times the restart size. */
 const BACKSTOP_FACTOR = 4
 /** Longest hold of the store's commits for one restart. */
@@ -84,7 +67,7 @@ const HELD = 2
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
-const { FREE, ASKED, HELD, ASK_MAX_MS, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
+const { FREE, ASKED, HELD, ASK_MAX_MS, CATCH_UP_PASSES, catchUpFrames, restartFrames, word } = workerData
 const state = new Int32Array(word)
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
@@ -99,7 +82,7 @@ parentPort.on('message', (message) => {
   try {
     let log = checkpoint()
     let held = false
-    if (log >= holdFrames) {
+    if (log >= restartFrames) {
       // Catch up first: the held pass copies what came during the last one, so that one must be short.
       for (let more = 0; more < CATCH_UP_PASSES; more++) {
         const next = checkpoint()
@@ -108,7 +91,7 @@ parentPort.on('message', (message) => {
         if (fresh <= catchUpFrames) break
       }
     }
-    if (log >= holdFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
+    if (log >= restartFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
       Atomics.wait(state, 0, ASKED, ASK_MAX_MS)
       // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
       if (Atomics.compareExchange(state, 0, ASKED, FREE) !== ASKED) {
@@ -142,8 +125,6 @@ export interface CheckpointHost {
   autocheckpoint: (pages: number) => void
   /** Called when a hold ends: the store commits what waited. */
   resume: () => void
-  /** Whether the process may run two threads at once (else the worker waits for inbox writes). */
-  parallel: boolean
 }
 
 /** Counts of what the checkpointer did (tests and profiles read them). */
@@ -163,8 +144,6 @@ export class Checkpointer {
   readonly #restartFrames: number
   readonly #state = new Int32Array(new SharedArrayBuffer(4))
   #writes = 0
-  /** The store's inbox has written. */
-  #inbox = false
   #worker: Worker | undefined
   /** A pass was asked for and has not answered. */
   #passing = false
@@ -221,13 +200,12 @@ export class Checkpointer {
     return true
   }
 
-  /** Counts `writes` just committed (`inbox`: some were the inbox's); starts the worker or asks for a pass when due. */
-  committed(writes: number, inbox = false): void {
+  /** Counts `writes` just committed; starts the worker or asks for a pass when due. */
+  committed(writes: number): void {
     if (this.#stopped) return
     if (this.#worker === undefined) {
       this.#writes += writes
-      this.#inbox ||= inbox
-      if (this.#writes >= START_AFTER_WRITES && (this.#host.parallel || this.#inbox)) this.#start()
+      if (this.#writes >= START_AFTER_WRITES) this.#start()
       return
     }
     if (!this.#passing && performance.now() >= this.#nextPassAt) this.#pass()
@@ -254,7 +232,7 @@ export class Checkpointer {
           driver: this.#host.driver,
           path: this.#host.path,
           word: this.#state.buffer,
-          holdFrames: Math.ceil(this.#restartFrames * HOLD_FROM),
+          restartFrames: this.#restartFrames,
           FREE,
           ASKED,
           HELD,

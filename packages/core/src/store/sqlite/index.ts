@@ -18,7 +18,6 @@
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 
-import { availableParallelism } from 'node:os'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
@@ -102,7 +101,6 @@ export class SqliteDedupStore implements DedupStore {
             path,
             driver: driverPath(),
             pageSize: db.pragma('page_size', { simple: true }) as number,
-            parallel: availableParallelism() > 1,
             autocheckpoint: (pages) => {
               if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
             },
@@ -301,7 +299,7 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes, writes, now)
-    this.#checkpointer?.committed(claims.length + completes.length + writes.length, writes.length > 0)
+    this.#checkpointer?.committed(claims.length + completes.length + writes.length)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
