@@ -3,7 +3,6 @@
 // checkpoint answers a WAL of a given size after a given time), so that a slow or failing
 // checkpoint is a setting, not a race; then a real store on a real file shows that its WAL
 // restarts through the worker while its own checkpoint stays a backstop. No speed is asserted.
-import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -210,15 +209,4 @@ describe('SqliteDedupStore with its checkpointer', () => {
       db.close()
     }
   }, 60_000)
-
-  it('close() in a script with nothing else to do: the process lives until the thread closed its connection', () => {
-    const path = join(dir, 'script.db')
-    const child = spawnSync(process.execPath, [join(import.meta.dirname, 'sqlite-checkpoint-child.mjs'), path, '1500'], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    })
-    expect(child.stderr).toBe('')
-    expect(child.status).toBe(0)
-    expect(JSON.parse(child.stdout)).toEqual({ rows: 1_500 })
-  }, 40_000)
 })
