@@ -1,7 +1,6 @@
 /**
  * The event loop's longest stalls under the SQLite store (issue 48): claims + completes on a new
- * file for SECS seconds (default 5); prints events/s, the process's CPU µs per event (all its
- * threads), the claim's p99 and slowest, the whole
+ * file for SECS seconds (default 5); prints events/s, the claim's p99 and slowest, the whole
  * event's (claim to synced complete) p99 and slowest, and the loop's delay p99 and max
  * (monitorEventLoopDelay). By default 20 lanes back to back; RATE=<events/s> sends at that pace
  * instead (open loop, each event timed from when it was due), as a receiver sees its traffic.
@@ -50,7 +49,6 @@ const dir = mkdtempSync(join(tmpdir(), 'stall-'))
 const store = new SqliteDedupStore({ path: join(dir, 'db.sqlite') })
 const h = monitorEventLoopDelay({ resolution: 1 })
 h.enable()
-const cpuBefore = process.cpuUsage()
 const lat = []
 const whole = []
 const SECS = Number(process.env.SECS ?? 5)
@@ -92,7 +90,6 @@ if (RATE > 0) {
   )
 }
 h.disable()
-const cpu = process.cpuUsage(cpuBefore)
 const { statSync } = await import('node:fs')
 const walMiB = (statSync(join(dir, 'db.sqlite-wal')).size / 2 ** 20).toFixed(1)
 lat.sort((a, b) => a - b)
@@ -105,7 +102,6 @@ console.log(
     rate: RATE || undefined,
     walMiB,
     perSec: Math.round(n / SECS),
-    cpuUsPerEvent: ((cpu.user + cpu.system) / n).toFixed(1),
     claimP99: lat[Math.floor(lat.length * 0.99)].toFixed(2),
     claimMax: lat.at(-1).toFixed(1),
     eventP99: whole[Math.floor(whole.length * 0.99)].toFixed(2),

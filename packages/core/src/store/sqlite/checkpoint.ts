@@ -8,10 +8,7 @@
  * claim 10–12 ms, against 1.7 and 2.3–3.3 ms with no checkpoints at all).
  *
  * Here a second connection in a worker thread does the copying: a PASSIVE checkpoint (it never
- * blocks the writer) when the WAL should have reached RESTART_BYTES, by the rate it grew at between
- * the last passes (at least PASS_MIN_MS and at most PASS_MAX_MS apart while the store writes:
- * each pass takes CPU, which on a single core is taken from the event loop, so there are about
- * as few as the writing connection's own checkpoints were). A PASSIVE checkpoint
+ * blocks the writer) at most every PASS_EVERY_MS while the store writes. A PASSIVE checkpoint
  * under constant writes never lets the WAL start over, though (SQLite restarts it at the next
  * write only once every frame is in the file and no reader uses it), and a WAL that only grows
  * makes every lookup search a longer log. So once a pass finds the WAL past RESTART_BYTES, the
@@ -32,11 +29,8 @@ import { Worker } from 'node:worker_threads'
 
 /** Writes (claims, completes, inbox writes) of the store before the worker starts. */
 const START_AFTER_WRITES = 1_000
-/** Least and most time between two passes while the store writes. */
-const PASS_MIN_MS = 20
-const PASS_MAX_MS = 1_000
-/** Time to the next pass while the WAL's rate of growth is not known. */
-const PASS_LEARN_MS = 50
+/** Least time between two passes. */
+const PASS_EVERY_MS = 50
 /** WAL size at which a pass is followed by a held one, so that the WAL restarts. */
 const RESTART_BYTES = 4 * 1024 * 1024
 /** The writing connection's own checkpoint once the worker runs: a backstop, at this many times the restart size. */
@@ -45,14 +39,6 @@ const BACKSTOP_FACTOR = 4
 const HOLD_MAX_MS = 20
 /** How long the worker waits for the store to agree to a hold (it agrees at its next batch). */
 const ASK_MAX_MS = 20
-
-/**
- * Before asking for a hold, the worker passes again (at most CATCH_UP_PASSES more times) until a
- * pass finds at most CATCH_UP_BYTES written during the one before: the held pass copies only what
- * came during the last pass, and a pass over a whole 4 MiB takes long enough for a lot to come.
- */
-const CATCH_UP_PASSES = 4
-const CATCH_UP_BYTES = 256 * 1024
 
 /** The shared word: the store commits freely; the worker asks for a hold; the store holds its commits. */
 const FREE = 0
@@ -67,7 +53,7 @@ const HELD = 2
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
-const { FREE, ASKED, HELD, ASK_MAX_MS, CATCH_UP_PASSES, catchUpFrames, restartFrames, word } = workerData
+const { FREE, ASKED, HELD, ASK_MAX_MS, restartFrames, word } = workerData
 const state = new Int32Array(word)
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
@@ -80,17 +66,8 @@ parentPort.on('message', (message) => {
     return
   }
   try {
-    let log = checkpoint()
+    const log = checkpoint()
     let held = false
-    if (log >= restartFrames) {
-      // Catch up first: the held pass copies what came during the last one, so that one must be short.
-      for (let more = 0; more < CATCH_UP_PASSES; more++) {
-        const next = checkpoint()
-        const fresh = next - log
-        log = next
-        if (fresh <= catchUpFrames) break
-      }
-    }
     if (log >= restartFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
       Atomics.wait(state, 0, ASKED, ASK_MAX_MS)
       // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
@@ -151,12 +128,7 @@ export class Checkpointer {
   #holdOpen = false
   /** Ends the open hold after HOLD_MAX_MS if the worker has not. */
   #holdTimer: ReturnType<typeof setTimeout> | undefined
-  /** When the next pass is due (performance.now()). */
-  #nextPassAt = 0
-  /** The WAL's size at the last pass (frames since it last started over), and when. */
-  #sample: { at: number; log: number } | undefined
-  /** Frames the WAL grew by per ms between the last two passes. */
-  #rate = 0
+  #lastPassAt = 0
   #stopped = false
   #exited: Promise<void> | undefined
   readonly counts: CheckpointCounts = { passes: 0, holds: 0, holdsTimedOut: 0, failures: 0 }
@@ -208,7 +180,7 @@ export class Checkpointer {
       if (this.#writes >= START_AFTER_WRITES) this.#start()
       return
     }
-    if (!this.#passing && performance.now() >= this.#nextPassAt) this.#pass()
+    if (!this.#passing && performance.now() - this.#lastPassAt >= PASS_EVERY_MS) this.#pass()
   }
 
   /** Frees the store's commits and ends the worker (its connection closes); resolves once the thread is gone. */
@@ -216,8 +188,6 @@ export class Checkpointer {
     if (!this.#stopped) {
       this.#stopped = true
       this.#free()
-      // Referenced again: the process must live until the thread has closed its connection.
-      this.#worker?.ref()
       this.#worker?.postMessage('stop')
     }
     return this.#exited ?? Promise.resolve()
@@ -237,8 +207,6 @@ export class Checkpointer {
           ASKED,
           HELD,
           ASK_MAX_MS,
-          CATCH_UP_PASSES,
-          catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
         },
       })
     } catch {
@@ -262,27 +230,10 @@ export class Checkpointer {
 
   #answered(result: PassResult): void {
     this.#passing = false
+    this.#lastPassAt = performance.now()
     this.counts.passes++
     if ('error' in result) this.counts.failures++
-    this.#schedule(result)
     if (this.#closeHold()) this.#host.resume()
-  }
-
-  /** Sets when the next pass is due: when the WAL should reach the restart size at the rate it grows. */
-  #schedule(result: PassResult): void {
-    const now = performance.now()
-    let frames = 0
-    if (!('error' in result)) {
-      // After a hold, the WAL started over at the store's next commit: count from there.
-      frames = result.held ? 0 : result.log
-      const last = this.#sample
-      if (!result.held && last !== undefined && result.log >= last.log && now > last.at)
-        this.#rate = (result.log - last.log) / (now - last.at)
-      this.#sample = { at: now, log: frames }
-    }
-    // Until a rate is known (the first passes, or a WAL that stopped growing), soon again.
-    const wait = this.#rate > 0 ? (this.#restartFrames - frames) / this.#rate : PASS_LEARN_MS
-    this.#nextPassAt = now + Math.min(PASS_MAX_MS, Math.max(PASS_MIN_MS, wait))
   }
 
   /** The worker is slow (a slow disk): the store commits anyway, and this round's WAL does not restart. */
