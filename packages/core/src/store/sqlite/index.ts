@@ -24,7 +24,6 @@ export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js
 
 import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
-import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
 import { closedError, commandError, openError } from './errors.js'
 import { SqliteInbox } from './inbox.js'
@@ -32,7 +31,7 @@ import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupS
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
 import { RememberedKeys } from './remembered.js'
-import { driverPath, loadDriver, openDatabase } from './schema.js'
+import { loadDriver, openDatabase } from './schema.js'
 import { WalSync } from './sync.js'
 import type { Database, Statements } from './types.js'
 
@@ -69,11 +68,7 @@ export class SqliteDedupStore implements DedupStore {
   #writes: PendingWrite[] = []
   #flushScheduled = false
   #purgeScheduled = false
-  /** A purge came due while the checkpointer held the commits: it runs once they resume. */
-  #purgeAfterHold = false
   #closed = false
-  /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
-  readonly #checkpointer: Checkpointer | undefined
   readonly #readOnly: boolean
   /** The store's inbox (entries in `<table>_inbox`); undefined on a read-only store. */
   readonly inbox: SqliteInbox | undefined
@@ -94,24 +89,6 @@ export class SqliteDedupStore implements DedupStore {
       throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
-    this.#checkpointer =
-      readOnly || db.pragma('journal_mode', { simple: true }) !== 'wal' || path === '' || path === ':memory:' || path.startsWith('file:')
-        ? undefined
-        : new Checkpointer({
-            path,
-            driver: driverPath(),
-            pageSize: db.pragma('page_size', { simple: true }) as number,
-            autocheckpoint: (pages) => {
-              if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
-            },
-            resume: () => {
-              this.#scheduleFlush()
-              if (this.#purgeAfterHold) {
-                this.#purgeAfterHold = false
-                this.#schedulePurge()
-              }
-            },
-          })
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -237,12 +214,9 @@ export class SqliteDedupStore implements DedupStore {
   /** Commits and syncs what was already asked for, checkpoints the WAL and closes the file. */
   async close(): Promise<void> {
     if (this.#closed) return
-    // Ends a hold of the commits first, so that the flush below commits what waited.
-    const stopped = this.#checkpointer?.stop()
     this.#flush()
     this.#closed = true
     await this.#sync?.idle()
-    await stopped
     try {
       if (!this.#readOnly && !this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
@@ -271,8 +245,6 @@ export class SqliteDedupStore implements DedupStore {
   /** Commits every pending claim, complete and inbox write in one transaction, then answers them (after a sync where a 2xx relies on them). */
   readonly #flush = (): void => {
     this.#flushScheduled = false
-    // The checkpointer copies the WAL's last frames so that it can start over: the batch waits (resume() flushes it).
-    if (this.#checkpointer?.mayCommit() === false) return
     const claims = this.#claims
     const completes = this.#completes
     const writes = this.#writes
@@ -299,7 +271,6 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes, writes, now)
-    this.#checkpointer?.committed(claims.length + completes.length + writes.length)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
@@ -355,10 +326,6 @@ export class SqliteDedupStore implements DedupStore {
     setImmediate(() => {
       this.#purgeScheduled = false
       if (this.#refused()) return
-      if (this.#checkpointer?.holding) {
-        this.#purgeAfterHold = true
-        return
-      }
       try {
         this.#db
           .transaction(() => {
