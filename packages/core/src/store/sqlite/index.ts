@@ -18,12 +18,14 @@
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 
+import { availableParallelism } from 'node:os'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
 
 import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
+import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
 import { closedError, commandError, openError } from './errors.js'
 import { SqliteInbox } from './inbox.js'
@@ -31,7 +33,7 @@ import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupS
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
 import { RememberedKeys } from './remembered.js'
-import { loadDriver, openDatabase } from './schema.js'
+import { driverPath, loadDriver, openDatabase } from './schema.js'
 import { WalSync } from './sync.js'
 import type { Database, Statements } from './types.js'
 
@@ -68,7 +70,13 @@ export class SqliteDedupStore implements DedupStore {
   #writes: PendingWrite[] = []
   #flushScheduled = false
   #purgeScheduled = false
+  /** A purge came due while the checkpointer held the commits: it runs once they resume. */
+  #purgeAfterHold = false
   #closed = false
+  /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
+  #checkpointer: Checkpointer | undefined
+  /** Makes the checkpointer; undefined for a read-only or in-memory store. */
+  readonly #newCheckpointer: (() => Checkpointer) | undefined
   readonly #readOnly: boolean
   /** The store's inbox (entries in `<table>_inbox`); undefined on a read-only store. */
   readonly inbox: SqliteInbox | undefined
@@ -89,6 +97,31 @@ export class SqliteDedupStore implements DedupStore {
       throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
+    const checkpointed =
+      !readOnly && db.pragma('journal_mode', { simple: true }) === 'wal' && path !== '' && path !== ':memory:' && !path.startsWith('file:')
+    const parallel = availableParallelism() > 1
+    this.#newCheckpointer = checkpointed
+      ? () =>
+          new Checkpointer({
+            path,
+            driver: driverPath(),
+            pageSize: db.pragma('page_size', { simple: true }) as number,
+            parallel,
+            autocheckpoint: (pages) => {
+              if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
+            },
+            resume: () => {
+              this.#scheduleFlush()
+              if (this.#purgeAfterHold) {
+                this.#purgeAfterHold = false
+                this.#schedulePurge()
+              }
+            },
+          })
+      : undefined
+    // On a single core the checkpointer only ever runs for an inbox: made at its first write, so
+    // that request mode there keeps the batch path exactly as it was.
+    if (parallel) this.#checkpointer = this.#newCheckpointer?.()
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -214,9 +247,12 @@ export class SqliteDedupStore implements DedupStore {
   /** Commits and syncs what was already asked for, checkpoints the WAL and closes the file. */
   async close(): Promise<void> {
     if (this.#closed) return
+    // Ends a hold of the commits first, so that the flush below commits what waited.
+    const stopped = this.#checkpointer?.stop()
     this.#flush()
     this.#closed = true
     await this.#sync?.idle()
+    await stopped
     try {
       if (!this.#readOnly && !this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
@@ -245,6 +281,8 @@ export class SqliteDedupStore implements DedupStore {
   /** Commits every pending claim, complete and inbox write in one transaction, then answers them (after a sync where a 2xx relies on them). */
   readonly #flush = (): void => {
     this.#flushScheduled = false
+    // The checkpointer copies the WAL's last frames so that it can start over: the batch waits (resume() flushes it).
+    if (this.#checkpointer?.mayCommit() === false) return
     const claims = this.#claims
     const completes = this.#completes
     const writes = this.#writes
@@ -271,6 +309,8 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes, writes, now)
+    if (writes.length > 0) this.#checkpointer ??= this.#newCheckpointer?.()
+    this.#checkpointer?.committed(claims.length + completes.length + writes.length, writes.length > 0)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
@@ -326,6 +366,10 @@ export class SqliteDedupStore implements DedupStore {
     setImmediate(() => {
       this.#purgeScheduled = false
       if (this.#refused()) return
+      if (this.#checkpointer?.holding) {
+        this.#purgeAfterHold = true
+        return
+      }
       try {
         this.#db
           .transaction(() => {

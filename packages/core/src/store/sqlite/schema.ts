@@ -8,6 +8,7 @@
  * table of the store's rather than `PRAGMA user_version`, which is the file's: one file may hold
  * several stores' tables (the `table` option) or an app's own.
  */
+import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
@@ -24,6 +25,11 @@ export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseCons
   (module) => module as DatabaseConstructor,
   `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
 )
+
+/** Where better-sqlite3 loads from (the checkpointer's worker thread requires the same module). */
+export function driverPath(): string {
+  return createRequire(import.meta.url).resolve('better-sqlite3')
+}
 
 /**
  * The layout this build writes: 1 is 0.1.0's (no stamp); 2 adds to the inbox table the `ready`

@@ -1,0 +1,342 @@
+/**
+ * The WAL checkpoint of `SqliteDedupStore`, off the event loop (issue 48).
+ *
+ * SQLite checkpoints in the connection that commits once its WAL passes `wal_autocheckpoint`
+ * pages: it syncs the WAL, copies every page into the database file and syncs that, in the
+ * commit's call, so on the event loop. With 4 MiB between checkpoints that stalled every request
+ * of the process for about 10 ms (bench/profile/loop-stalls.mjs: loop delay p99 9.6 ms, slowest
+ * claim 10–12 ms, against 1.7 and 2.3–3.3 ms with no checkpoints at all).
+ *
+ * Here a second connection in a worker thread does the copying: a PASSIVE checkpoint (it never
+ * blocks the writer) when the WAL should have reached RESTART_BYTES, by the rate it grew at between
+ * the last passes (at least PASS_MIN_MS and at most PASS_MAX_MS apart while the store writes:
+ * each pass takes CPU, which on a single core is taken from the event loop, so there are about
+ * as few as the writing connection's own checkpoints were). A PASSIVE checkpoint
+ * under constant writes never lets the WAL start over, though (SQLite restarts it at the next
+ * write only once every frame is in the file and no reader uses it), and a WAL that only grows
+ * makes every lookup search a longer log. So once a pass finds the WAL past RESTART_BYTES, the
+ * worker asks the store to hold its commits, through a word of shared memory that the store reads
+ * before each batch (no message: the event loop of a busy store delivers them late). The store
+ * agrees at its next batch, which then waits (the event loop does not), the worker copies the few
+ * frames written since its pass and frees the word, and the first commit after it restarts the
+ * WAL. A hold is bounded by HOLD_MAX_MS; if the worker is slower (a slow disk), the store commits
+ * anyway and the restart waits for a later round.
+ *
+ * The writing connection keeps a checkpoint of its own as a backstop, at four times the restart
+ * size (it checkpointed at the restart size before the worker started, and does again if the
+ * worker fails): several processes on one file do not hold each other's commits, so their WAL
+ * may not restart by this path. The worker starts only after START_AFTER_WRITES writes, so that
+ * a store that writes little never pays for a thread.
+ *
+ * Where it runs: when the process may run two threads at once (`parallel`), always: the copying
+ * then leaves the event loop's core. On a single core (a container of one CPU, or the bench's
+ * server pinned to one core) only once the store's inbox writes: inbox mode writes 4.4× the WAL
+ * of request mode per event and meets a checkpoint as often, and there the thread took the answer
+ * p99 from 14.6–14.7 to 5.5 ms at the same CPU per request; in request mode on one core it cost
+ * 8–9 µs more CPU per request (70 → 77–79 µs through Hono) for a p99 that did not change
+ * (bench/RESULTS.md, "Issue 48, evening").
+ */
+import { Worker } from 'node:worker_threads'
+
+/** Writes (claims, completes, inbox writes) of the store before the worker starts. */
+const START_AFTER_WRITES = 1_000
+/** Least and most time between two passes while the store writes. */
+const PASS_MIN_MS = 20
+const PASS_MAX_MS = 1_000
+/** Time to the next pass while the WAL's rate of growth is not known. */
+const PASS_LEARN_MS = 50
+/** WAL size at which a pass is followed by a held one, so that the WAL restarts. */
+const RESTART_BYTES = 4 * 1024 * 1024
+/**
+ * A pass that finds the WAL at least this part of the restart size goes on to the hold. Passes
+ * come when the WAL should have reached the restart size, by its rate of growth; a rate that fell
+ * meanwhile would otherwise cost a second pass, and each pass copies again the pages written since
+ * the last (a page written in every batch once per pass): with every pass that found the WAL just
+ * short, the thread wrote 55 % more pages into the file than the writing connection's own
+ * checkpoints had (20,900 against 13,500 in 3 s at 12,000 events/s, strace).
+ */
+const HOLD_FROM = 0.5
+/** The writing connection's own checkpoint once the worker runs: a backstop, at this many times the restart size. */
+const BACKSTOP_FACTOR = 4
+/** Longest hold of the store's commits for one restart. */
+const HOLD_MAX_MS = 20
+/** How long the worker waits for the store to agree to a hold (it agrees at its next batch). */
+const ASK_MAX_MS = 20
+
+/**
+ * Before asking for a hold, the worker passes again (at most CATCH_UP_PASSES more times) until a
+ * pass finds at most CATCH_UP_BYTES written during the one before: the held pass copies only what
+ * came during the last pass, and a pass over a whole 4 MiB takes long enough for a lot to come.
+ */
+const CATCH_UP_PASSES = 4
+const CATCH_UP_BYTES = 256 * 1024
+
+/** The shared word: the store commits freely; the worker asks for a hold; the store holds its commits. */
+const FREE = 0
+const ASKED = 1
+const HELD = 2
+
+/**
+ * The worker: one connection to the file. On each `pass`, a PASSIVE checkpoint; past the restart
+ * size, it asks for a hold, and once the store holds, copies what came since and frees the word.
+ * Answers each pass with the frames in the WAL and whether a hold followed.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const Database = require(workerData.driver)
+const { FREE, ASKED, HELD, ASK_MAX_MS, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
+const state = new Int32Array(word)
+const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
+// A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
+db.pragma('synchronous = FULL')
+const checkpoint = () => db.pragma('wal_checkpoint(PASSIVE)')[0].log
+parentPort.on('message', (message) => {
+  if (message !== 'pass') {
+    db.close()
+    parentPort.close()
+    return
+  }
+  try {
+    let log = checkpoint()
+    let held = false
+    if (log >= holdFrames) {
+      // Catch up first: the held pass copies what came during the last one, so that one must be short.
+      for (let more = 0; more < CATCH_UP_PASSES; more++) {
+        const next = checkpoint()
+        const fresh = next - log
+        log = next
+        if (fresh <= catchUpFrames) break
+      }
+    }
+    if (log >= holdFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
+      Atomics.wait(state, 0, ASKED, ASK_MAX_MS)
+      // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
+      if (Atomics.compareExchange(state, 0, ASKED, FREE) !== ASKED) {
+        try {
+          checkpoint()
+          held = true
+        } finally {
+          Atomics.compareExchange(state, 0, HELD, FREE)
+        }
+      }
+    }
+    parentPort.postMessage({ log, held })
+  } catch (error) {
+    parentPort.postMessage({ error: String((error && error.code) || error) })
+  }
+})
+`
+
+/** What one pass answers. */
+type PassResult = { log: number; held: boolean } | { error: string }
+
+/** What the checkpointer needs of its store. */
+export interface CheckpointHost {
+  /** The database file. */
+  path: string
+  /** Where better-sqlite3 loads from (the worker requires the same driver). */
+  driver: string
+  /** The file's page size in bytes. */
+  pageSize: number
+  /** Sets the writing connection's own checkpoint (wal_autocheckpoint) to this many pages. */
+  autocheckpoint: (pages: number) => void
+  /** Called when a hold ends: the store commits what waited. */
+  resume: () => void
+  /** Whether the process may run two threads at once (else the worker waits for inbox writes). */
+  parallel: boolean
+}
+
+/** Counts of what the checkpointer did (tests and profiles read them). */
+export interface CheckpointCounts {
+  passes: number
+  /** Holds of the store's commits (each one restart of the WAL, unless it timed out). */
+  holds: number
+  /** Holds that ended by HOLD_MAX_MS before their pass did. */
+  holdsTimedOut: number
+  /** Passes that failed, and a worker that failed (the writing connection checkpoints meanwhile). */
+  failures: number
+}
+
+/** The worker thread of one store and its rounds. */
+export class Checkpointer {
+  readonly #host: CheckpointHost
+  readonly #restartFrames: number
+  readonly #state = new Int32Array(new SharedArrayBuffer(4))
+  #writes = 0
+  /** The store's inbox has written. */
+  #inbox = false
+  #worker: Worker | undefined
+  /** A pass was asked for and has not answered. */
+  #passing = false
+  /** The store agreed to a hold that has not ended for it yet (its batch waits for `resume`). */
+  #holdOpen = false
+  /** Ends the open hold after HOLD_MAX_MS if the worker has not. */
+  #holdTimer: ReturnType<typeof setTimeout> | undefined
+  /** When the next pass is due (performance.now()). */
+  #nextPassAt = 0
+  /** The WAL's size at the last pass (frames since it last started over), and when. */
+  #sample: { at: number; log: number } | undefined
+  /** Frames the WAL grew by per ms between the last two passes. */
+  #rate = 0
+  #stopped = false
+  #exited: Promise<void> | undefined
+  readonly counts: CheckpointCounts = { passes: 0, holds: 0, holdsTimedOut: 0, failures: 0 }
+
+  constructor(host: CheckpointHost) {
+    this.#host = host
+    this.#restartFrames = Math.ceil(RESTART_BYTES / host.pageSize)
+  }
+
+  /** The writing connection's own checkpoint before the worker runs (and after it failed), in pages. */
+  static autocheckpointPages(pageSize: number): number {
+    return Math.ceil(RESTART_BYTES / pageSize)
+  }
+
+  /** Whether the worker runs. */
+  get running(): boolean {
+    return this.#worker !== undefined && !this.#stopped
+  }
+
+  /** Whether the store's commits are held now (a purge waits too). */
+  get holding(): boolean {
+    return Atomics.load(this.#state, 0) === HELD
+  }
+
+  /**
+   * Called before each batch: false while the batch must wait (the worker copies the WAL's last
+   * frames); `resume` is called when it may go. Agrees to a hold the worker asks for.
+   */
+  mayCommit(): boolean {
+    const state = this.#state
+    if (Atomics.load(state, 0) === ASKED && Atomics.compareExchange(state, 0, ASKED, HELD) === ASKED) {
+      Atomics.notify(state, 0)
+      this.counts.holds++
+      this.#holdOpen = true
+      this.#holdTimer = setTimeout(this.#expire, HOLD_MAX_MS)
+      return false
+    }
+    if (Atomics.load(state, 0) === HELD) return false
+    // The worker freed the word before its answer arrived: the hold is over.
+    this.#closeHold()
+    return true
+  }
+
+  /** Counts `writes` just committed (`inbox`: some were the inbox's); starts the worker or asks for a pass when due. */
+  committed(writes: number, inbox = false): void {
+    if (this.#stopped) return
+    if (this.#worker === undefined) {
+      this.#writes += writes
+      this.#inbox ||= inbox
+      if (this.#writes >= START_AFTER_WRITES && (this.#host.parallel || this.#inbox)) this.#start()
+      return
+    }
+    if (!this.#passing && performance.now() >= this.#nextPassAt) this.#pass()
+  }
+
+  /** Frees the store's commits and ends the worker (its connection closes); resolves once the thread is gone. */
+  stop(): Promise<void> {
+    if (!this.#stopped) {
+      this.#stopped = true
+      this.#free()
+      // Referenced again: the process must live until the thread has closed its connection.
+      this.#worker?.ref()
+      this.#worker?.postMessage('stop')
+    }
+    return this.#exited ?? Promise.resolve()
+  }
+
+  #start(): void {
+    let worker: Worker
+    try {
+      worker = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: {
+          driver: this.#host.driver,
+          path: this.#host.path,
+          word: this.#state.buffer,
+          holdFrames: Math.ceil(this.#restartFrames * HOLD_FROM),
+          FREE,
+          ASKED,
+          HELD,
+          ASK_MAX_MS,
+          CATCH_UP_PASSES,
+          catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
+        },
+      })
+    } catch {
+      this.#stopped = true
+      return
+    }
+    worker.unref()
+    this.#worker = worker
+    this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()))
+    worker.on('message', (result: PassResult) => this.#answered(result))
+    worker.on('error', () => this.#failed())
+    worker.once('exit', () => this.#failed())
+    this.#host.autocheckpoint(this.#restartFrames * BACKSTOP_FACTOR)
+    this.#pass()
+  }
+
+  #pass(): void {
+    this.#passing = true
+    this.#worker?.postMessage('pass')
+  }
+
+  #answered(result: PassResult): void {
+    this.#passing = false
+    this.counts.passes++
+    if ('error' in result) this.counts.failures++
+    this.#schedule(result)
+    if (this.#closeHold()) this.#host.resume()
+  }
+
+  /** Sets when the next pass is due: when the WAL should reach the restart size at the rate it grows. */
+  #schedule(result: PassResult): void {
+    const now = performance.now()
+    let frames = 0
+    if (!('error' in result)) {
+      // After a hold, the WAL started over at the store's next commit: count from there.
+      frames = result.held ? 0 : result.log
+      const last = this.#sample
+      if (!result.held && last !== undefined && result.log >= last.log && now > last.at)
+        this.#rate = (result.log - last.log) / (now - last.at)
+      this.#sample = { at: now, log: frames }
+    }
+    // Until a rate is known (the first passes, or a WAL that stopped growing), soon again.
+    const wait = this.#rate > 0 ? (this.#restartFrames - frames) / this.#rate : PASS_LEARN_MS
+    this.#nextPassAt = now + Math.min(PASS_MAX_MS, Math.max(PASS_MIN_MS, wait))
+  }
+
+  /** The worker is slow (a slow disk): the store commits anyway, and this round's WAL does not restart. */
+  readonly #expire = (): void => {
+    this.#holdTimer = undefined
+    if (Atomics.compareExchange(this.#state, 0, HELD, FREE) === HELD) this.counts.holdsTimedOut++
+    if (this.#closeHold()) this.#host.resume()
+  }
+
+  /** Ends the store's side of an open hold; true if one was open. */
+  #closeHold(): boolean {
+    if (!this.#holdOpen) return false
+    this.#holdOpen = false
+    clearTimeout(this.#holdTimer)
+    this.#holdTimer = undefined
+    return true
+  }
+
+  /** Frees the word whatever it says (the store is closing, or the worker is gone). */
+  #free(): void {
+    Atomics.store(this.#state, 0, FREE)
+    Atomics.notify(this.#state, 0)
+    if (this.#closeHold()) this.#host.resume()
+  }
+
+  /** The worker is gone or broken: the writing connection checkpoints by itself again. */
+  #failed(): void {
+    if (this.#stopped) return
+    this.#stopped = true
+    this.#free()
+    this.counts.failures++
+    this.#host.autocheckpoint(this.#restartFrames)
+    void this.#worker?.terminate()
+  }
+}
