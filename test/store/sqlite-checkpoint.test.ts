@@ -29,6 +29,7 @@ interface Settings {
 
 /** A checkpointer on the stand-in driver; records what it asked of its store. */
 function fakeCheckpointer(name: string, settings: Settings, driver = FAKE_DRIVER, parallel = true) {
+  let asked = 0
   const path = join(dir, name)
   writeFileSync(`${path}.json`, JSON.stringify(settings))
   const autocheckpoints: number[] = []
@@ -41,9 +42,12 @@ function fakeCheckpointer(name: string, settings: Settings, driver = FAKE_DRIVER
     resume: () => {
       resumes++
     },
-    parallel,
+    parallel: () => {
+      asked++
+      return parallel
+    },
   })
-  return { checkpointer, autocheckpoints, resumes: () => resumes }
+  return { checkpointer, autocheckpoints, resumes: () => resumes, asked: () => asked }
 }
 
 /** Polls `ready` every millisecond for at most 5 s. */
@@ -73,10 +77,20 @@ describe('Checkpointer (stand-in driver)', () => {
     }
   })
 
-  it('on a single core, starts only once the inbox writes (request mode keeps the checkpoint in the committing call)', async () => {
-    const { checkpointer, autocheckpoints } = fakeCheckpointer('single.db', { log: 10, firstPassMs: 0, passMs: 0 }, FAKE_DRIVER, false)
+  it('on a single core (asked once, at the 1,000th write), starts only once the inbox writes (request mode keeps the checkpoint in the committing call)', async () => {
+    const { checkpointer, autocheckpoints, asked } = fakeCheckpointer(
+      'single.db',
+      { log: 10, firstPassMs: 0, passMs: 0 },
+      FAKE_DRIVER,
+      false,
+    )
     try {
-      checkpointer.committed(5_000)
+      // Asked when the thread would start (a process may be pinned to one core after it started), once.
+      checkpointer.committed(999)
+      expect(asked()).toBe(0)
+      checkpointer.committed(4_001)
+      checkpointer.committed(10)
+      expect(asked()).toBe(1)
       expect(checkpointer.running).toBe(false)
       expect(autocheckpoints).toEqual([])
       checkpointer.committed(1, true)

@@ -28,8 +28,9 @@
  * may not restart by this path. The worker starts only after START_AFTER_WRITES writes, so that
  * a store that writes little never pays for a thread.
  *
- * Where it runs: when the process may run two threads at once (`parallel`), always: the copying
- * then leaves the event loop's core. On a single core (a container of one CPU, or the bench's
+ * Where it runs: when the process may run two threads at once (`parallel`, asked when the worker
+ * would start: a process may be pinned to one core after it started), always: the copying then
+ * leaves the event loop's core. On a single core (a container of one CPU, or the bench's
  * server pinned to one core) only once the store's inbox writes: inbox mode writes 4.4× the WAL
  * of request mode per event and meets a checkpoint as often, and there the thread took the answer
  * p99 from 14.6–14.7 to 5.5 ms at the same CPU per request; in request mode on one core it cost
@@ -142,8 +143,8 @@ export interface CheckpointHost {
   autocheckpoint: (pages: number) => void
   /** Called when a hold ends: the store commits what waited. */
   resume: () => void
-  /** Whether the process may run two threads at once (else the worker waits for inbox writes). */
-  parallel: boolean
+  /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
+  parallel: () => boolean
 }
 
 /** Counts of what the checkpointer did (tests and profiles read them). */
@@ -165,6 +166,8 @@ export class Checkpointer {
   #writes = 0
   /** The store's inbox has written. */
   #inbox = false
+  /** Whether the process could run two threads at once when the store reached START_AFTER_WRITES. */
+  #parallel: boolean | undefined
   #worker: Worker | undefined
   /** A pass was asked for and has not answered. */
   #passing = false
@@ -227,7 +230,9 @@ export class Checkpointer {
     if (this.#worker === undefined) {
       this.#writes += writes
       this.#inbox ||= inbox
-      if (this.#writes >= START_AFTER_WRITES && (this.#host.parallel || this.#inbox)) this.#start()
+      if (this.#writes < START_AFTER_WRITES) return
+      this.#parallel ??= this.#host.parallel()
+      if (this.#parallel || this.#inbox) this.#start()
       return
     }
     if (!this.#passing && performance.now() >= this.#nextPassAt) this.#pass()

@@ -74,9 +74,7 @@ export class SqliteDedupStore implements DedupStore {
   #purgeAfterHold = false
   #closed = false
   /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
-  #checkpointer: Checkpointer | undefined
-  /** Makes the checkpointer; undefined for a read-only or in-memory store. */
-  readonly #newCheckpointer: (() => Checkpointer) | undefined
+  readonly #checkpointer: Checkpointer | undefined
   readonly #readOnly: boolean
   /** The store's inbox (entries in `<table>_inbox`); undefined on a read-only store. */
   readonly inbox: SqliteInbox | undefined
@@ -97,16 +95,15 @@ export class SqliteDedupStore implements DedupStore {
       throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
-    const checkpointed =
-      !readOnly && db.pragma('journal_mode', { simple: true }) === 'wal' && path !== '' && path !== ':memory:' && !path.startsWith('file:')
-    const parallel = availableParallelism() > 1
-    this.#newCheckpointer = checkpointed
-      ? () =>
-          new Checkpointer({
+    this.#checkpointer =
+      readOnly || db.pragma('journal_mode', { simple: true }) !== 'wal' || path === '' || path === ':memory:' || path.startsWith('file:')
+        ? undefined
+        : new Checkpointer({
             path,
             driver: driverPath(),
             pageSize: db.pragma('page_size', { simple: true }) as number,
-            parallel,
+            // Asked when the thread would start, not now: the process may be pinned to a core meanwhile.
+            parallel: () => availableParallelism() > 1,
             autocheckpoint: (pages) => {
               if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
             },
@@ -118,10 +115,6 @@ export class SqliteDedupStore implements DedupStore {
               }
             },
           })
-      : undefined
-    // On a single core the checkpointer only ever runs for an inbox: made at its first write, so
-    // that request mode there keeps the batch path exactly as it was.
-    if (parallel) this.#checkpointer = this.#newCheckpointer?.()
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -309,7 +302,6 @@ export class SqliteDedupStore implements DedupStore {
       return
     }
     this.#answer(claims, completes, writes, now)
-    if (writes.length > 0) this.#checkpointer ??= this.#newCheckpointer?.()
     this.#checkpointer?.committed(claims.length + completes.length + writes.length, writes.length > 0)
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
