@@ -1,7 +1,7 @@
 /**
  * The event loop's longest stalls under the SQLite store (issue 48): claims + completes on a new
  * file for SECS seconds (default 5); prints events/s, the process's CPU µs per event (all its
- * threads), the claim's p99 and slowest, the whole
+ * threads; and the event loop's thread alone, from /proc), the claim's p99 and slowest, the whole
  * event's (claim to synced complete) p99 and slowest, and the loop's delay p99 and max
  * (monitorEventLoopDelay). By default 20 lanes back to back; RATE=<events/s> sends at that pace
  * instead (open loop, each event timed from when it was due), as a receiver sees its traffic.
@@ -51,6 +51,13 @@ const store = new SqliteDedupStore({ path: join(dir, 'db.sqlite') })
 const h = monitorEventLoopDelay({ resolution: 1 })
 h.enable()
 const cpuBefore = process.cpuUsage()
+/** CPU of the main thread alone (the event loop), in µs: utime + stime of its task, in clock ticks (100 a second). */
+const { readFileSync: readStat } = await import('node:fs')
+const mainCpuUs = () => {
+  const fields = readStat(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+const mainBefore = mainCpuUs()
 const lat = []
 const whole = []
 const SECS = Number(process.env.SECS ?? 5)
@@ -93,6 +100,7 @@ if (RATE > 0) {
 }
 h.disable()
 const cpu = process.cpuUsage(cpuBefore)
+const mainCpu = mainCpuUs() - mainBefore
 const { statSync } = await import('node:fs')
 const walMiB = (statSync(join(dir, 'db.sqlite-wal')).size / 2 ** 20).toFixed(1)
 lat.sort((a, b) => a - b)
@@ -107,6 +115,7 @@ console.log(
     perSec: Math.round(n / SECS),
     cpuUsPerEvent: ((cpu.user + cpu.system) / n).toFixed(1),
     sysUsPerEvent: (cpu.system / n).toFixed(1),
+    loopThreadUsPerEvent: (mainCpu / n).toFixed(1),
     claimP99: lat[Math.floor(lat.length * 0.99)].toFixed(2),
     claimMax: lat.at(-1).toFixed(1),
     eventP99: whole[Math.floor(whole.length * 0.99)].toFixed(2),
