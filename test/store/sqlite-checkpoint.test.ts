@@ -25,10 +25,22 @@ interface Settings {
   firstPassMs: number
   passMs: number
   failAt?: number
+  failFrom?: number
 }
 
+/** Wide bounds, so that a test of the answer path does not race the timers on a busy machine. */
+const WIDE = { holdMaxMs: 5_000, askMaxMs: 5_000 }
+
 /** A checkpointer on the stand-in driver; records what it asked of its store. */
-function fakeCheckpointer(name: string, settings: Settings, driver = FAKE_DRIVER, parallel = true) {
+function fakeCheckpointer(
+  name: string,
+  settings: Settings,
+  {
+    driver = FAKE_DRIVER,
+    parallel = true,
+    timings,
+  }: { driver?: string; parallel?: boolean; timings?: { holdMaxMs?: number; askMaxMs?: number } } = {},
+) {
   let asked = 0
   const path = join(dir, name)
   writeFileSync(`${path}.json`, JSON.stringify(settings))
@@ -42,6 +54,7 @@ function fakeCheckpointer(name: string, settings: Settings, driver = FAKE_DRIVER
     resume: () => {
       resumes++
     },
+    timings,
     parallel: () => {
       asked++
       return parallel
@@ -81,8 +94,7 @@ describe('Checkpointer (stand-in driver)', () => {
     const { checkpointer, autocheckpoints, asked } = fakeCheckpointer(
       'single.db',
       { log: 10, firstPassMs: 0, passMs: 0 },
-      FAKE_DRIVER,
-      false,
+      { parallel: false },
     )
     try {
       // Asked when the thread would start (a process may be pinned to one core after it started), once.
@@ -102,7 +114,7 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('past the restart size, asks for a hold: the next batch waits, and may go once the worker copied the rest', async () => {
-    const { checkpointer, resumes } = fakeCheckpointer('hold.db', { log: BIG_LOG, firstPassMs: 0, passMs: 5 })
+    const { checkpointer, resumes } = fakeCheckpointer('hold.db', { log: BIG_LOG, firstPassMs: 0, passMs: 5 }, { timings: WIDE })
     try {
       checkpointer.committed(1_000)
       // The store asks before each batch; the first ask after the worker's pass agrees to the hold.
@@ -120,7 +132,11 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('a held pass slower than 20 ms (a slow disk): the batch commits anyway, and the late pass resumes nothing twice', async () => {
-    const { checkpointer, resumes } = fakeCheckpointer('slow.db', { log: BIG_LOG, firstPassMs: 0, passMs: 300 })
+    const { checkpointer, resumes } = fakeCheckpointer(
+      'slow.db',
+      { log: BIG_LOG, firstPassMs: 0, passMs: 300 },
+      { timings: { holdMaxMs: 20, askMaxMs: 5_000 } },
+    )
     try {
       checkpointer.committed(1_000)
       await until(() => !checkpointer.mayCommit(), 'a hold')
@@ -150,7 +166,7 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('stop() during a hold frees the batch at once and resolves when the thread is gone', async () => {
-    const { checkpointer, resumes } = fakeCheckpointer('stop.db', { log: BIG_LOG, firstPassMs: 0, passMs: 200 })
+    const { checkpointer, resumes } = fakeCheckpointer('stop.db', { log: BIG_LOG, firstPassMs: 0, passMs: 200 }, { timings: WIDE })
     checkpointer.committed(1_000)
     await until(() => !checkpointer.mayCommit(), 'a hold')
     const stopped = checkpointer.stop()
@@ -159,6 +175,43 @@ describe('Checkpointer (stand-in driver)', () => {
     expect(checkpointer.mayCommit()).toBe(true)
     await stopped
     expect(checkpointer.running).toBe(false)
+  })
+
+  it('stop() before a running pass asks for a hold: the store commits its last batch all the same', async () => {
+    // The pass takes 100 ms and then asks, and waits up to 1 s for an agreement that must not come.
+    const { checkpointer } = fakeCheckpointer(
+      'stop-first.db',
+      { log: BIG_LOG, firstPassMs: 100, passMs: 0 },
+      { timings: { holdMaxMs: 5_000, askMaxMs: 1_000 } },
+    )
+    checkpointer.committed(1_000)
+    const stopped = checkpointer.stop()
+    // Asked before each batch, as a closing store's last flush would: never held.
+    const held: boolean[] = []
+    const until = Date.now() + 700
+    while (Date.now() < until) {
+      held.push(!checkpointer.mayCommit())
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+    expect(held.some(Boolean)).toBe(false)
+    expect(checkpointer.holding).toBe(false)
+    expect(checkpointer.counts.holds).toBe(0)
+    await stopped
+    expect(checkpointer.counts.passes).toBe(1)
+  })
+
+  it('three failed passes in a row stop the thread and give the checkpoint back to the writing connection', async () => {
+    const { checkpointer, autocheckpoints } = fakeCheckpointer('failing.db', { log: 10, firstPassMs: 0, passMs: 0, failFrom: 1 })
+    checkpointer.committed(1_000)
+    // While no rate is known a pass comes at most every 50 ms; each commit asks for one when due.
+    await until(() => {
+      checkpointer.committed(1)
+      return !checkpointer.running
+    }, 'three failures')
+    expect(checkpointer.counts.failures).toBeGreaterThanOrEqual(3)
+    expect(autocheckpoints).toEqual([4 * 4_096, 4_096])
+    expect(checkpointer.mayCommit()).toBe(true)
+    await checkpointer.stop()
   })
 
   it('a failing checkpoint is counted and the next pass runs; a worker that cannot start gives the checkpoint back to the writing connection', async () => {
@@ -176,7 +229,7 @@ describe('Checkpointer (stand-in driver)', () => {
       await failing.checkpointer.stop()
     }
 
-    const broken = fakeCheckpointer('broken.db', { log: 10, firstPassMs: 0, passMs: 0 }, join(dir, 'no-such-driver.cjs'))
+    const broken = fakeCheckpointer('broken.db', { log: 10, firstPassMs: 0, passMs: 0 }, { driver: join(dir, 'no-such-driver.cjs') })
     broken.checkpointer.committed(1_000)
     await until(() => !broken.checkpointer.running, 'the worker to fail')
     expect(broken.autocheckpoints).toEqual([4 * 4_096, 4_096])

@@ -61,6 +61,8 @@ const HOLD_FROM = 0.5
 const BACKSTOP_FACTOR = 4
 /** Longest hold of the store's commits for one restart. */
 const HOLD_MAX_MS = 20
+/** Failed passes in a row after which the thread is stopped and the writing connection checkpoints by itself again. */
+const FAILURES_IN_A_ROW = 3
 /** How long the worker waits for the store to agree to a hold (it agrees at its next batch). */
 const ASK_MAX_MS = 20
 
@@ -85,12 +87,13 @@ const HELD = 2
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
-const { FREE, ASKED, HELD, ASK_MAX_MS, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
+const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
 const state = new Int32Array(word)
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
 db.pragma('synchronous = FULL')
-const checkpoint = () => db.pragma('wal_checkpoint(PASSIVE)')[0].log
+// The frames in the WAL; SQLite answers -1 when it could not checkpoint (another connection was at it).
+const checkpoint = () => Math.max(0, db.pragma('wal_checkpoint(PASSIVE)')[0].log)
 parentPort.on('message', (message) => {
   if (message !== 'pass') {
     db.close()
@@ -110,7 +113,7 @@ parentPort.on('message', (message) => {
       }
     }
     if (log >= holdFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
-      Atomics.wait(state, 0, ASKED, ASK_MAX_MS)
+      Atomics.wait(state, 0, ASKED, askMaxMs)
       // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
       if (Atomics.compareExchange(state, 0, ASKED, FREE) !== ASKED) {
         try {
@@ -143,6 +146,8 @@ export interface CheckpointHost {
   autocheckpoint: (pages: number) => void
   /** Called when a hold ends: the store commits what waited. */
   resume: () => void
+  /** Bounds of a hold and of the worker's wait for the store to agree (tests widen or narrow them). */
+  timings?: { holdMaxMs?: number; askMaxMs?: number }
   /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
   parallel: () => boolean
 }
@@ -164,6 +169,8 @@ export class Checkpointer {
   readonly #restartFrames: number
   readonly #state = new Int32Array(new SharedArrayBuffer(4))
   #writes = 0
+  /** Passes that failed since the last that did not. */
+  #failedInARow = 0
   /** The store's inbox has written. */
   #inbox = false
   /** Whether the process could run two threads at once when the store reached START_AFTER_WRITES. */
@@ -210,12 +217,14 @@ export class Checkpointer {
    * frames); `resume` is called when it may go. Agrees to a hold the worker asks for.
    */
   mayCommit(): boolean {
+    // Stopped (the store is closing): its last batch commits, whatever a pass still running asks.
+    if (this.#stopped) return true
     const state = this.#state
     if (Atomics.load(state, 0) === ASKED && Atomics.compareExchange(state, 0, ASKED, HELD) === ASKED) {
       Atomics.notify(state, 0)
       this.counts.holds++
       this.#holdOpen = true
-      this.#holdTimer = setTimeout(this.#expire, HOLD_MAX_MS)
+      this.#holdTimer = setTimeout(this.#expire, this.#host.timings?.holdMaxMs ?? HOLD_MAX_MS)
       return false
     }
     if (Atomics.load(state, 0) === HELD) return false
@@ -263,7 +272,7 @@ export class Checkpointer {
           FREE,
           ASKED,
           HELD,
-          ASK_MAX_MS,
+          askMaxMs: this.#host.timings?.askMaxMs ?? ASK_MAX_MS,
           CATCH_UP_PASSES,
           catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
         },
@@ -290,7 +299,11 @@ export class Checkpointer {
   #answered(result: PassResult): void {
     this.#passing = false
     this.counts.passes++
-    if ('error' in result) this.counts.failures++
+    if ('error' in result) {
+      this.counts.failures++
+      // A thread whose checkpoints keep failing gives the checkpoint back to the writing connection.
+      if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed()
+    } else this.#failedInARow = 0
     this.#schedule(result)
     if (this.#closeHold()) this.#host.resume()
   }

@@ -18,6 +18,7 @@
  * complete with `order` advances it in the same transaction as the done record (order.ts).
  */
 
+import { realpathSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
@@ -99,7 +100,8 @@ export class SqliteDedupStore implements DedupStore {
       readOnly || db.pragma('journal_mode', { simple: true }) !== 'wal' || path === '' || path === ':memory:' || path.startsWith('file:')
         ? undefined
         : new Checkpointer({
-            path,
+            // Resolved now: the thread opens the file later, and the process may change directory meanwhile.
+            path: realpathSync(path),
             driver: driverPath(),
             pageSize: db.pragma('page_size', { simple: true }) as number,
             // Asked when the thread would start, not now: the process may be pinned to a core meanwhile.
@@ -303,6 +305,11 @@ export class SqliteDedupStore implements DedupStore {
     }
     this.#answer(claims, completes, writes, now)
     this.#checkpointer?.committed(claims.length + completes.length + writes.length, writes.length > 0)
+    // A purge deferred by a hold that ended without a resume (the worker freed the word first).
+    if (this.#purgeAfterHold) {
+      this.#purgeAfterHold = false
+      this.#schedulePurge()
+    }
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
