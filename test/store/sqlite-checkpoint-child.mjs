@@ -8,6 +8,8 @@ import Database from 'better-sqlite3'
 const [path, count] = process.argv.slice(2)
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 const store = new SqliteDedupStore({ path, durability: 'full' })
+// One inbox entry: on a single core the thread starts only once the inbox writes.
+await store.inbox.enqueue({ key: 'inbox-1', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
 for (let i = 0; i < Number(count); i++) {
   const claimed = await store.claim(`event-${i}`, LONG)
   if (claimed.status !== 'acquired') throw new Error(`event-${i} was ${claimed.status}`)
