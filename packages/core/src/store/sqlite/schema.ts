@@ -26,9 +26,16 @@ export const loadDriver: () => DatabaseConstructor = optionalDriver<DatabaseCons
   `${PACKAGE} better-sqlite3 could not be loaded, so the SQLite dedup store is unavailable. Install it with \`npm install better-sqlite3\` (12 on Node 20; 13 on Node 22 and 24, where 12 can crash Node 24). It is a native module: if it is installed but failed to build, make sure python3, make and a C++ compiler are present and run \`npm rebuild better-sqlite3\`; with pnpm, allow its build script (pnpm approve-builds, or allowBuilds in pnpm-workspace.yaml).`,
 )
 
-/** Where better-sqlite3 loads from (the checkpointer's worker thread requires the same module). */
+/**
+ * The file of the better-sqlite3 this process loaded (the checkpointer's worker thread requires the
+ * same one): found in the module cache, so that a copy a loader hook chose (a build for another
+ * Node ABI) is the one the thread loads too; else resolved by name.
+ */
 export function driverPath(): string {
-  return createRequire(import.meta.url).resolve('better-sqlite3')
+  const require = createRequire(import.meta.url)
+  const Driver = loadDriver()
+  const loaded = Object.values(require.cache).find((module) => module?.exports === Driver)
+  return loaded?.filename ?? require.resolve('better-sqlite3')
 }
 
 /**
