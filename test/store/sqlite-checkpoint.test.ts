@@ -45,22 +45,24 @@ function fakeCheckpointer(
   const path = join(dir, name)
   writeFileSync(`${path}.json`, JSON.stringify(settings))
   const autocheckpoints: number[] = []
+  const stops: string[] = []
   let resumes = 0
   const checkpointer = new Checkpointer({
     path,
-    driver,
+    driver: () => driver,
     pageSize: PAGE_SIZE,
     autocheckpoint: (pages) => autocheckpoints.push(pages),
     resume: () => {
       resumes++
     },
+    stopped: (reason) => stops.push(reason),
     timings,
     parallel: () => {
       asked++
       return parallel
     },
   })
-  return { checkpointer, autocheckpoints, resumes: () => resumes, asked: () => asked }
+  return { checkpointer, autocheckpoints, stops, resumes: () => resumes, asked: () => asked }
 }
 
 /** Polls `ready` every millisecond for at most 5 s. */
@@ -188,8 +190,8 @@ describe('Checkpointer (stand-in driver)', () => {
     const stopped = checkpointer.stop()
     // Asked before each batch, as a closing store's last flush would: never held.
     const held: boolean[] = []
-    const until = Date.now() + 700
-    while (Date.now() < until) {
+    const end = Date.now() + 700
+    while (Date.now() < end) {
       held.push(!checkpointer.mayCommit())
       await new Promise((resolve) => setTimeout(resolve, 1))
     }
@@ -201,7 +203,7 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('three failed passes in a row stop the thread and give the checkpoint back to the writing connection', async () => {
-    const { checkpointer, autocheckpoints } = fakeCheckpointer('failing.db', { log: 10, firstPassMs: 0, passMs: 0, failFrom: 1 })
+    const { checkpointer, autocheckpoints, stops } = fakeCheckpointer('failing.db', { log: 10, firstPassMs: 0, passMs: 0, failFrom: 1 })
     checkpointer.committed(1_000)
     // While no rate is known a pass comes at most every 50 ms; each commit asks for one when due.
     await until(() => {
@@ -211,6 +213,8 @@ describe('Checkpointer (stand-in driver)', () => {
     expect(checkpointer.counts.failures).toBeGreaterThanOrEqual(3)
     expect(autocheckpoints).toEqual([4 * 4_096, 4_096])
     expect(checkpointer.mayCommit()).toBe(true)
+    // Said once, with the cause.
+    expect(stops).toEqual(['3 checkpoints in a row failed: SQLITE_IOERR'])
     await checkpointer.stop()
   })
 
@@ -235,6 +239,9 @@ describe('Checkpointer (stand-in driver)', () => {
     expect(broken.autocheckpoints).toEqual([4 * 4_096, 4_096])
     expect(broken.checkpointer.counts.failures).toBe(1)
     expect(broken.checkpointer.mayCommit()).toBe(true)
+    expect(broken.stops).toHaveLength(1)
+    expect(broken.stops[0]).toMatch(/^the thread failed: MODULE_NOT_FOUND/)
+    expect(failing.stops).toEqual([])
     await broken.checkpointer.stop()
   })
 })

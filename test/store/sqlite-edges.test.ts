@@ -70,6 +70,8 @@ describe('SqliteDedupStore options', () => {
     expect((await failure(() => new SqliteDedupStore({ path: newFile(), busyTimeoutMs: 0.5 }))).code).toBe('invalid_options')
     // @ts-expect-error an unknown durability
     expect((await failure(() => new SqliteDedupStore({ path: newFile(), durability: 'fast' }))).code).toBe('invalid_options')
+    // @ts-expect-error warn is a function
+    expect((await failure(() => new SqliteDedupStore({ path: newFile(), warn: 'console' }))).code).toBe('invalid_options')
   })
 })
 

@@ -33,11 +33,12 @@
  * leaves the event loop's core. On a single core (a container of one CPU, or the bench's
  * server pinned to one core) only once the store's inbox writes: inbox mode writes 4.4× the WAL
  * of request mode per event and meets a checkpoint as often, and there the thread took the answer
- * p99 from 14.6–14.7 to 5.5 ms at the same CPU per request; in request mode on one core it cost
- * 8–9 µs more CPU per request (70 → 77–79 µs through Hono) for a p99 that did not change
+ * p99 from 14.3–15.6 to 5.8–5.9 ms at the same CPU per request; in request mode on one core it
+ * cost 8–10 µs more CPU per request (68–70 → 76–80 µs through Hono) for a p99 that did not change
  * (bench/RESULTS.md, "Issue 48, evening").
  */
 import { Worker } from 'node:worker_threads'
+import { AUTOCHECKPOINT_BYTES } from './schema.js'
 
 /** Writes (claims, completes, inbox writes) of the store before the worker starts. */
 const START_AFTER_WRITES = 1_000
@@ -46,8 +47,8 @@ const PASS_MIN_MS = 20
 const PASS_MAX_MS = 1_000
 /** Time to the next pass while the WAL's rate of growth is not known. */
 const PASS_LEARN_MS = 50
-/** WAL size at which a pass is followed by a held one, so that the WAL restarts. */
-const RESTART_BYTES = 4 * 1024 * 1024
+/** WAL size at which a pass is followed by a held one, so that the WAL restarts: the writing connection's own checkpoint size. */
+const RESTART_BYTES = AUTOCHECKPOINT_BYTES
 /**
  * A pass that finds the WAL at least this part of the restart size goes on to the hold. Passes
  * come when the WAL should have reached the restart size, by its rate of growth; a rate that fell
@@ -138,14 +139,16 @@ type PassResult = { log: number; held: boolean } | { error: string }
 export interface CheckpointHost {
   /** The database file. */
   path: string
-  /** Where better-sqlite3 loads from (the worker requires the same driver). */
-  driver: string
+  /** Where better-sqlite3 loads from (the worker requires the same driver); asked when the worker starts. */
+  driver: () => string
   /** The file's page size in bytes. */
   pageSize: number
   /** Sets the writing connection's own checkpoint (wal_autocheckpoint) to this many pages. */
   autocheckpoint: (pages: number) => void
   /** Called when a hold ends: the store commits what waited. */
   resume: () => void
+  /** Called once if the thread stops for good (why): the writing connection checkpoints by itself again. */
+  stopped: (reason: string) => void
   /** Bounds of a hold and of the worker's wait for the store to agree (tests widen or narrow them). */
   timings?: { holdMaxMs?: number; askMaxMs?: number }
   /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
@@ -195,11 +198,6 @@ export class Checkpointer {
   constructor(host: CheckpointHost) {
     this.#host = host
     this.#restartFrames = Math.ceil(RESTART_BYTES / host.pageSize)
-  }
-
-  /** The writing connection's own checkpoint before the worker runs (and after it failed), in pages. */
-  static autocheckpointPages(pageSize: number): number {
-    return Math.ceil(RESTART_BYTES / pageSize)
   }
 
   /** Whether the worker runs. */
@@ -265,7 +263,7 @@ export class Checkpointer {
       worker = new Worker(WORKER_SOURCE, {
         eval: true,
         workerData: {
-          driver: this.#host.driver,
+          driver: this.#host.driver(),
           path: this.#host.path,
           word: this.#state.buffer,
           holdFrames: Math.ceil(this.#restartFrames * HOLD_FROM),
@@ -277,16 +275,18 @@ export class Checkpointer {
           catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
         },
       })
-    } catch {
+    } catch (error) {
       this.#stopped = true
+      this.counts.failures++
+      this.#host.stopped(`the thread could not start: ${reasonOf(error)}`)
       return
     }
     worker.unref()
     this.#worker = worker
     this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()))
     worker.on('message', (result: PassResult) => this.#answered(result))
-    worker.on('error', () => this.#failed())
-    worker.once('exit', () => this.#failed())
+    worker.on('error', (error) => this.#failed(`the thread failed: ${reasonOf(error)}`))
+    worker.once('exit', (code) => this.#failed(`the thread exited with code ${code}`))
     this.#host.autocheckpoint(this.#restartFrames * BACKSTOP_FACTOR)
     this.#pass()
   }
@@ -302,7 +302,7 @@ export class Checkpointer {
     if ('error' in result) {
       this.counts.failures++
       // A thread whose checkpoints keep failing gives the checkpoint back to the writing connection.
-      if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed()
+      if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed(`${FAILURES_IN_A_ROW} checkpoints in a row failed: ${result.error}`)
     } else this.#failedInARow = 0
     this.#schedule(result)
     if (this.#closeHold()) this.#host.resume()
@@ -348,13 +348,20 @@ export class Checkpointer {
     if (this.#closeHold()) this.#host.resume()
   }
 
-  /** The worker is gone or broken: the writing connection checkpoints by itself again. */
-  #failed(): void {
+  /** The worker is gone or broken: the writing connection checkpoints by itself again, and the store says why. */
+  #failed(reason: string): void {
     if (this.#stopped) return
     this.#stopped = true
     this.#free()
     this.counts.failures++
     this.#host.autocheckpoint(this.#restartFrames)
     void this.#worker?.terminate()
+    this.#host.stopped(reason)
   }
+}
+
+/** An error's code or message, for a warning (never a path's contents or data). */
+function reasonOf(error: unknown): string {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
+  return typeof code === 'string' ? `${code}${typeof message === 'string' ? ` (${message.split('\n')[0]})` : ''}` : String(message ?? error)
 }

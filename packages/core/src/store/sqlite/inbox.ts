@@ -8,9 +8,10 @@
  * for the same sync, as the entry it found may not be on disk yet. The other writes have no sync
  * of their own: a lost one returns the entry to running-then-lapsed, and the worker's dedup claim
  * then finds the event done (its complete was synced). A failed write's error, and the store's
- * refusal (closed, a failed sync), come from the batch (the store checks it before committing). A lapsed lease holds nothing: reads show its entry pending, and
- * its token no longer finishes, fails or defers it. Indexes: due pending entries by time, entries
- * of an order key by position, done entries by when they are forgotten.
+ * refusal (closed, a failed sync), come from the batch (the store checks it before committing).
+ * A lapsed lease holds nothing: reads show its entry pending, and its token no longer finishes,
+ * fails or defers it. Indexes: due pending entries by time, entries of an order key by position,
+ * done entries by when they are forgotten.
  */
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { commandError } from './errors.js'

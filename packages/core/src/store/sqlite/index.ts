@@ -28,14 +28,14 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
-import { closedError, commandError, openError } from './errors.js'
+import { closedError, commandError, openError, PACKAGE } from './errors.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
 import { RememberedKeys } from './remembered.js'
 import { driverPath, loadDriver, openDatabase } from './schema.js'
-import { WalSync } from './sync.js'
+import { isFilePath, WalSync } from './sync.js'
 import type { Database, Statements } from './types.js'
 
 /**
@@ -71,8 +71,6 @@ export class SqliteDedupStore implements DedupStore {
   #writes: PendingWrite[] = []
   #flushScheduled = false
   #purgeScheduled = false
-  /** A purge came due while the checkpointer held the commits: it runs once they resume. */
-  #purgeAfterHold = false
   #closed = false
   /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
   readonly #checkpointer: Checkpointer | undefined
@@ -81,7 +79,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly inbox: SqliteInbox | undefined
 
   constructor(options: SqliteDedupStoreOptions) {
-    const { path, durable, table, busyTimeoutMs, now, readOnly } = resolveSqliteOptions(options)
+    const { path, durable, table, busyTimeoutMs, now, readOnly, warn } = resolveSqliteOptions(options)
     this.#now = now
     this.#path = path
     this.#readOnly = readOnly
@@ -97,25 +95,23 @@ export class SqliteDedupStore implements DedupStore {
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
     this.#checkpointer =
-      readOnly || db.pragma('journal_mode', { simple: true }) !== 'wal' || path === '' || path === ':memory:' || path.startsWith('file:')
+      readOnly || !isFilePath(path) || db.pragma('journal_mode', { simple: true }) !== 'wal'
         ? undefined
         : new Checkpointer({
             // Resolved now: the thread opens the file later, and the process may change directory meanwhile.
             path: realpathSync(path),
-            driver: driverPath(),
+            driver: driverPath,
             pageSize: db.pragma('page_size', { simple: true }) as number,
             // Asked when the thread would start, not now: the process may be pinned to a core meanwhile.
             parallel: () => availableParallelism() > 1,
             autocheckpoint: (pages) => {
               if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
             },
-            resume: () => {
-              this.#scheduleFlush()
-              if (this.#purgeAfterHold) {
-                this.#purgeAfterHold = false
-                this.#schedulePurge()
-              }
-            },
+            resume: () => this.#scheduleFlush(),
+            stopped: (reason) =>
+              warn(
+                `${PACKAGE} ${path}: the WAL checkpoint thread stopped (${reason}). The store checkpoints in its own commits again, every 4 MiB of WAL, pausing the event loop for each; nothing is lost. If this repeats, check that better-sqlite3 loads in a worker thread (node:worker_threads) and that the disk accepts writes.`,
+              ),
           })
     this.inbox = readOnly
       ? undefined
@@ -305,11 +301,6 @@ export class SqliteDedupStore implements DedupStore {
     }
     this.#answer(claims, completes, writes, now)
     this.#checkpointer?.committed(claims.length + completes.length + writes.length, writes.length > 0)
-    // A purge deferred by a hold that ended without a resume (the worker freed the word first).
-    if (this.#purgeAfterHold) {
-      this.#purgeAfterHold = false
-      this.#schedulePurge()
-    }
     if (this.#purger?.wrote(completes.length, claims.length)) this.#schedulePurge()
   }
 
@@ -364,11 +355,9 @@ export class SqliteDedupStore implements DedupStore {
     this.#purgeScheduled = true
     setImmediate(() => {
       this.#purgeScheduled = false
-      if (this.#refused()) return
-      if (this.#checkpointer?.holding) {
-        this.#purgeAfterHold = true
-        return
-      }
+      // While the checkpointer holds the commits the step waits too: the purger still owes it and
+      // asks again after the next batch (as after a step that could not run).
+      if (this.#refused() || this.#checkpointer?.holding) return
       try {
         this.#db
           .transaction(() => {

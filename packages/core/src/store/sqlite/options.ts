@@ -58,6 +58,13 @@ export interface SqliteDedupStoreOptions {
    * @defaultValue `false`
    */
   readOnly?: boolean
+  /**
+   * Where the store's warnings go: the WAL checkpoint thread stopped (it could not load
+   * better-sqlite3, or its checkpoints kept failing), so the store checkpoints in its own commits
+   * again, pausing the event loop for each.
+   * @defaultValue `console.warn`
+   */
+  warn?: (message: string) => void
 }
 
 /** The options after the checks, with defaults filled in. */
@@ -68,6 +75,7 @@ export interface ResolvedSqliteOptions {
   busyTimeoutMs: number
   now: () => number
   readOnly: boolean
+  warn: (message: string) => void
 }
 
 /**
@@ -87,5 +95,15 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
     throw invalidOption('busyTimeoutMs must be a whole number of milliseconds ≥ 0.')
   if (options.now !== undefined && typeof options.now !== 'function') throw invalidOption('now must be a function returning milliseconds.')
   const readOnly = options.readOnly === true
-  return { path: options.path, durable: durability === 'full' && !readOnly, table, busyTimeoutMs, now: options.now ?? Date.now, readOnly }
+  if (options.warn !== undefined && typeof options.warn !== 'function') throw invalidOption('warn must be a function such as console.warn.')
+  const warn = options.warn ?? ((message: string) => console.warn(message))
+  return {
+    path: options.path,
+    durable: durability === 'full' && !readOnly,
+    table,
+    busyTimeoutMs,
+    now: options.now ?? Date.now,
+    readOnly,
+    warn,
+  }
 }

@@ -47,8 +47,11 @@ export const SQLITE_SCHEMA_VERSION = 2
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
 const PAGE_SIZE_BYTES = 1_024
-/** WAL after which the writing connection checkpoints (SQLite's default is 1,000 pages, 4 MiB at 4 KiB pages). */
-const AUTOCHECKPOINT_BYTES = 4 * 1024 * 1024
+/**
+ * WAL after which the writing connection checkpoints (SQLite's default is 1,000 pages, 4 MiB at
+ * 4 KiB pages), and at which the checkpointer's thread restarts it once it runs (checkpoint.ts).
+ */
+export const AUTOCHECKPOINT_BYTES: number = 4 * 1024 * 1024
 /**
  * Page cache of the connection, in KiB: SQLite's default, on purpose. After a B-tree split that
  * reorders pages, SQLite's next commit walks every slot of the page cache (pcache1Truncate), and

@@ -12,6 +12,11 @@ import { syncError } from './errors.js'
 /** Called once the data committed before the ask is on disk, or with the reason it may not be. */
 export type Synced = (error?: DedupStoreError) => void
 
+/** Whether `path` names a file on disk: not an in-memory database (`:memory:`, `''`) nor a `file:` URI. */
+export function isFilePath(path: string): boolean {
+  return path !== ':memory:' && path !== '' && !path.startsWith('file:')
+}
+
 /** The WAL file of one store and the syncs of it that run or wait. */
 export class WalSync {
   readonly #fd: number
@@ -33,7 +38,7 @@ export class WalSync {
    * batch commits with synchronous = FULL instead. Any other failure to open it is thrown.
    */
   static open(path: string): WalSync | undefined {
-    if (path === ':memory:' || path === '' || path.startsWith('file:')) return undefined
+    if (!isFilePath(path)) return undefined
     const real = realpathSync(path)
     try {
       return new WalSync(openSync(`${real}-wal`, 'r+'), real)
