@@ -75,14 +75,14 @@ async function until(ready: () => boolean, what: string): Promise<void> {
 }
 
 describe('Checkpointer (stand-in driver)', () => {
-  it('starts only after 1,000 writes, and then sets the writing connection’s own checkpoint to 4× the restart size', async () => {
+  it('starts only after 1,000 writes, and then sets the writing connection’s own checkpoint to 3× the restart size', async () => {
     const { checkpointer, autocheckpoints } = fakeCheckpointer('start.db', { log: 10, firstPassMs: 0, passMs: 0 })
     try {
       checkpointer.committed(999)
       expect(checkpointer.running).toBe(false)
       checkpointer.committed(1)
       expect(checkpointer.running).toBe(true)
-      expect(autocheckpoints).toEqual([4 * 4_096])
+      expect(autocheckpoints).toEqual([3 * 4_096])
       await until(() => checkpointer.counts.passes === 1, 'the first pass')
       // A WAL under the restart size: no hold asked for.
       expect(checkpointer.mayCommit()).toBe(true)
@@ -109,7 +109,7 @@ describe('Checkpointer (stand-in driver)', () => {
       expect(autocheckpoints).toEqual([])
       checkpointer.committed(1, true)
       expect(checkpointer.running).toBe(true)
-      expect(autocheckpoints).toEqual([4 * 4_096])
+      expect(autocheckpoints).toEqual([3 * 4_096])
     } finally {
       await checkpointer.stop()
     }
@@ -211,7 +211,7 @@ describe('Checkpointer (stand-in driver)', () => {
       return !checkpointer.running
     }, 'three failures')
     expect(checkpointer.counts.failures).toBeGreaterThanOrEqual(3)
-    expect(autocheckpoints).toEqual([4 * 4_096, 4_096])
+    expect(autocheckpoints).toEqual([3 * 4_096, 4_096])
     expect(checkpointer.mayCommit()).toBe(true)
     // Said once, with the cause.
     expect(stops).toEqual(['3 checkpoints in a row failed: SQLITE_IOERR'])
@@ -236,7 +236,7 @@ describe('Checkpointer (stand-in driver)', () => {
     const broken = fakeCheckpointer('broken.db', { log: 10, firstPassMs: 0, passMs: 0 }, { driver: join(dir, 'no-such-driver.cjs') })
     broken.checkpointer.committed(1_000)
     await until(() => !broken.checkpointer.running, 'the worker to fail')
-    expect(broken.autocheckpoints).toEqual([4 * 4_096, 4_096])
+    expect(broken.autocheckpoints).toEqual([3 * 4_096, 4_096])
     expect(broken.checkpointer.counts.failures).toBe(1)
     expect(broken.checkpointer.mayCommit()).toBe(true)
     expect(broken.stops).toHaveLength(1)
@@ -265,7 +265,7 @@ function walRestarts(path: string): number {
 }
 
 describe('SqliteDedupStore with its checkpointer', () => {
-  it('a busy store’s WAL starts over before the writing connection’s own checkpoint (now at 16 MiB) would', async () => {
+  it('a busy store’s WAL starts over before the writing connection’s own checkpoint (now at 12 MiB) would', async () => {
     const path = join(dir, 'busy.db')
     const set: string[] = []
     const pragma = Database.prototype.pragma
@@ -277,12 +277,12 @@ describe('SqliteDedupStore with its checkpointer', () => {
     const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
     // One inbox entry: on a single core the worker starts only once the inbox writes.
     await store.inbox?.enqueue({ key: 'inbox-1', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
-    // Runs until the WAL starts over with fewer than 15,000 frames, or has started over 3 times
+    // Runs until the WAL starts over with fewer than 11,000 frames, or has started over 3 times
     // (at most 300,000 events), sampling the frames it holds every 100 events. The backstop alone
-    // restarts it at 16,384 frames; the worker at about 4,096, though on a loaded machine a hold
+    // restarts it at 12,288 frames; the worker at about 4,096, though on a loaded machine a hold
     // may time out and leave a round to the backstop.
     const MAX_EVENTS = 300_000
-    const EARLY = 15_000
+    const EARLY = 11_000
     let restartsAtStart: number | undefined
     let seen = 0
     /** The most frames sampled before each restart. */
@@ -315,8 +315,8 @@ describe('SqliteDedupStore with its checkpointer', () => {
       Database.prototype.pragma = pragma
     }
     console.log(`${events} events; the WAL started over after at most ${before.join(', ')} frames`)
-    // Opened at 4 MiB (4,096 pages of 1 KiB), raised to 16 MiB once the worker ran.
-    expect(set).toEqual(['wal_autocheckpoint = 4096', 'wal_autocheckpoint = 16384'])
+    // Opened at 4 MiB (4,096 pages of 1 KiB), raised to 12 MiB once the worker ran.
+    expect(set).toEqual(['wal_autocheckpoint = 4096', 'wal_autocheckpoint = 12288'])
     expect(before.length).toBeGreaterThan(0)
     expect(before.every((frames) => frames > 0)).toBe(true)
     expect(Math.min(...before)).toBeLessThan(EARLY)
