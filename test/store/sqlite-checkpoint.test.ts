@@ -10,7 +10,8 @@ import os, { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
-import { Checkpointer } from '../../packages/core/src/store/sqlite/checkpoint.js'
+import { Checkpointer, PassClock, type PassResult } from '../../packages/core/src/store/sqlite/checkpoint.js'
+import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-checkpoint-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -246,6 +247,136 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 })
 
+describe('PassClock: when the next pass is due', () => {
+  const RESTART = 4_096
+  const BACKSTOP = 3 * RESTART
+  const pass = (log: number, restarts: number, held = false): PassResult => ({ log, held, restarts })
+
+  it('until a figure is known, a pass every 50 ms; never two within 20 ms', () => {
+    const clock = new PassClock(RESTART, BACKSTOP)
+    expect(clock.due(0)).toBe(true)
+    clock.answered(1_000, pass(100, 0))
+    clock.wrote(100_000)
+    expect(clock.due(1_019)).toBe(false)
+    expect(clock.due(1_049)).toBe(false)
+    expect(clock.due(1_050)).toBe(true)
+  })
+
+  it('counts writes, not time: the next pass once the writes should bring the WAL to the restart size, after a pause too', () => {
+    const clock = new PassClock(RESTART, BACKSTOP)
+    clock.answered(0, pass(1_000, 3))
+    clock.wrote(500)
+    clock.answered(100, pass(2_000, 3))
+    expect(clock.framesPerWrite).toBe(2)
+    // (4,096 − 2,000) / 2 = 1,048 writes to go; at least 20 ms after the last pass.
+    clock.wrote(1_047)
+    expect(clock.due(200)).toBe(false)
+    clock.wrote(1)
+    expect(clock.due(119)).toBe(false)
+    expect(clock.due(200)).toBe(true)
+    // A minute without writes: the next pass measures the same frames per write.
+    clock.answered(60_000, pass(4_096, 3))
+    expect(clock.framesPerWrite).toBe(2)
+  })
+
+  it('held passes measure too: a figure learnt at a slow start does not stay', () => {
+    // The WAL grew 1 frame a write at first (one event a batch shares no page with another)...
+    const clock = new PassClock(RESTART, BACKSTOP)
+    clock.answered(0, pass(0, 0))
+    clock.wrote(1_000)
+    clock.answered(100, pass(1_000, 0))
+    expect(clock.framesPerWrite).toBe(1)
+    // ...then 3 and 4 frames a write, each pass ending in a hold (the WAL starts over after it).
+    clock.wrote(1_000)
+    clock.answered(150, pass(4_000, 0, true))
+    expect(clock.framesPerWrite).toBe(3)
+    clock.wrote(1_000)
+    clock.answered(200, pass(4_000, 1, true))
+    expect(clock.framesPerWrite).toBe(4)
+    // 4,096 / 4 = 1,024 writes after a hold, not 4,096.
+    clock.wrote(1_023)
+    expect(clock.due(300)).toBe(false)
+    clock.wrote(1)
+    expect(clock.due(300)).toBe(true)
+  })
+
+  it('a restart by other hands (the backstop, another process) counts a whole backstop of frames', () => {
+    const clock = new PassClock(RESTART, BACKSTOP)
+    clock.answered(0, pass(1_000, 5))
+    clock.wrote(1_000)
+    clock.answered(100, pass(500, 6))
+    expect(clock.framesPerWrite).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
+    // Without the WAL header's count, a WAL that shrank started over once; one that grew went on.
+    const blind = new PassClock(RESTART, BACKSTOP)
+    blind.answered(0, pass(1_000, -1))
+    blind.wrote(1_000)
+    blind.answered(100, pass(500, -1))
+    expect(blind.framesPerWrite).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
+    blind.wrote(1_000)
+    blind.answered(200, pass(2_500, -1))
+    expect(blind.framesPerWrite).toBe(2)
+  })
+
+  it('a hold after which the WAL did not start over (it timed out) gives no figure; neither does a failed pass', () => {
+    const clock = new PassClock(RESTART, BACKSTOP)
+    clock.answered(0, pass(1_000, 7))
+    clock.wrote(1_000)
+    clock.answered(100, pass(3_000, 7, true))
+    expect(clock.framesPerWrite).toBe(2)
+    clock.wrote(1_000)
+    clock.answered(200, pass(3_500, 7))
+    expect(clock.framesPerWrite).toBe(2)
+    clock.wrote(1_000)
+    clock.answered(300, { error: 'SQLITE_IOERR' })
+    expect(clock.framesPerWrite).toBe(2)
+  })
+})
+
+describe('Checkpointer on a real file', () => {
+  it('writes the pages a pass copied to disk before it asks for a hold (Linux: the file found through /proc), and the next commit restarts the WAL', async () => {
+    const path = join(dir, 'presync.db')
+    const Driver = createRequire(import.meta.url)(driverPath()) as new (
+      path: string,
+    ) => { pragma(s: string): unknown; exec(s: string): void; prepare(s: string): { run(...a: unknown[]): unknown }; close(): void }
+    const db = new Driver(path)
+    let resumes = 0
+    const checkpointer = new Checkpointer({
+      path,
+      driver: driverPath,
+      pageSize: PAGE_SIZE,
+      autocheckpoint: (pages) => db.pragma(`wal_autocheckpoint = ${pages}`),
+      resume: () => {
+        resumes++
+      },
+      stopped: (reason) => {
+        throw new Error(`the thread stopped: ${reason}`)
+      },
+      timings: WIDE,
+      parallel: () => true,
+    })
+    try {
+      db.pragma(`page_size = ${PAGE_SIZE}`)
+      db.pragma('journal_mode = WAL')
+      db.pragma('wal_autocheckpoint = 0')
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)')
+      const insert = db.prepare('INSERT INTO t (body) VALUES (?)')
+      // About 3,000 frames of 1 KiB: past half the restart size, where a pass goes on to a hold.
+      for (let i = 0; i < 3_000; i++) insert.run('x'.repeat(700))
+      const before = walRestarts(path)
+      checkpointer.committed(1_000)
+      await until(() => !checkpointer.mayCommit(), 'a hold')
+      await until(() => resumes === 1, 'the resume')
+      expect(checkpointer.counts).toMatchObject({ holds: 1, holdsTimedOut: 0, failures: 0, presyncs: process.platform === 'linux' ? 1 : 0 })
+      insert.run('after the hold')
+      expect(walRestarts(path)).toBe(before + 1)
+      expect(walFrames(path)).toBeLessThan(10)
+    } finally {
+      await checkpointer.stop()
+      db.close()
+    }
+  })
+})
+
 // better-sqlite3 as the store loads it, to see which wal_autocheckpoint the store sets.
 type Pragma = (source: string, options?: unknown) => unknown
 const Database = createRequire(import.meta.url)('better-sqlite3') as { prototype: { pragma: Pragma } }
@@ -264,6 +395,72 @@ function walRestarts(path: string): number {
   return existsSync(`${path}-wal`) && statSync(`${path}-wal`).size >= 32 ? readFileSync(`${path}-wal`).readUInt32BE(12) : 0
 }
 
+/** Frames under which a restart was the worker's: the backstop restarts the WAL at 12,288. */
+const EARLY = 11_000
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+
+/** One inbox entry: on a single core the worker starts only once the inbox writes. */
+async function enqueueOne(store: SqliteDedupStore): Promise<void> {
+  await store.inbox?.enqueue({ key: 'inbox-1', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
+}
+
+/** Events run, and the most WAL frames sampled before each restart of the WAL. */
+interface Busy {
+  events: number
+  before: number[]
+}
+
+/**
+ * Claims and completes events named `<name>-<i>` in `lanes` lanes until `enough(before)` or `max`
+ * events (300,000 unless given; `pauseMs` between a lane's events), sampling the WAL's frames and
+ * restarts every 100 events once the store has made 1,000 writes (the worker starts then).
+ */
+async function runBusy(
+  store: SqliteDedupStore,
+  path: string,
+  name: string,
+  lanes: number,
+  enough: (before: number[]) => boolean,
+  { max = 300_000, pauseMs = 0 }: { max?: number; pauseMs?: number } = {},
+): Promise<Busy> {
+  let restartsAtStart: number | undefined
+  let seen = 0
+  const before: number[] = []
+  let mostFrames = 0
+  let events = 0
+  const lane = async () => {
+    while (!enough(before) && events < max) {
+      const i = events++
+      const result = await store.claim(`${name}-${i}`, LONG)
+      if (result.status !== 'acquired') throw new Error(`${name}-${i} was ${result.status}`)
+      if (!(await store.complete(result.claim, LONG))) throw new Error(`${name}-${i} did not complete`)
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs))
+      if (i % 100 !== 99 || (name === 'busy' && i < 1_000)) continue
+      restartsAtStart ??= walRestarts(path)
+      const restarts = walRestarts(path) - restartsAtStart
+      if (restarts > seen) {
+        seen = restarts
+        before.push(mostFrames)
+        mostFrames = 0
+      }
+      mostFrames = Math.max(mostFrames, walFrames(path))
+    }
+  }
+  await Promise.all(Array.from({ length: lanes }, lane))
+  return { events, before }
+}
+
+/** The file holds every event's done record and the one inbox entry. */
+function expectRows(path: string, events: number): void {
+  const db = new (Database as unknown as new (path: string) => { prepare(s: string): { get(): unknown }; close(): void })(path)
+  try {
+    expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup').get()).toEqual({ n: events })
+    expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup_inbox').get()).toEqual({ n: 1 })
+  } finally {
+    db.close()
+  }
+}
+
 describe('SqliteDedupStore with its checkpointer', () => {
   it('a busy store’s WAL starts over before the writing connection’s own checkpoint (now at 12 MiB) would', async () => {
     const path = join(dir, 'busy.db')
@@ -274,59 +471,51 @@ describe('SqliteDedupStore with its checkpointer', () => {
       return pragma.call(this, source, options)
     }
     const store = new SqliteDedupStore({ path, durability: 'normal' })
-    const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-    // One inbox entry: on a single core the worker starts only once the inbox writes.
-    await store.inbox?.enqueue({ key: 'inbox-1', type: 'email.bounced', payload: '{}', timestamp: 1_700_000_000 }, LONG)
-    // Runs until the WAL starts over with fewer than 11,000 frames, or has started over 3 times
-    // (at most 300,000 events), sampling the frames it holds every 100 events. The backstop alone
-    // restarts it at 12,288 frames; the worker at about 4,096, though on a loaded machine a hold
-    // may time out and leave a round to the backstop.
-    const MAX_EVENTS = 300_000
-    const EARLY = 11_000
-    let restartsAtStart: number | undefined
-    let seen = 0
-    /** The most frames sampled before each restart. */
-    const before: number[] = []
-    let mostFrames = 0
-    let events = 0
-    const done = () => before.some((frames) => frames < EARLY) || before.length >= 3
+    // Runs until the WAL starts over with fewer than EARLY frames, or has started over 3 times (at
+    // most 300,000 events). The backstop alone restarts it at 12,288 frames; the worker at about
+    // 4,096, though on a loaded machine a hold may time out and leave a round to the backstop.
+    let busy: Busy = { events: 0, before: [] }
     try {
-      const lane = async () => {
-        while (!done() && events < MAX_EVENTS) {
-          const i = events++
-          const result = await store.claim(`busy-${i}`, LONG)
-          if (result.status !== 'acquired') throw new Error(`busy-${i} was ${result.status}`)
-          if (!(await store.complete(result.claim, LONG))) throw new Error(`busy-${i} did not complete`)
-          if (i < 1_000 || i % 100 !== 99) continue
-          // From the first sample after the worker started (the 1,000th write).
-          restartsAtStart ??= walRestarts(path)
-          const restarts = walRestarts(path) - restartsAtStart
-          if (restarts > seen) {
-            seen = restarts
-            before.push(mostFrames)
-            mostFrames = 0
-          }
-          mostFrames = Math.max(mostFrames, walFrames(path))
-        }
-      }
-      await Promise.all(Array.from({ length: 20 }, lane))
+      await enqueueOne(store)
+      busy = await runBusy(store, path, 'busy', 20, (before) => before.some((frames) => frames < EARLY) || before.length >= 3)
     } finally {
       await store.close()
       Database.prototype.pragma = pragma
     }
+    const { events, before } = busy
     console.log(`${events} events; the WAL started over after at most ${before.join(', ')} frames`)
     // Opened at 4 MiB (4,096 pages of 1 KiB), raised to 12 MiB once the worker ran.
     expect(set).toEqual(['wal_autocheckpoint = 4096', 'wal_autocheckpoint = 12288'])
     expect(before.length).toBeGreaterThan(0)
     expect(before.every((frames) => frames > 0)).toBe(true)
     expect(Math.min(...before)).toBeLessThan(EARLY)
-    const db = new (Database as unknown as new (path: string) => { prepare(s: string): { get(): unknown }; close(): void })(path)
+    expectRows(path, events)
+  }, 60_000)
+
+  it('a store whose writes speed up after a quiet start: its WAL goes on starting over through the worker, not the backstop', async () => {
+    // Passes were timed by the WAL's growth a millisecond, learnt at the start and never again once
+    // every pass ended in a hold: after a quiet start they came a second apart, and the backstop's
+    // checkpoints (in the commit, on the event loop) restarted the WAL instead.
+    const path = join(dir, 'speeds-up.db')
+    const store = new SqliteDedupStore({ path, durability: 'normal' })
+    let quiet: Busy = { events: 0, before: [] }
+    let busy: Busy = { events: 0, before: [] }
     try {
-      expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup').get()).toEqual({ n: events })
-      expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup_inbox').get()).toEqual({ n: 1 })
+      await enqueueOne(store)
+      // 800 events one at a time, 2 ms apart: the worker starts at the 1,000th write and measures them.
+      quiet = await runBusy(store, path, 'quiet', 1, () => false, { max: 800, pauseMs: 2 })
+      busy = await runBusy(store, path, 'fast', 20, (before) => before.length >= 6)
     } finally {
-      db.close()
+      await store.close()
     }
+    const { before } = busy
+    console.log(
+      `${quiet.events} + ${busy.events} events; after the quiet start the WAL started over after at most ${before.join(', ')} frames`,
+    )
+    expect(before.length).toBe(6)
+    // On a loaded machine a hold may time out and leave a round to the backstop; most rounds restart early.
+    expect(before.filter((frames) => frames < EARLY).length).toBeGreaterThanOrEqual(4)
+    expectRows(path, quiet.events + busy.events)
   }, 60_000)
 
   it('close() in a script with nothing else to do: the process lives until the thread closed its connection', () => {

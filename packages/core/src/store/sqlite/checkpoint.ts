@@ -8,19 +8,22 @@
  * claim 10–12 ms, against 1.7 and 2.3–3.3 ms with no checkpoints at all).
  *
  * Here a second connection in a worker thread does the copying: a PASSIVE checkpoint (it never
- * blocks the writer) when the WAL should have reached RESTART_BYTES, by the rate it grew at between
- * the last passes (at least PASS_MIN_MS and at most PASS_MAX_MS apart while the store writes:
- * each pass takes CPU, which on a single core is taken from the event loop, so there are about
- * as few as the writing connection's own checkpoints were). A PASSIVE checkpoint
- * under constant writes never lets the WAL start over, though (SQLite restarts it at the next
- * write only once every frame is in the file and no reader uses it), and a WAL that only grows
- * makes every lookup search a longer log. So once a pass finds the WAL past RESTART_BYTES, the
- * worker asks the store to hold its commits, through a word of shared memory that the store reads
- * before each batch (no message: the event loop of a busy store delivers them late). The store
- * agrees at its next batch, which then waits (the event loop does not), the worker copies the few
- * frames written since its pass and frees the word, and the first commit after it restarts the
- * WAL. A hold is bounded by HOLD_MAX_MS; if the worker is slower (a slow disk), the store commits
- * anyway and the restart waits for a later round.
+ * blocks the writer) once the store's writes should have brought the WAL to RESTART_BYTES, by the
+ * frames per write the last passes measured (PassClock; at least PASS_MIN_MS and at most
+ * PASS_MAX_MS apart while the store writes: each pass takes CPU, which on a single core is taken
+ * from the event loop, so there are about as few as the writing connection's own checkpoints
+ * were). A PASSIVE checkpoint under constant writes never lets the WAL start over, though (SQLite
+ * restarts it at the next write only once every frame is in the file and no reader uses it), and a
+ * WAL that only grows makes every lookup search a longer log. So once a pass finds the WAL past
+ * half of RESTART_BYTES, the worker writes the pages it copied to disk (SQLite syncs the file only
+ * in a pass that reaches the WAL's end, which under writes is the held one: that sync of every page
+ * copied since the last made holds last 4–7 ms instead of about 1), catches up, and asks the store
+ * to hold its commits, through a word of shared memory that the store reads before each batch (no
+ * message: the event loop of a busy store delivers them late). The store agrees at its next batch,
+ * which then waits (the event loop does not), the worker copies the few frames written since its
+ * pass and frees the word, and the first commit after it restarts the WAL. A hold is bounded by
+ * HOLD_MAX_MS; if the worker is slower (a slow disk), the store commits anyway and the restart
+ * waits for a later round.
  *
  * The writing connection keeps a checkpoint of its own as a backstop, at three times the restart
  * size (it checkpointed at the restart size before the worker started, and does again if the
@@ -46,13 +49,13 @@ const START_AFTER_WRITES = 1_000
 /** Least and most time between two passes while the store writes. */
 const PASS_MIN_MS = 20
 const PASS_MAX_MS = 1_000
-/** Time to the next pass while the WAL's rate of growth is not known. */
+/** Time to the next pass while the WAL's frames per write are not known. */
 const PASS_LEARN_MS = 50
 /** WAL size at which a pass is followed by a held one, so that the WAL restarts: the writing connection's own checkpoint size. */
 const RESTART_BYTES = AUTOCHECKPOINT_BYTES
 /**
  * A pass that finds the WAL at least this part of the restart size goes on to the hold. Passes
- * come when the WAL should have reached the restart size, by its rate of growth; a rate that fell
+ * come when the WAL should have reached the restart size, by the frames per write; a figure that fell
  * meanwhile would otherwise cost a second pass, and each pass copies again the pages written since
  * the last (a page written in every batch once per pass): with every pass that found the WAL just
  * short, the thread wrote 55 % more pages into the file than the writing connection's own
@@ -87,6 +90,7 @@ const HELD = 2
  * Answers each pass with the frames in the WAL and whether a hold followed.
  */
 const WORKER_SOURCE = `
+const { closeSync, fdatasyncSync, openSync, readdirSync, readlinkSync, readSync } = require('node:fs')
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
 const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
@@ -96,16 +100,59 @@ const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 db.pragma('synchronous = FULL')
 // The frames in the WAL; SQLite answers -1 when it could not checkpoint (another connection was at it).
 const checkpoint = () => Math.max(0, db.pragma('wal_checkpoint(PASSIVE)')[0].log)
+// How often the WAL has started over: its header's checkpoint sequence (bytes 12-15), which SQLite
+// adds one to at every restart, whoever made it; -1 when it cannot be read.
+const header = Buffer.alloc(16)
+let walFd
+const restarts = () => {
+  try {
+    walFd ??= openSync(workerData.path + '-wal', 'r')
+    return readSync(walFd, header, 0, 16, 0) === 16 ? header.readUInt32BE(12) : -1
+  } catch {
+    return -1
+  }
+}
+// The database file's descriptor of this thread's connection, found through /proc (Linux; none
+// elsewhere): the last one open on the file when the thread starts. Never closed here: closing any
+// descriptor of the file would drop the locks SQLite holds on it for the whole process.
+const dbFd = (() => {
+  let found
+  try {
+    for (const name of readdirSync('/proc/self/fd')) {
+      try {
+        if (readlinkSync('/proc/self/fd/' + name) === workerData.path) found = Number(name)
+      } catch {}
+    }
+  } catch {}
+  return found
+})()
+// Writes the pages the passes copied to disk while the store still commits: SQLite syncs the
+// database file in the pass that reaches the WAL's end, which is the held one, and a sync of every
+// page copied since the last one made most holds last 4-7 ms instead of about one.
+const presync = () => {
+  if (dbFd === undefined) return false
+  try {
+    if (readlinkSync('/proc/self/fd/' + dbFd) !== workerData.path) return false
+    fdatasyncSync(dbFd)
+    return true
+  } catch {
+    return false
+  }
+}
 parentPort.on('message', (message) => {
   if (message !== 'pass') {
     db.close()
+    if (walFd !== undefined) closeSync(walFd)
     parentPort.close()
     return
   }
   try {
+    const before = restarts()
     let log = checkpoint()
     let held = false
+    let presynced = false
     if (log >= holdFrames) {
+      presynced = presync()
       // Catch up first: the held pass copies what came during the last one, so that one must be short.
       for (let more = 0; more < CATCH_UP_PASSES; more++) {
         const next = checkpoint()
@@ -126,15 +173,91 @@ parentPort.on('message', (message) => {
         }
       }
     }
-    parentPort.postMessage({ log, held })
+    parentPort.postMessage({ log, held, restarts: before, presynced })
   } catch (error) {
     parentPort.postMessage({ error: String((error && error.code) || error) })
   }
 })
 `
 
-/** What one pass answers. */
-type PassResult = { log: number; held: boolean } | { error: string }
+/**
+ * What one pass answers: the frames in the WAL, whether a held pass followed (the WAL starts over
+ * at the store's next commit), the WAL's restarts so far when the pass began (-1: unknown), and
+ * whether the pages it copied were written to disk before it asked for the hold.
+ */
+export type PassResult = { log: number; held: boolean; restarts: number; presynced?: boolean } | { error: string }
+
+/**
+ * When the next pass is due: once the store has made as many writes as should bring the WAL to the
+ * restart size, by the WAL's frames per write between the last two passes (at least PASS_MIN_MS
+ * and at most PASS_MAX_MS apart while the store writes; every PASS_LEARN_MS while no figure is
+ * known). Counted in writes, not time: after a pause, growth measured over time looked slow, the
+ * next pass came too late, the WAL reached the backstop, and from then on no pass measured it
+ * again (bench/RESULTS.md, "Issue 48, night": passes a second apart, and the backstop's checkpoints
+ * stalled commits for 11–37 ms five times a second). The WAL header's restart count says whether
+ * the WAL started over between two passes by other hands than a hold (the backstop, or another
+ * process): each such restart is counted as a whole backstop's worth of frames, so that passes
+ * that came too late are brought forward, not taken as a WAL that grew slowly.
+ */
+export class PassClock {
+  readonly #restartFrames: number
+  readonly #backstopFrames: number
+  /** Writes since the last pass answered, and when it did. */
+  #writes = 0
+  #lastAt = Number.NEGATIVE_INFINITY
+  /** The WAL at the last pass: frames since it last started over, and its restarts (-1: unknown). */
+  #sample: { log: number; restarts: number } | undefined
+  /** Frames a write added to the WAL between the last two passes that measured it (0: not known yet). */
+  #perWrite = 0
+  /** Writes after the last pass at which the next is due. */
+  #dueAfter = 0
+
+  constructor(restartFrames: number, backstopFrames: number) {
+    this.#restartFrames = restartFrames
+    this.#backstopFrames = backstopFrames
+  }
+
+  /** Frames a write adds to the WAL, as last measured (0: not known yet). */
+  get framesPerWrite(): number {
+    return this.#perWrite
+  }
+
+  /** Counts writes the store just committed. */
+  wrote(writes: number): void {
+    this.#writes += writes
+  }
+
+  /** Whether a pass is due at `now` (ms). */
+  due(now: number): boolean {
+    const since = now - this.#lastAt
+    if (since < PASS_MIN_MS) return false
+    if (this.#perWrite === 0) return since >= PASS_LEARN_MS
+    return this.#writes >= this.#dueAfter || since >= PASS_MAX_MS
+  }
+
+  /** Takes the answer of the pass that ended at `now` (ms). */
+  answered(now: number, result: PassResult): void {
+    const writes = this.#writes
+    this.#writes = 0
+    this.#lastAt = now
+    let frames = 0
+    if (!('error' in result)) {
+      const last = this.#sample
+      if (last !== undefined && writes > 0) {
+        // Restarts between the two passes but the one a hold made; without the header's count, a
+        // WAL that shrank has started over (one that grew may have too: rare, a figure too low once).
+        const between = result.restarts >= 0 && last.restarts >= 0 ? (result.restarts - last.restarts) | 0 : result.log >= last.log ? 0 : 1
+        const grown = between * this.#backstopFrames + result.log - last.log
+        if (between >= 0 && grown > 0) this.#perWrite = grown / writes
+      }
+      // After a hold, the WAL starts over at the store's next commit: count from there.
+      frames = result.held ? 0 : result.log
+      const restarts = result.restarts < 0 ? -1 : result.held ? (result.restarts + 1) >>> 0 : result.restarts
+      this.#sample = { log: frames, restarts }
+    }
+    this.#dueAfter = this.#perWrite > 0 ? (this.#restartFrames - frames) / this.#perWrite : 0
+  }
+}
 
 /** What the checkpointer needs of its store. */
 export interface CheckpointHost {
@@ -165,6 +288,8 @@ export interface CheckpointCounts {
   holdsTimedOut: number
   /** Passes that failed, and a worker that failed (the writing connection checkpoints meanwhile). */
   failures: number
+  /** Passes that wrote the pages they copied to disk before asking for a hold (Linux). */
+  presyncs: number
 }
 
 /** The worker thread of one store and its rounds. */
@@ -186,19 +311,15 @@ export class Checkpointer {
   #holdOpen = false
   /** Ends the open hold after HOLD_MAX_MS if the worker has not. */
   #holdTimer: ReturnType<typeof setTimeout> | undefined
-  /** When the next pass is due (performance.now()). */
-  #nextPassAt = 0
-  /** The WAL's size at the last pass (frames since it last started over), and when. */
-  #sample: { at: number; log: number } | undefined
-  /** Frames the WAL grew by per ms between the last two passes. */
-  #rate = 0
+  readonly #clock: PassClock
   #stopped = false
   #exited: Promise<void> | undefined
-  readonly counts: CheckpointCounts = { passes: 0, holds: 0, holdsTimedOut: 0, failures: 0 }
+  readonly counts: CheckpointCounts = { passes: 0, holds: 0, holdsTimedOut: 0, failures: 0, presyncs: 0 }
 
   constructor(host: CheckpointHost) {
     this.#host = host
     this.#restartFrames = Math.ceil(RESTART_BYTES / host.pageSize)
+    this.#clock = new PassClock(this.#restartFrames, this.#restartFrames * BACKSTOP_FACTOR)
   }
 
   /** Whether the worker runs. */
@@ -243,7 +364,8 @@ export class Checkpointer {
       if (this.#parallel || this.#inbox) this.#start()
       return
     }
-    if (!this.#passing && performance.now() >= this.#nextPassAt) this.#pass()
+    this.#clock.wrote(writes)
+    if (!this.#passing && this.#clock.due(performance.now())) this.#pass()
   }
 
   /** Frees the store's commits and ends the worker (its connection closes); resolves once the thread is gone. */
@@ -304,26 +426,12 @@ export class Checkpointer {
       this.counts.failures++
       // A thread whose checkpoints keep failing gives the checkpoint back to the writing connection.
       if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed(`${FAILURES_IN_A_ROW} checkpoints in a row failed: ${result.error}`)
-    } else this.#failedInARow = 0
-    this.#schedule(result)
-    if (this.#closeHold()) this.#host.resume()
-  }
-
-  /** Sets when the next pass is due: when the WAL should reach the restart size at the rate it grows. */
-  #schedule(result: PassResult): void {
-    const now = performance.now()
-    let frames = 0
-    if (!('error' in result)) {
-      // After a hold, the WAL started over at the store's next commit: count from there.
-      frames = result.held ? 0 : result.log
-      const last = this.#sample
-      if (!result.held && last !== undefined && result.log >= last.log && now > last.at)
-        this.#rate = (result.log - last.log) / (now - last.at)
-      this.#sample = { at: now, log: frames }
+    } else {
+      this.#failedInARow = 0
+      if (result.presynced) this.counts.presyncs++
     }
-    // Until a rate is known (the first passes, or a WAL that stopped growing), soon again.
-    const wait = this.#rate > 0 ? (this.#restartFrames - frames) / this.#rate : PASS_LEARN_MS
-    this.#nextPassAt = now + Math.min(PASS_MAX_MS, Math.max(PASS_MIN_MS, wait))
+    this.#clock.answered(performance.now(), result)
+    if (this.#closeHold()) this.#host.resume()
   }
 
   /** The worker is slow (a slow disk): the store commits anyway, and this round's WAL does not restart. */
