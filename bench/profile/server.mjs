@@ -8,6 +8,8 @@
  *   store     + a MemoryDedupStore claim and complete
  *   memory    the Hono adapter with a MemoryDedupStore (what the bench's hono-memory runs)
  *   sqlite    the Hono adapter with the default durable SQLite store (EMAIL_WEBHOOKS_DB or a temporary file)
+ *   sqlite-inbox      the same in mode: 'inbox', its worker in this process
+ *   sqlite-inbox-web  the same with inbox: { worker: false } (the web tier alone)
  *   hand      the bench's hand-written receiver with a Map (../src/hand: what hono-memory is measured against)
  *   hand-sqlite  the hand-written receiver with SQLite group commit (what hono-sqlite is measured against)
  *
@@ -24,6 +26,10 @@ import { Hono } from 'hono'
 import { memoryDedup, sqliteDedup } from '../src/hand/dedup.js'
 import { honoHandRoute } from '../src/hand/routes.js'
 import { BENCH_SECRET } from '../src/payloads.js'
+import { installStats } from './stats.mjs'
+
+// STATS=1: the event loop's delay, the WAL syncs and slow statements on SIGINT (stats.mjs).
+const stats = process.env.STATS ? installStats() : undefined
 
 const OK = '{"ok":true}'
 const JSON_HEADERS = { 'content-type': 'application/json' }
@@ -35,6 +41,13 @@ const store = new MemoryDedupStore()
 async function verified(c) {
   const body = await c.req.arrayBuffer()
   return { body, ...(await verifyWebhook({ headers: headersOf(c), body, secret: BENCH_SECRET })) }
+}
+
+/** The Hono adapter with the default durable SQLite store (EMAIL_WEBHOOKS_DB or a temporary file) and `options`. */
+function sqliteRoute(options) {
+  process.env.EMAIL_WEBHOOKS_DB ??= join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'dedup.db')
+  // stdout carries only the port: the store's start-up line (logger.info) goes to stderr.
+  return emailWebhook(BENCH_SECRET, handlers, { logger: { info: console.error, warn: console.warn, error: console.error }, ...options })
 }
 
 const variants = {
@@ -59,11 +72,9 @@ const variants = {
     return c.body(OK, 200, JSON_HEADERS)
   },
   memory: () => emailWebhook(BENCH_SECRET, handlers, { store: new MemoryDedupStore() }),
-  sqlite: () => {
-    process.env.EMAIL_WEBHOOKS_DB ??= join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'dedup.db')
-    // stdout carries only the port: the store's start-up line (logger.info) goes to stderr.
-    return emailWebhook(BENCH_SECRET, handlers, { logger: { info: console.error, warn: console.warn, error: console.error } })
-  },
+  sqlite: () => sqliteRoute({}),
+  'sqlite-inbox': () => sqliteRoute({ mode: 'inbox' }),
+  'sqlite-inbox-web': () => sqliteRoute({ mode: 'inbox', inbox: { worker: false } }),
   hand: () => honoHandRoute({ secret: BENCH_SECRET, handlers, dedup: memoryDedup() }),
   'hand-sqlite': async () => {
     const path = process.env.EMAIL_WEBHOOKS_DB ?? join(mkdtempSync(join(tmpdir(), 'email-webhooks-profile-')), 'hand.db')
@@ -86,11 +97,13 @@ server.on('request', () => requests++)
 let mark = { cpu: { user: 0, system: 0 }, requests: 0 }
 process.on('SIGUSR2', () => {
   mark = { cpu: process.cpuUsage(), requests }
+  stats?.reset()
 })
 process.on('SIGINT', () => {
   const { user, system } = process.cpuUsage(mark.cpu)
   const counted = requests - mark.requests
   const per = (us) => (us / counted).toFixed(1)
   console.error(`${variant.padEnd(7)} ${counted} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})`)
+  stats?.report(counted)
   process.exit(0)
 })
