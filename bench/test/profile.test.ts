@@ -1,5 +1,6 @@
 // bench/profile/server.mjs: every variant starts, answers signed deliveries with 200, and prints
-// its CPU per request on SIGINT; load.mjs sends exactly the count it is given. No speed is asserted.
+// its CPU per request on SIGINT (with STATS=1, where its answers waited); load.mjs sends exactly the
+// count it is given and prints their latency. No speed is asserted.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,9 +11,9 @@ const PROFILE = join(import.meta.dirname, '..', 'profile')
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-bench-profile-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-function start(variant: string): Promise<{ child: ChildProcess; port: number }> {
+function start(variant: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, [join(PROFILE, 'server.mjs'), variant], {
-    env: { ...process.env, EMAIL_WEBHOOKS_DB: join(dir, `${variant}.db`) },
+    env: { ...process.env, EMAIL_WEBHOOKS_DB: join(dir, `${variant}-${Object.keys(env).join('-')}.db`), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   return new Promise((resolve, reject) => {
@@ -38,19 +39,45 @@ function stop(child: ChildProcess): Promise<string> {
 }
 
 describe('bench/profile', () => {
-  for (const variant of ['bare', 'verify', 'parse', 'store', 'memory', 'sqlite', 'hand', 'hand-sqlite']) {
+  const LOAD = /^300 requests, \d+\/s, p50 [\d.]+ ms, p99 [\d.]+ ms, max [\d.]+ ms, non-2xx 0, errors 0$/m
+  for (const variant of [
+    'bare',
+    'verify',
+    'parse',
+    'store',
+    'memory',
+    'sqlite',
+    'sqlite-inbox',
+    'sqlite-inbox-web',
+    'hand',
+    'hand-sqlite',
+  ]) {
     it(`${variant}: 200 to every distinct signed delivery, CPU per request on SIGINT`, async () => {
       const { child, port } = await start(variant)
       const load = spawnSync(process.execPath, [join(PROFILE, 'load.mjs'), String(port), '300'], { encoding: 'utf8', timeout: 30_000 })
       const report = await stop(child)
-      expect(load.stdout).toMatch(/^300 requests, \d+\/s, non-2xx 0, errors 0$/m)
+      expect(load.stdout).toMatch(LOAD)
       expect(report).toMatch(new RegExp(`^${variant}\\s+300 requests, CPU µs/request [\\d.]+ \\(user [\\d.]+, kernel [\\d.]+\\)$`, 'm'))
+    }, 40_000)
+  }
+
+  for (const env of [{ STATS: '1' }, { STATS: '1', NOCKPT: '1' }]) {
+    it(`STATS=1${env.NOCKPT ? ' NOCKPT=1' : ''}: the event loop's delay, the WAL syncs and slow statements on SIGINT (sqlite-inbox)`, async () => {
+      const { child, port } = await start('sqlite-inbox', env)
+      const load = spawnSync(process.execPath, [join(PROFILE, 'load.mjs'), String(port), '300'], { encoding: 'utf8', timeout: 30_000 })
+      const report = await stop(child)
+      expect(load.stdout).toMatch(LOAD)
+      expect(report).toMatch(/^ {2}event loop delay p50 [\d.]+ ms, p99 [\d.]+ ms, max [\d.]+ ms$/m)
+      // Each 2xx of an inbox-mode server waits for a sync of the WAL.
+      expect(Number(/^ {2}fdatasync (\d+) \(/m.exec(report)?.[1])).toBeGreaterThan(0)
     }, 40_000)
   }
 
   it('refuses an unknown variant with its usage', () => {
     const run = spawnSync(process.execPath, [join(PROFILE, 'server.mjs'), 'nope'], { encoding: 'utf8', timeout: 20_000 })
     expect(run.status).toBe(2)
-    expect(run.stderr).toContain('usage: node server.mjs <bare|verify|parse|store|memory|sqlite|hand|hand-sqlite>')
+    expect(run.stderr).toContain(
+      'usage: node server.mjs <bare|verify|parse|store|memory|sqlite|sqlite-inbox|sqlite-inbox-web|hand|hand-sqlite>',
+    )
   })
 })
