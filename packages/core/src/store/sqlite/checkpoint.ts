@@ -15,7 +15,8 @@
  * were). A PASSIVE checkpoint under constant writes never lets the WAL start over, though (SQLite
  * restarts it at the next write only once every frame is in the file and no reader uses it), and a
  * WAL that only grows makes every lookup search a longer log. So once a pass finds the WAL past
- * half of RESTART_BYTES, the worker writes the pages it copied to disk (SQLite syncs the file only
+ * half of RESTART_BYTES, the worker writes the pages it copied to disk (Linux, where it finds the
+ * file's descriptor in /proc; elsewhere the held pass pays for it; SQLite syncs the file only
  * in a pass that reaches the WAL's end, which under writes is the held one: that sync of every page
  * copied since the last made holds last 4–7 ms instead of about 1), catches up, and asks the store
  * to hold its commits, through a word of shared memory that the store reads before each batch (no
@@ -98,10 +99,10 @@ const state = new Int32Array(word)
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
 db.pragma('synchronous = FULL')
-// The frames in the WAL; SQLite answers -1 when it could not checkpoint (another connection was at it).
-const checkpoint = () => Math.max(0, db.pragma('wal_checkpoint(PASSIVE)')[0].log)
-// How often the WAL has started over: its header's checkpoint sequence (bytes 12-15), which SQLite
-// adds one to at every restart, whoever made it; -1 when it cannot be read.
+// The frames in the WAL; -1 when SQLite could not checkpoint (another connection was at it).
+const checkpoint = () => db.pragma('wal_checkpoint(PASSIVE)')[0].log
+// How often the WAL has started over: its header's checkpoint sequence (bytes 12-15), the count of
+// the connection that last restarted it (each connection keeps its own); -1 when it cannot be read.
 const header = Buffer.alloc(16)
 let walFd
 const restarts = () => {
@@ -112,9 +113,10 @@ const restarts = () => {
     return -1
   }
 }
-// The database file's descriptor of this thread's connection, found through /proc (Linux; none
-// elsewhere): the last one open on the file when the thread starts. Never closed here: closing any
-// descriptor of the file would drop the locks SQLite holds on it for the whole process.
+// A descriptor of the database file, found through /proc (Linux; none elsewhere): the highest-
+// numbered one open on it when the thread starts (this thread's connection's, or another's: any
+// syncs the same pages). Never closed here: closing any descriptor of the file would drop the
+// locks SQLite holds on it for the whole process.
 const dbFd = (() => {
   let found
   try {
@@ -128,15 +130,23 @@ const dbFd = (() => {
 })()
 // Writes the pages the passes copied to disk while the store still commits: SQLite syncs the
 // database file in the pass that reaches the WAL's end, which is the held one, and a sync of every
-// page copied since the last one made most holds last 4-7 ms instead of about one.
+// page copied since the last one made most holds last 4-7 ms instead of about one. True when it
+// synced, false when there is no descriptor (or it is gone); a failed sync is thrown: Linux says
+// a writeback error once, so SQLite's own sync after it would succeed and let the WAL start over
+// on pages that may not be on disk.
 const presync = () => {
   if (dbFd === undefined) return false
   try {
     if (readlinkSync('/proc/self/fd/' + dbFd) !== workerData.path) return false
-    fdatasyncSync(dbFd)
-    return true
   } catch {
     return false
+  }
+  try {
+    fdatasyncSync(dbFd)
+    return true
+  } catch (error) {
+    if (error && error.code === 'EBADF') return false
+    throw Object.assign(new Error('fdatasync of the database file: ' + ((error && error.code) || error)), { syncFailed: true })
   }
 }
 parentPort.on('message', (message) => {
@@ -158,6 +168,7 @@ parentPort.on('message', (message) => {
         const next = checkpoint()
         const fresh = next - log
         log = next
+        // A busy checkpoint (-1) ends the catch-up, and the round: another connection is at it.
         if (fresh <= catchUpFrames) break
       }
     }
@@ -175,17 +186,20 @@ parentPort.on('message', (message) => {
     }
     parentPort.postMessage({ log, held, restarts: before, presynced })
   } catch (error) {
-    parentPort.postMessage({ error: String((error && error.code) || error) })
+    // SQLite's own sync of the file failing in a checkpoint is the same fault as ours.
+    const syncFailed = Boolean(error && (error.syncFailed || error.code === 'SQLITE_IOERR_FSYNC'))
+    parentPort.postMessage({ error: (error && error.syncFailed && error.message) || String((error && error.code) || error), syncFailed })
   }
 })
 `
 
 /**
- * What one pass answers: the frames in the WAL, whether a held pass followed (the WAL starts over
- * at the store's next commit), the WAL's restarts so far when the pass began (-1: unknown), and
- * whether the pages it copied were written to disk before it asked for the hold.
+ * What one pass answers: the frames in the WAL (-1: another connection was checkpointing), whether
+ * a held pass followed (the WAL starts over at the store's next commit), the WAL header's restart
+ * count when the pass began (-1: unknown), and whether the pages it copied were written to disk
+ * before it asked for the hold; or why it failed (`syncFailed`: the database file could not be synced).
  */
-export type PassResult = { log: number; held: boolean; restarts: number; presynced?: boolean } | { error: string }
+export type PassResult = { log: number; held: boolean; restarts: number; presynced?: boolean } | { error: string; syncFailed?: boolean }
 
 /**
  * When the next pass is due: once the store has made as many writes as should bring the WAL to the
@@ -195,9 +209,11 @@ export type PassResult = { log: number; held: boolean; restarts: number; presync
  * next pass came too late, the WAL reached the backstop, and from then on no pass measured it
  * again (bench/RESULTS.md, "Issue 48, night": passes a second apart, and the backstop's checkpoints
  * stalled commits for 11–37 ms five times a second). The WAL header's restart count says whether
- * the WAL started over between two passes by other hands than a hold (the backstop, or another
- * process): each such restart is counted as a whole backstop's worth of frames, so that passes
- * that came too late are brought forward, not taken as a WAL that grew slowly.
+ * the WAL started over between two passes by other hands than a hold (the backstop): one such
+ * restart is counted as a whole backstop's worth of frames, so that passes that came too late are
+ * brought forward, not taken as a WAL that grew slowly. The count is the restarting connection's
+ * own (each keeps one), so with several connections writing the file it jumps about: any other
+ * difference than none or one is not read, and a WAL that shrank is taken to have started over once.
  */
 export class PassClock {
   readonly #restartFrames: number
@@ -235,26 +251,28 @@ export class PassClock {
     return this.#writes >= this.#dueAfter || since >= PASS_MAX_MS
   }
 
-  /** Takes the answer of the pass that ended at `now` (ms). */
+  /** Takes the answer of the pass that ended at `now` (ms); `held` false for a hold that timed out (the WAL did not start over). */
   answered(now: number, result: PassResult): void {
+    this.#lastAt = now
+    // A failed or busy pass measures nothing; its writes count in the next figure.
+    if ('error' in result || result.log < 0) return
     const writes = this.#writes
     this.#writes = 0
-    this.#lastAt = now
-    let frames = 0
-    if (!('error' in result)) {
-      const last = this.#sample
-      if (last !== undefined && writes > 0) {
-        // Restarts between the two passes but the one a hold made; without the header's count, a
-        // WAL that shrank has started over (one that grew may have too: rare, a figure too low once).
-        const between = result.restarts >= 0 && last.restarts >= 0 ? (result.restarts - last.restarts) | 0 : result.log >= last.log ? 0 : 1
-        const grown = between * this.#backstopFrames + result.log - last.log
-        if (between >= 0 && grown > 0) this.#perWrite = grown / writes
-      }
-      // After a hold, the WAL starts over at the store's next commit: count from there.
-      frames = result.held ? 0 : result.log
-      const restarts = result.restarts < 0 ? -1 : result.held ? (result.restarts + 1) >>> 0 : result.restarts
-      this.#sample = { log: frames, restarts }
+    const last = this.#sample
+    if (last !== undefined && writes > 0) {
+      const known = result.restarts >= 0 && last.restarts >= 0
+      const counted = known ? (result.restarts - last.restarts) | 0 : undefined
+      // Restarts between the two passes but the one a hold made: the count when it says none or
+      // one; one short, the hold's restart did not come (nothing to measure from); else a WAL that
+      // shrank started over once (one that grew may have too: a figure too low once).
+      const between = counted === 0 || counted === 1 ? counted : counted === -1 ? undefined : result.log >= last.log ? 0 : 1
+      const grown = between === undefined ? 0 : between * this.#backstopFrames + result.log - last.log
+      if (grown > 0) this.#perWrite = grown / writes
     }
+    // After a hold, the WAL starts over at the store's next commit: count from there.
+    const frames = result.held ? 0 : result.log
+    const restarts = result.restarts < 0 ? -1 : result.held ? (result.restarts + 1) >>> 0 : result.restarts
+    this.#sample = { log: frames, restarts }
     this.#dueAfter = this.#perWrite > 0 ? (this.#restartFrames - frames) / this.#perWrite : 0
   }
 }
@@ -273,6 +291,12 @@ export interface CheckpointHost {
   resume: () => void
   /** Called once if the thread stops for good (why): the writing connection checkpoints by itself again. */
   stopped: (reason: string) => void
+  /**
+   * Called once if the database file could not be synced (why): the thread has stopped and the
+   * writing connection's own checkpoint is off, so that no checkpoint lets the WAL start over on
+   * pages that may not be on disk; the store must refuse all work from now on.
+   */
+  syncFailed: (reason: string) => void
   /** Bounds of a hold and of the worker's wait for the store to agree (tests widen or narrow them). */
   timings?: { holdMaxMs?: number; askMaxMs?: number }
   /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
@@ -311,6 +335,8 @@ export class Checkpointer {
   #holdOpen = false
   /** Ends the open hold after HOLD_MAX_MS if the worker has not. */
   #holdTimer: ReturnType<typeof setTimeout> | undefined
+  /** The last hold ended by HOLD_MAX_MS: its pass did not restart the WAL. */
+  #holdExpired = false
   readonly #clock: PassClock
   #stopped = false
   #exited: Promise<void> | undefined
@@ -325,6 +351,11 @@ export class Checkpointer {
   /** Whether the worker runs. */
   get running(): boolean {
     return this.#worker !== undefined && !this.#stopped
+  }
+
+  /** Frames a write adds to the WAL, as the passes measured (tests read it). */
+  get framesPerWrite(): number {
+    return this.#clock.framesPerWrite
   }
 
   /** Whether the store's commits are held now (a purge waits too). */
@@ -422,22 +453,29 @@ export class Checkpointer {
   #answered(result: PassResult): void {
     this.#passing = false
     this.counts.passes++
+    const expired = this.#holdExpired
+    this.#holdExpired = false
     if ('error' in result) {
       this.counts.failures++
+      if (result.syncFailed) return this.#fileFailed(result.error)
       // A thread whose checkpoints keep failing gives the checkpoint back to the writing connection.
       if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed(`${FAILURES_IN_A_ROW} checkpoints in a row failed: ${result.error}`)
     } else {
       this.#failedInARow = 0
       if (result.presynced) this.counts.presyncs++
     }
-    this.#clock.answered(performance.now(), result)
+    // A hold that timed out let the store commit meanwhile: the WAL did not start over.
+    this.#clock.answered(performance.now(), expired && !('error' in result) ? { ...result, held: false } : result)
     if (this.#closeHold()) this.#host.resume()
   }
 
   /** The worker is slow (a slow disk): the store commits anyway, and this round's WAL does not restart. */
   readonly #expire = (): void => {
     this.#holdTimer = undefined
-    if (Atomics.compareExchange(this.#state, 0, HELD, FREE) === HELD) this.counts.holdsTimedOut++
+    if (Atomics.compareExchange(this.#state, 0, HELD, FREE) === HELD) {
+      this.counts.holdsTimedOut++
+      this.#holdExpired = true
+    }
     if (this.#closeHold()) this.#host.resume()
   }
 
@@ -455,6 +493,21 @@ export class Checkpointer {
     Atomics.store(this.#state, 0, FREE)
     Atomics.notify(this.#state, 0)
     if (this.#closeHold()) this.#host.resume()
+  }
+
+  /**
+   * The database file could not be synced: Linux reports a writeback error once, so a later sync
+   * (SQLite's own, in the next held pass or the writing connection's checkpoint) would succeed and
+   * let the WAL start over on pages that may not be on disk. Nothing checkpoints from now on (the
+   * WAL keeps every frame) and the store fails first, so that the batch the resume lets go is refused.
+   */
+  #fileFailed(reason: string): void {
+    if (this.#stopped) return
+    this.#stopped = true
+    this.#host.syncFailed(reason)
+    this.#host.autocheckpoint(0)
+    this.#free()
+    void this.#worker?.terminate()
   }
 
   /** The worker is gone or broken: the writing connection checkpoints by itself again, and the store says why. */

@@ -32,6 +32,14 @@ export function syncError(path: string, cause: NodeJS.ErrnoException): DedupStor
   )
 }
 
+/** The database file could not be synced while the WAL was copied into it: the WAL still holds every page, and must not start over. */
+export function fileSyncError(path: string, reason: string): DedupStoreError {
+  return new DedupStoreError(
+    'command_failed',
+    `${PACKAGE} ${path} could not be synced to disk while its write-ahead log was copied into it (${reason}). The store refuses all further work until it is reopened: the log still holds every page, and stops being copied, so nothing recorded is lost if the process restarts on a working disk; the events are retried by the sender. Check the disk (space, I/O errors in the kernel log), then restart the process.`,
+  )
+}
+
 /** A statement failed (lock held too long, disk full, I/O error, corruption). */
 export function commandError(path: string, cause: unknown): DedupStoreError {
   if (cause instanceof DedupStoreError) return cause

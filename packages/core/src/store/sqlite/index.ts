@@ -20,6 +20,7 @@
 
 import { realpathSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import type { DedupStoreError } from '@email-webhooks/core'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
@@ -28,7 +29,7 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
-import { closedError, commandError, openError, PACKAGE } from './errors.js'
+import { closedError, commandError, fileSyncError, openError, PACKAGE } from './errors.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
@@ -54,6 +55,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #durable: boolean
   /** Syncs the WAL after commits (durability 'full'); undefined → each batch commits with synchronous = FULL. */
   readonly #sync: WalSync | undefined
+  /** Set once if the checkpointer could not sync the database file: the store refuses all work from then on. */
+  #fileFailure: DedupStoreError | undefined
   /** Undefined on a read-only store, which never writes. */
   readonly #purger: Purger | undefined
   readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number) => void
@@ -108,6 +111,9 @@ export class SqliteDedupStore implements DedupStore {
               if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
             },
             resume: () => this.#scheduleFlush(),
+            syncFailed: (reason) => {
+              this.#fileFailure ??= fileSyncError(path, reason)
+            },
             stopped: (reason) =>
               warn(
                 `${PACKAGE} ${path}: the WAL checkpoint thread stopped (${reason}). The store checkpoints in its own commits again, every 4 MiB of WAL, pausing the event loop for each; nothing is lost. If this repeats, check that better-sqlite3 loads in a worker thread (node:worker_threads) and that the disk accepts writes.`,
@@ -245,7 +251,7 @@ export class SqliteDedupStore implements DedupStore {
     await this.#sync?.idle()
     await stopped
     try {
-      if (!this.#readOnly && !this.#sync?.failure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
+      if (!this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
       this.#db.close()
       this.#sync?.close()
@@ -255,7 +261,7 @@ export class SqliteDedupStore implements DedupStore {
 
   #refused(): Error | undefined {
     if (this.#closed) return closedError()
-    return this.#sync?.failure
+    return this.#sync?.failure ?? this.#fileFailure
   }
 
   #writeRefused(): Error | undefined {
