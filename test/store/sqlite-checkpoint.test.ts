@@ -12,7 +12,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Checkpointer, PassClock, type PassResult } from '../../packages/core/src/store/sqlite/checkpoint.js'
 import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
-import { straceAvailable } from './strace.js'
+import { straceAvailable, underStrace } from './strace.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-checkpoint-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -307,6 +307,12 @@ describe('PassClock: when the next pass is due', () => {
   const RESTART = 4_096
   const BACKSTOP = 3 * RESTART
   const pass = (log: number, restarts: number, held = false): PassResult => ({ log, held, restarts })
+  /** `writes` writes, then the answer of a pass at `at`: the frames per write the clock has then. */
+  const after = (clock: PassClock, writes: number, at: number, result: PassResult): number => {
+    clock.wrote(writes)
+    clock.answered(at, result)
+    return clock.framesPerWrite
+  }
 
   it('until a figure is known, a pass every 50 ms; never two within 20 ms', () => {
     const clock = new PassClock(RESTART, BACKSTOP)
@@ -339,16 +345,10 @@ describe('PassClock: when the next pass is due', () => {
     // The WAL grew 1 frame a write at first (one event a batch shares no page with another)...
     const clock = new PassClock(RESTART, BACKSTOP)
     clock.answered(0, pass(0, 0))
-    clock.wrote(1_000)
-    clock.answered(100, pass(1_000, 0))
-    expect(clock.framesPerWrite).toBe(1)
+    expect(after(clock, 1_000, 100, pass(1_000, 0))).toBe(1)
     // ...then 3 and 4 frames a write, each pass ending in a hold (the WAL starts over after it).
-    clock.wrote(1_000)
-    clock.answered(150, pass(4_000, 0, true))
-    expect(clock.framesPerWrite).toBe(3)
-    clock.wrote(1_000)
-    clock.answered(200, pass(4_000, 1, true))
-    expect(clock.framesPerWrite).toBe(4)
+    expect(after(clock, 1_000, 150, pass(4_000, 0, true))).toBe(3)
+    expect(after(clock, 1_000, 200, pass(4_000, 1, true))).toBe(4)
     // 4,096 / 4 = 1,024 writes after a hold, not 4,096.
     clock.wrote(1_023)
     expect(clock.due(300)).toBe(false)
@@ -359,30 +359,20 @@ describe('PassClock: when the next pass is due', () => {
   it('a restart by other hands (the backstop, another process) counts a whole backstop of frames', () => {
     const clock = new PassClock(RESTART, BACKSTOP)
     clock.answered(0, pass(1_000, 5))
-    clock.wrote(1_000)
-    clock.answered(100, pass(500, 6))
-    expect(clock.framesPerWrite).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
+    expect(after(clock, 1_000, 100, pass(500, 6))).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
     // Without the WAL header's count, a WAL that shrank started over once; one that grew went on.
     const blind = new PassClock(RESTART, BACKSTOP)
     blind.answered(0, pass(1_000, -1))
-    blind.wrote(1_000)
-    blind.answered(100, pass(500, -1))
-    expect(blind.framesPerWrite).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
-    blind.wrote(1_000)
-    blind.answered(200, pass(2_500, -1))
-    expect(blind.framesPerWrite).toBe(2)
+    expect(after(blind, 1_000, 100, pass(500, -1))).toBeCloseTo((BACKSTOP + 500 - 1_000) / 1_000)
+    expect(after(blind, 1_000, 200, pass(2_500, -1))).toBe(2)
   })
 
   it('a restart count that jumps (several connections write the file, each counts its own) is not read', () => {
     const clock = new PassClock(RESTART, BACKSTOP)
     clock.answered(0, pass(1_000, 88))
-    clock.wrote(1_000)
     // Another connection's count: read as dozens of backstops it would make a pass due at every write.
-    clock.answered(100, pass(3_000, 2))
-    expect(clock.framesPerWrite).toBe(2)
-    clock.wrote(1_000)
-    clock.answered(200, pass(1_000, 90))
-    expect(clock.framesPerWrite).toBeCloseTo((BACKSTOP + 1_000 - 3_000) / 1_000)
+    expect(after(clock, 1_000, 100, pass(3_000, 2))).toBe(2)
+    expect(after(clock, 1_000, 200, pass(1_000, 90))).toBeCloseTo((BACKSTOP + 1_000 - 3_000) / 1_000)
   })
 
   it('a busy pass (another connection was checkpointing) measures nothing, and its writes count in the next figure', () => {
@@ -613,25 +603,11 @@ describe('SqliteDedupStore with its checkpointer', () => {
       const path = join(realpathSync(dir), 'file-sync.db')
       // Made here first: opening a new file syncs it too.
       await new SqliteDedupStore({ path }).close()
-      const child = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-P',
-          path,
-          '-e',
-          'trace=fdatasync,fsync',
-          '-e',
-          'inject=fdatasync,fsync:error=EIO',
-          process.execPath,
-          join(import.meta.dirname, 'sqlite-file-sync-child.mjs'),
-          path,
-        ],
-        // SIGKILL: strace then kills the script too (a build that went on writing ran until this timeout).
-        { encoding: 'utf8', timeout: 40_000, killSignal: 'SIGKILL' },
+      // Every sync of the database file fails (SIGKILL at 40 s: a build that went on writing ran until then).
+      const child = underStrace(
+        { file: path, syscalls: 'fdatasync,fsync', inject: 'error=EIO', timeoutMs: 40_000 },
+        join(import.meta.dirname, 'sqlite-file-sync-child.mjs'),
+        path,
       )
       expect(child.status, child.stderr).toBe(0)
       const { completed, refused, after } = JSON.parse(child.stdout) as {

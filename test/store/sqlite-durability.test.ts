@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
-import { straceAvailable } from './strace.js'
+import { straceAvailable, underStrace } from './strace.js'
 
 // Proves, from the system calls, that a `complete` of the SQLite store with durability 'full'
 // resolves only after the WAL file was synced to disk following that complete's commit, and
@@ -118,26 +118,7 @@ type Settled = { step: string; value?: unknown; error?: { name: string; code: st
 /** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
 function underFault(mode: 'fail' | 'delay' | 'inbox-delay', inject: string): { path: string; settled: Settled[] } {
   const path = join(dir, `${mode}.db`)
-  const result = spawnSync(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      '/dev/null',
-      '-P',
-      `${path}-wal`,
-      '-e',
-      'trace=fdatasync',
-      '-e',
-      `inject=fdatasync:${inject}`,
-      process.execPath,
-      syncChild,
-      path,
-      mode,
-    ],
-    { encoding: 'utf8', timeout: 60_000 },
-  )
+  const result = underStrace({ file: `${path}-wal`, syscalls: 'fdatasync', inject }, syncChild, path, mode)
   expect(result.status, result.stderr).toBe(0)
   return { path, settled: JSON.parse(result.stdout) as Settled[] }
 }

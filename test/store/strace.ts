@@ -1,5 +1,5 @@
 /** Whether strace can run here; on CI its absence is an error (.ci/run installs it), never a silent skip. */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, type SpawnSyncReturns, spawnSync } from 'node:child_process'
 
 function hasStrace(): boolean {
   try {
@@ -12,3 +12,33 @@ function hasStrace(): boolean {
 
 export const straceAvailable: boolean = hasStrace()
 if (!straceAvailable && process.env.CI) throw new Error('strace is needed by this test: apt-get install strace (.ci/run installs it).')
+
+/**
+ * Runs `node <script> ...args` under strace, which applies `inject` to the `syscalls` that touch
+ * `file` (strace -P); SIGKILL after `timeoutMs` (strace then kills the script too).
+ */
+export function underStrace(
+  { file, syscalls, inject, timeoutMs = 60_000 }: { file: string; syscalls: string; inject: string; timeoutMs?: number },
+  script: string,
+  ...args: string[]
+): SpawnSyncReturns<string> {
+  return spawnSync(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-o',
+      '/dev/null',
+      '-P',
+      file,
+      '-e',
+      `trace=${syscalls}`,
+      '-e',
+      `inject=${syscalls}:${inject}`,
+      process.execPath,
+      script,
+      ...args,
+    ],
+    { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' },
+  )
+}
