@@ -457,7 +457,10 @@ export class Checkpointer {
     this.#holdExpired = false
     if ('error' in result) {
       this.counts.failures++
-      if (result.syncFailed) return this.#fileFailed(result.error)
+      if (result.syncFailed) {
+        this.#fileFailed(result.error)
+        return
+      }
       // A thread whose checkpoints keep failing gives the checkpoint back to the writing connection.
       if (++this.#failedInARow >= FAILURES_IN_A_ROW) this.#failed(`${FAILURES_IN_A_ROW} checkpoints in a row failed: ${result.error}`)
     } else {
