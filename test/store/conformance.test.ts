@@ -4,13 +4,38 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { createReceiver, DedupStoreError, type EventOrder, MemoryDedupStore } from '@email-webhooks/core'
+import { createReceiver, type DedupStore, DedupStoreError, type EventOrder, MemoryDedupStore } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { createEmailSequence, dedupStoreConformance, type SignedDelivery, TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterAll, describe, expect, it } from 'vitest'
 import { AlternatingStore, conformance, ordering } from './conformance-helpers.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
+
+/** `store`, each call of it answered `ms` later. */
+function slowStore(store: DedupStore, ms: number): DedupStore {
+  const later = <T>(value: Promise<T>) => value.then((result) => new Promise<T>((resolve) => setTimeout(() => resolve(result), ms)))
+  return {
+    claim: (key, opts) => later(store.claim(key, opts)),
+    complete: (claim, opts) => later(store.complete(claim, opts)),
+    release: (claim) => later(store.release(claim)),
+    lookup: (key) => later((store.lookup as NonNullable<DedupStore['lookup']>).call(store, key)),
+  }
+}
+
+/** `store`, but a completed key is forgotten at once (a retention of 1 ms): breaks the contract. */
+function forgetfulStore(store: DedupStore): DedupStore {
+  return {
+    claim: (key, opts) => store.claim(key, opts),
+    complete: async (claim, opts) => {
+      const done = await store.complete(claim, { ...opts, retentionMs: 1 })
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      return done
+    },
+    release: (claim) => store.release(claim),
+    lookup: (key) => (store.lookup as NonNullable<DedupStore['lookup']>).call(store, key),
+  }
+}
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-conformance-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -45,6 +70,43 @@ ordering(
   () =>
     new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
 )
+
+describe('dedupStoreConformance on a machine too slow to look inside a short retention or lease', () => {
+  const RETENTION_CASES = [
+    'forgets a completed key once its retention expires',
+    "lookup: answers 'absent' once the retention of a completed key expires",
+    "lookup: answers 'absent' once the lease expires",
+  ]
+  /** The named cases of the suite on `createStore` with a 100 ms short retention and lease: each one's error, or undefined. */
+  async function run(createStore: () => DedupStore): Promise<(string | undefined)[]> {
+    const cases = new Map<string, () => Promise<void>>()
+    dedupStoreConformance(
+      'guard',
+      { describe: (_name, fn) => fn(), it: (name, fn) => void cases.set(name, fn as () => Promise<void>) },
+      { createStore, shortMs: 100 },
+    )
+    return Promise.all(
+      RETENTION_CASES.map(async (name) => {
+        const body = cases.get(name)
+        if (!body) return `no case named ${name}`
+        return body().then(
+          () => undefined,
+          (error: Error) => error.message,
+        )
+      }),
+    )
+  }
+
+  it('passes a correct store whose every call takes longer than the retention (150 ms against 100)', async () => {
+    expect(await run(() => slowStore(new MemoryDedupStore(), 150))).toEqual([undefined, undefined, undefined])
+  })
+
+  it('still fails a store that forgets a completed key at once, when its calls are quick', async () => {
+    const errors = await run(() => forgetfulStore(new MemoryDedupStore()))
+    expect(errors[0]).toMatch(/duplicate while retained/)
+    expect(errors[1]).toMatch(/done while retained/)
+  })
+})
 
 describe('dedupStoreConformance under node:test', () => {
   it('runs every conformance test green with node:test describe/it', async () => {

@@ -20,6 +20,12 @@ function acquired(result: ClaimResult, what: string): Claim {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/**
+ * Whether less than `ms` has passed since `since` (Date.now(), taken before the call that started a
+ * lease or retention of `ms`): only then must the store still show it live. On a machine too busy
+ * to make the next call in time, a check of the live state proves nothing and is not made.
+ */
+const stillWithin = (since: number, ms: number) => Date.now() - since < ms
 
 /** Durations no store may accept: each must be a whole number of milliseconds ≥ 1. */
 const INVALID_DURATIONS = [1500.5, 0.5, -1, Number.NaN]
@@ -114,8 +120,15 @@ export function expiryCases(
   test('forgets a completed key once its retention expires', async (store) => {
     const key = newKey()
     const claim = acquired(await store.claim(key, LONG), 'first claim')
+    const completedAt = Date.now()
     check((await store.complete(claim, { retentionMs: shortMs })) === true, 'complete returns true')
-    check((await store.claim(key, LONG)).status === 'duplicate', 'duplicate while retained')
+    const retained = await store.claim(key, LONG)
+    if (retained.status === 'acquired' && !stillWithin(completedAt, shortMs)) {
+      // Too late to look inside the retention: the key was already forgotten, as it should be.
+      check(retained.claim.attempt === 1, `a forgotten key starts again at attempt 1, got ${retained.claim.attempt}`)
+      return
+    }
+    check(retained.status === 'duplicate', 'duplicate while retained')
     await sleep(shortMs + 150)
     const again = acquired(await store.claim(key, LONG), 'claim after retention expired')
     check(again.attempt === 1, `a forgotten key starts again at attempt 1, got ${again.attempt}`)
@@ -268,8 +281,10 @@ export function lookupCases(lookupTest: LookupTest, { shortMs, newKey }: { short
 
   lookupTest("answers 'absent' once the lease expires", async (store, lookup) => {
     const key = newKey()
+    const claimedAt = Date.now()
     acquired(await store.claim(key, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'first claim')
-    check((await lookup(key)) === 'in_flight', 'in_flight while the lease is live')
+    const live = await lookup(key)
+    check(live === 'in_flight' || (live === 'absent' && !stillWithin(claimedAt, shortMs)), 'in_flight while the lease is live')
     await sleep(shortMs + 150)
     check((await lookup(key)) === 'absent', 'absent once the lease has expired')
     check(acquired(await store.claim(key, LONG), 'claim after the lease').attempt === 2, 'the next claim is attempt 2')
@@ -278,8 +293,10 @@ export function lookupCases(lookupTest: LookupTest, { shortMs, newKey }: { short
   lookupTest("answers 'absent' once the retention of a completed key expires", async (store, lookup) => {
     const key = newKey()
     const claim = acquired(await store.claim(key, LONG), 'first claim')
+    const completedAt = Date.now()
     check((await store.complete(claim, { retentionMs: shortMs })) === true, 'complete returns true')
-    check((await lookup(key)) === 'done', 'done while retained')
+    const retained = await lookup(key)
+    check(retained === 'done' || (retained === 'absent' && !stillWithin(completedAt, shortMs)), 'done while retained')
     await sleep(shortMs + 150)
     check((await lookup(key)) === 'absent', 'absent once the retention has expired')
   })
