@@ -2,6 +2,7 @@
 # CPU µs per request of one variant of server.mjs: the server pinned to core 0, the load to core 1,
 # a warm-up of 20,000 requests, then COUNT (default 100,000) measured: the server's CPU from the
 # end of the warm-up (SIGUSR2) to the end, divided by the requests it received in that window.
+# The server's environment passes on (latency.sh sets STATS=1).
 # usage: bench/profile/cpu.sh <variant> [count]
 set -euo pipefail
 cd "$(dirname "$0")"

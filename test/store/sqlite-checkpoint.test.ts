@@ -33,6 +33,8 @@ interface Settings {
 
 /** Wide bounds, so that a test of the answer path does not race the timers on a busy machine. */
 const WIDE = { holdMaxMs: 5_000, askMaxMs: 5_000 }
+/** The hold's own 20 ms bound, against a held pass of 300 ms (a slow disk); the ask waits long. */
+const SLOW_DISK = { holdMaxMs: 20, askMaxMs: 5_000 }
 
 /** A checkpointer on the stand-in driver; records what it asked of its store. */
 function fakeCheckpointer(
@@ -139,11 +141,7 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('a held pass slower than 20 ms (a slow disk): the batch commits anyway, and the late pass resumes nothing twice', async () => {
-    const { checkpointer, resumes } = fakeCheckpointer(
-      'slow.db',
-      { log: BIG_LOG, firstPassMs: 0, passMs: 300 },
-      { timings: { holdMaxMs: 20, askMaxMs: 5_000 } },
-    )
+    const { checkpointer, resumes } = fakeCheckpointer('slow.db', { log: BIG_LOG, firstPassMs: 0, passMs: 300 }, { timings: SLOW_DISK })
     try {
       checkpointer.committed(1_000)
       await until(() => !checkpointer.mayCommit(), 'a hold')
@@ -251,12 +249,8 @@ describe('Checkpointer (stand-in driver)', () => {
   })
 
   it('a hold that timed out is measured as no restart: the WAL went on, so the next pass finds no growth from zero', async () => {
-    // Every pass finds 10,000 frames; each held pass takes 60 ms against a hold of at most 20 ms.
-    const { checkpointer } = fakeCheckpointer(
-      'expired.db',
-      { log: BIG_LOG, firstPassMs: 0, passMs: 60 },
-      { timings: { holdMaxMs: 20, askMaxMs: 5_000 } },
-    )
+    // Every pass finds 10,000 frames; each held pass takes 300 ms against a hold of at most 20 ms.
+    const { checkpointer } = fakeCheckpointer('expired.db', { log: BIG_LOG, firstPassMs: 0, passMs: 300 }, { timings: SLOW_DISK })
     try {
       checkpointer.committed(1_000)
       await until(() => !checkpointer.mayCommit(), 'the first hold')

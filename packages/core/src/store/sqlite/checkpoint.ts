@@ -86,9 +86,9 @@ const ASKED = 1
 const HELD = 2
 
 /**
- * The worker: one connection to the file. On each `pass`, a PASSIVE checkpoint; past the restart
- * size, it asks for a hold, and once the store holds, copies what came since and frees the word.
- * Answers each pass with the frames in the WAL and whether a hold followed.
+ * The worker: one connection to the file. On each `pass`, a PASSIVE checkpoint; past half the
+ * restart size, it syncs the file, catches up, asks for a hold, and once the store holds, copies
+ * what came since and frees the word. Answers each pass with a PassResult.
  */
 const WORKER_SOURCE = `
 const { closeSync, fdatasyncSync, openSync, readdirSync, readlinkSync, readSync } = require('node:fs')
@@ -259,14 +259,9 @@ export class PassClock {
     const writes = this.#writes
     this.#writes = 0
     const last = this.#sample
-    if (last !== undefined && writes > 0) {
-      const known = result.restarts >= 0 && last.restarts >= 0
-      const counted = known ? (result.restarts - last.restarts) | 0 : undefined
-      // Restarts between the two passes but the one a hold made: the count when it says none or
-      // one; one short, the hold's restart did not come (nothing to measure from); else a WAL that
-      // shrank started over once (one that grew may have too: a figure too low once).
-      const between = counted === 0 || counted === 1 ? counted : counted === -1 ? undefined : result.log >= last.log ? 0 : 1
-      const grown = between === undefined ? 0 : between * this.#backstopFrames + result.log - last.log
+    const between = last === undefined ? undefined : restartsBetween(last, result)
+    if (last !== undefined && between !== undefined && writes > 0) {
+      const grown = between * this.#backstopFrames + result.log - last.log
       if (grown > 0) this.#perWrite = grown / writes
     }
     // After a hold, the WAL starts over at the store's next commit: count from there.
@@ -275,6 +270,22 @@ export class PassClock {
     this.#sample = { log: frames, restarts }
     this.#dueAfter = this.#perWrite > 0 ? (this.#restartFrames - frames) / this.#perWrite : 0
   }
+}
+
+/**
+ * Restarts of the WAL between a pass's sample and the next pass's answer, other than the one a
+ * hold made (counted in the sample): what the header's count says when it says none or one;
+ * undefined, nothing to measure from, when it is one short (the hold's restart did not come);
+ * else (unknown, or another connection's count) one if the WAL shrank, none if it grew (it may
+ * have started over and grown past the sample: a figure too low once).
+ */
+function restartsBetween(last: { log: number; restarts: number }, result: { log: number; restarts: number }): number | undefined {
+  if (result.restarts >= 0 && last.restarts >= 0) {
+    const counted = (result.restarts - last.restarts) | 0
+    if (counted === 0 || counted === 1) return counted
+    if (counted === -1) return undefined
+  }
+  return result.log >= last.log ? 0 : 1
 }
 
 /** What the checkpointer needs of its store. */
