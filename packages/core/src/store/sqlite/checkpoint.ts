@@ -43,6 +43,7 @@
  * (bench/RESULTS.md, "Issue 48, evening").
  */
 import { Worker } from 'node:worker_threads'
+import { reasonOf } from './errors.js'
 import { AUTOCHECKPOINT_BYTES } from './schema.js'
 
 /** Writes (claims, completes, inbox writes) of the store before the worker starts. */
@@ -534,10 +535,4 @@ export class Checkpointer {
     void this.#worker?.terminate()
     this.#host.stopped(reason)
   }
-}
-
-/** An error's code or message, for a warning (never a path's contents or data). */
-function reasonOf(error: unknown): string {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
-  return typeof code === 'string' ? `${code}${typeof message === 'string' ? ` (${message.split('\n')[0]})` : ''}` : String(message ?? error)
 }

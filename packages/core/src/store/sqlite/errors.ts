@@ -116,3 +116,9 @@ function osError(path: string): string | undefined {
     return (error as Error).message
   }
 }
+
+/** An error's code or message, for a warning (never a path's contents or data). */
+export function reasonOf(error: unknown): string {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
+  return typeof code === 'string' ? `${code}${typeof message === 'string' ? ` (${message.split('\n')[0]})` : ''}` : String(message ?? error)
+}

@@ -15,6 +15,7 @@
  */
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { commandError } from './errors.js'
+import { type ReadStep, readerHere, readOffLoop, type SqliteReader } from './reader.js'
 import type { Database } from './types.js'
 
 /**
@@ -181,11 +182,13 @@ function prepare(db: Database, table: string) {
     forget: db.prepare(
       `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} INDEXED BY ${t}_done WHERE state = 'done' AND until <= ? LIMIT 1000)`,
     ),
-    stats: db.prepare(
-      `SELECT ${SHOWN_STATE} AS state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t}
-       WHERE state IN ('pending', 'running', 'dead') GROUP BY 1`,
-    ),
   }
+}
+
+/** Counts by state as reads show them (a lapsed lease is pending), and the oldest waiting entry. */
+function statsSql(t: string): string {
+  return `SELECT ${SHOWN_STATE} AS state, count(*) AS n, min(enqueued_at) AS oldest FROM ${t}
+       WHERE state IN ('pending', 'running', 'dead') GROUP BY 1`
 }
 
 /** What the inbox needs of its store. */
@@ -198,6 +201,8 @@ export interface SqliteInboxHost {
   refused: () => Error | undefined
   /** Runs `then` once what is committed now is on disk. */
   afterDurable: (then: (error?: Error) => void) => void
+  /** The store's reading thread (reader.ts), for `stats`; without one the counts read on `db`. */
+  reader?: SqliteReader | undefined
   /**
    * Runs `write` in the store's next group-commit transaction (with the claims, completes and other
    * inbox writes of the same turn: one commit, pages written once), as a savepoint of its own;
@@ -211,6 +216,9 @@ export interface SqliteInboxHost {
 export class SqliteInbox implements InboxQueue {
   readonly #host: SqliteInboxHost
   readonly #sql: ReturnType<typeof prepare>
+  readonly #statsSql: string
+  /** Reads on the store's connection, when there is no reading thread. */
+  readonly #here: (steps: ReadStep[]) => unknown[][]
   readonly #take: (token: string, leaseMs: number, ordered: boolean, now: number) => Row | undefined
   /** Runs `change` (a write to `key`'s entry) and, in the same transaction, moves its order key's head; `change`'s result. */
   readonly #changing: <T>(key: string, change: () => T) => T
@@ -218,6 +226,8 @@ export class SqliteInbox implements InboxQueue {
   constructor(host: SqliteInboxHost) {
     this.#host = host
     this.#sql = prepare(host.db, host.table)
+    this.#statsSql = statsSql(`${host.table}_inbox`)
+    this.#here = readerHere(host.db)
     const sql = this.#sql
     const refresh = (orderKey: string): void => {
       sql.unready.run(orderKey)
@@ -359,19 +369,29 @@ export class SqliteInbox implements InboxQueue {
     return this.#run(() => this.#sql.purge.run(this.#host.now() - opts.olderThanMs).changes)
   }
 
-  stats(): Promise<InboxStats> {
-    return this.#run(() => {
-      const stats: InboxStats = { pending: 0, running: 0, dead: 0, oldestPendingAt: null }
-      for (const row of this.#sql.stats.all({ now: this.#host.now() }) as {
-        state: 'pending' | 'running' | 'dead'
-        n: number
-        oldest: number
-      }[]) {
-        stats[row.state] = row.n
-        if (row.state === 'pending') stats.oldestPendingAt = row.oldest
-      }
-      return stats
-    })
+  /**
+   * Counts by state, on the store's reading thread when it has one (reader.ts): with a backlog the
+   * counts read every waiting entry, and metrics ask for them while the receiver answers.
+   */
+  async stats(): Promise<InboxStats> {
+    let rows: unknown[][]
+    try {
+      this.#check()
+      rows = await readOffLoop(
+        this.#host.reader,
+        [{ sql: this.#statsSql, args: [{ now: this.#host.now() }] }],
+        this.#here,
+        this.#host.refused,
+      )
+    } catch (error) {
+      throw commandError(this.#host.path, error)
+    }
+    const stats: InboxStats = { pending: 0, running: 0, dead: 0, oldestPendingAt: null }
+    for (const row of (rows[0] ?? []) as { state: 'pending' | 'running' | 'dead'; n: number; oldest: number }[]) {
+      stats[row.state] = row.n
+      if (row.state === 'pending') stats.oldestPendingAt = row.oldest
+    }
+    return stats
   }
 
   /** Deletes done entries past their retention, a batch at a time (the store calls it as it purges). */

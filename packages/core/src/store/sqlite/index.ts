@@ -34,6 +34,7 @@ import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
+import { SqliteReader } from './reader.js'
 import { RememberedKeys } from './remembered.js'
 import { driverPath, loadDriver, openDatabase } from './schema.js'
 import { isFilePath, WalSync } from './sync.js'
@@ -77,6 +78,8 @@ export class SqliteDedupStore implements DedupStore {
   #closed = false
   /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
   readonly #checkpointer: Checkpointer | undefined
+  /** The console's reads, in a worker thread started on the first (reader.ts); undefined for an in-memory store. */
+  readonly #reader: SqliteReader | undefined
   readonly #readOnly: boolean
   /** The store's inbox (entries in `<table>_inbox`); undefined on a read-only store. */
   readonly inbox: SqliteInbox | undefined
@@ -119,6 +122,22 @@ export class SqliteDedupStore implements DedupStore {
                 `${PACKAGE} ${path}: the WAL checkpoint thread stopped (${reason}). The store checkpoints in its own commits again, every 4 MiB of WAL, pausing the event loop for each; nothing is lost. If this repeats, check that better-sqlite3 loads in a worker thread (node:worker_threads) and that the disk accepts writes.`,
               ),
           })
+    // The operator's console (console.ts) and the inbox's counts read the file on a thread of their
+    // own (reader.ts), so that a page or a metric over a week of records never holds up the
+    // receiver's event loop. Only in WAL, where a reader never blocks the writing connection (a file
+    // in another journal mode is only ever a read-only store's, opened on someone else's file).
+    this.#reader =
+      isFilePath(path) && db.pragma('journal_mode', { simple: true }) === 'wal'
+        ? new SqliteReader({
+            path: realpathSync(path),
+            driver: driverPath,
+            busyTimeoutMs,
+            stopped: (reason) =>
+              warn(
+                `${PACKAGE} ${path}: the reading thread of the console and the inbox's counts stopped (${reason}). They read on the store's connection from now on, holding up the receiver's answers while they read; nothing is lost. If this repeats, check that better-sqlite3 loads in a worker thread (node:worker_threads).`,
+              ),
+          })
+        : undefined
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -128,6 +147,7 @@ export class SqliteDedupStore implements DedupStore {
           now,
           refused: () => this.#writeRefused(),
           afterDurable: (then) => this.#afterDurable(then),
+          reader: this.#reader,
           batch: (write, durable = false) =>
             new Promise((resolve, reject) => {
               this.#writes.push({ write, durable, outcome: undefined, resolve, reject })
@@ -155,7 +175,8 @@ export class SqliteDedupStore implements DedupStore {
       return lease !== undefined && lease > now ? 'in_flight' : 'absent'
     })
     // The operator's console reads the file through its own statements (console.ts).
-    registerConsoleSource(this, () => sqliteConsoleSource({ db, table, path, now, refused: () => this.#refused() }))
+    const reader = this.#reader
+    registerConsoleSource(this, () => sqliteConsoleSource({ db, table, path, now, refused: () => this.#refused(), reader }))
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
@@ -250,6 +271,8 @@ export class SqliteDedupStore implements DedupStore {
     this.#closed = true
     await this.#sync?.idle()
     await stopped
+    // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
+    await this.#reader?.close()
     try {
       if (!this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {

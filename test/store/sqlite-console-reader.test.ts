@@ -1,0 +1,234 @@
+/**
+ * The console's reads of a SQLite store run on a thread of their own (store/sqlite/reader.ts), so
+ * that an operator's page over a week of done records never holds up the receiver it is mounted
+ * in: better-sqlite3 is synchronous, and on the store's connection the overview of 1,000,000 done
+ * records kept the event loop (every webhook answer of the process) waiting ~400 ms. Also: the
+ * thread reads what the store committed, a read asked for before close() is answered, a store in
+ * memory reads on its own connection, and a thread that cannot start leaves every page working
+ * (on the store's connection) and says why once.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DedupStoreError } from '@email-webhooks/core'
+import { emailWebhookConsole } from '@email-webhooks/core/console'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import Database from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
+import { SqliteReader } from '../../packages/core/src/store/sqlite/reader.js'
+import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-console-reader-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const TABLE = 'email_webhook_dedup'
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const AUTH = { authorization: `Basic ${btoa('ops:reader-test-password')}` }
+const consoleOf = (store: SqliteDedupStore) => emailWebhookConsole({ store, auth: { username: 'ops', password: 'reader-test-password' } })
+
+/** Adds `count` done records expiring within the day to the store's file, through a connection of the test's own. */
+function fill(path: string, count: number): void {
+  const db = new Database(path)
+  try {
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO ${TABLE} (key, expires_at) SELECT 'default:filled-' || i, ? + (i % 86400) * 1000 FROM n`,
+    ).run(count, Date.now() + 3_600_000)
+  } finally {
+    db.close()
+  }
+}
+
+/** The page's status and text, how long it took and the longest the event loop was kept from turning meanwhile. */
+async function timedPage(handler: (request: Request) => Promise<Response>, path: string) {
+  const { value, ms, loopMaxMs } = await timed(async () => {
+    const response = await handler(new Request(`http://console${path}`, { headers: AUTH }))
+    return { status: response.status, text: await response.text() }
+  })
+  return { ...value, ms, loopMaxMs }
+}
+
+/**
+ * What `read` gave, how long it took and the longest the event loop was kept from turning
+ * meanwhile (ms): the longest gap between ticks of a 1 ms timer, the last one counted up to the
+ * end (a read on the loop is over before any timer can fire).
+ */
+async function timed<T>(read: () => Promise<T>) {
+  let last = performance.now()
+  let loopMaxMs = 0
+  const tick = setInterval(() => {
+    const now = performance.now()
+    loopMaxMs = Math.max(loopMaxMs, now - last)
+    last = now
+  }, 1)
+  const started = performance.now()
+  try {
+    const value = await read()
+    const ended = performance.now()
+    return { value, ms: ended - started, loopMaxMs: Math.max(loopMaxMs, ended - last) }
+  } finally {
+    clearInterval(tick)
+  }
+}
+
+/** The overview's figure of done records, as the page prints it (thousands grouped). */
+function doneFigure(html: string): number {
+  const match = /Events remembered as done[\s\S]*?([\d,]+)/.exec(html)
+  if (!match?.[1]) throw new Error('no done figure on the overview')
+  return Number(match[1].replace(/,/g, ''))
+}
+
+describe("the SQLite store's console reads", () => {
+  it('read 1,000,000 done records off the event loop: the loop turns while the overview counts them', { timeout: 120_000 }, async () => {
+    const path = join(dir, 'big.db')
+    const store = new SqliteDedupStore({ path })
+    try {
+      fill(path, 1_000_000)
+      const handler = consoleOf(store)
+      // The first page starts the thread; the second is measured.
+      expect(doneFigure((await timedPage(handler, '/')).text)).toBe(1_000_000)
+      const page = await timedPage(handler, '/')
+      expect(page.status).toBe(200)
+      expect(doneFigure(page.text)).toBe(1_000_000)
+      // On the store's connection the loop waited as long as the page (~400 ms here): now it turns on.
+      expect(page.ms).toBeGreaterThan(100)
+      expect(page.loopMaxMs).toBeLessThan(page.ms / 2)
+
+      // The thread reads what the store committed since.
+      const claim = await store.claim('default:new-one', LONG)
+      if (claim.status !== 'acquired') throw new Error('expected acquired')
+      await store.complete(claim.claim, LONG)
+      expect(doneFigure((await timedPage(handler, '/')).text)).toBe(1_000_001)
+      const found = await timedPage(handler, '/find?q=new-one')
+      expect(found.text).toMatch(/done/i)
+
+      // After close() a page says the store did not answer (and the thread is gone: the test process would hang otherwise).
+      await store.close()
+      const after = await handler(new Request('http://console/', { headers: AUTH }))
+      expect(await after.text()).toMatch(/did not answer/)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it("count an inbox backlog of 1,000,000 entries off the event loop (the overview's and metrics' stats())", {
+    timeout: 120_000,
+  }, async () => {
+    const path = join(dir, 'backlog.db')
+    const store = new SqliteDedupStore({ path })
+    try {
+      const inbox = store.inbox
+      if (!inbox) throw new Error('expected an inbox')
+      await inbox.enqueue(
+        { key: 'default:first', type: 'email.bounced', payload: '{}', timestamp: Math.floor(Date.now() / 1000) },
+        { retentionMs: 3_600_000 },
+      )
+      // The backlog: copies of that entry under other keys, through a connection of the test's own.
+      const db = new Database(path)
+      try {
+        const columns = (db.prepare(`SELECT name FROM pragma_table_info('${TABLE}_inbox')`).pluck().all() as string[]).join(', ')
+        const copied = columns.replace(/\bkey\b/, `'default:backlog-' || i`)
+        db.prepare(
+          `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
+           INSERT INTO ${TABLE}_inbox (${columns}) SELECT ${copied} FROM n, (SELECT * FROM ${TABLE}_inbox WHERE key = 'default:first')`,
+        ).run()
+      } finally {
+        db.close()
+      }
+      await inbox.stats()
+      const counted = await timed(() => inbox.stats())
+      expect(counted.value).toMatchObject({ pending: 1_000_000, running: 0, dead: 0 })
+      expect(counted.ms).toBeGreaterThan(50)
+      expect(counted.loopMaxMs).toBeLessThan(counted.ms / 2)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('read a store in memory on its own connection', async () => {
+    const store = new SqliteDedupStore({ path: ':memory:' })
+    try {
+      const claim = await store.claim('default:in-memory', LONG)
+      if (claim.status !== 'acquired') throw new Error('expected acquired')
+      await store.complete(claim.claim, LONG)
+      const page = await timedPage(consoleOf(store), '/')
+      expect(page.status).toBe(200)
+      expect(doneFigure(page.text)).toBe(1)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('go on, on the store connection, when the thread cannot start, and say why once', async () => {
+    const path = join(dir, 'no-thread.db')
+    const store = new SqliteDedupStore({ path })
+    const db = new Database(path)
+    const reasons: string[] = []
+    const reader = new SqliteReader({
+      path,
+      driver: () => join(dir, 'no-such-driver.cjs'),
+      busyTimeoutMs: 1_000,
+      stopped: (reason) => reasons.push(reason),
+    })
+    try {
+      fill(path, 1_000)
+      const source = sqliteConsoleSource({ db, table: TABLE, path, now: Date.now, refused: () => undefined, reader })
+      const first = await source.overview(Date.now(), 3_600_000)
+      expect(first.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 1_000 })
+      expect(await source.record('default:filled-7', Date.now())).toMatchObject({ state: 'done' })
+      expect(reader.running).toBe(false)
+      expect(reasons).toHaveLength(1)
+      expect(reasons[0]).toMatch(/MODULE_NOT_FOUND|Cannot find module/)
+    } finally {
+      await reader.close()
+      db.close()
+      await store.close()
+    }
+  })
+
+  it("answer a read asked for before the thread's close(), then stop", async () => {
+    const path = join(dir, 'closing.db')
+    const store = new SqliteDedupStore({ path })
+    const db = new Database(path)
+    const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
+    try {
+      fill(path, 200_000)
+      const source = sqliteConsoleSource({ db, table: TABLE, path, now: Date.now, refused: () => undefined, reader })
+      const asked = source.overview(Date.now(), 3_600_000)
+      expect(reader.running).toBe(true)
+      await reader.close()
+      expect((await asked).figures[0]).toMatchObject({ value: 200_000 })
+      expect(reader.running).toBe(false)
+      // Later reads run on the store's connection.
+      expect((await source.overview(Date.now(), 3_600_000)).figures[0]).toMatchObject({ value: 200_000 })
+    } finally {
+      db.close()
+      await store.close()
+    }
+  })
+
+  it('turn a failed statement of the thread into a typed error that names the file', async () => {
+    const path = join(dir, 'failing.db')
+    const store = new SqliteDedupStore({ path })
+    const db = new Database(path)
+    const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
+    try {
+      const source = sqliteConsoleSource({ db, table: 'no_such_table', path, now: Date.now, refused: () => undefined, reader })
+      const error = await source.overview(Date.now(), 3_600_000).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(error).toBeInstanceOf(DedupStoreError)
+      expect(error).toMatchObject({ code: 'command_failed' })
+      expect((error as Error).message).toContain(path)
+      expect((error as Error).message).toMatch(/no such table/)
+      // The thread survives a failed statement.
+      expect(reader.running).toBe(true)
+    } finally {
+      await reader.close()
+      db.close()
+      await store.close()
+    }
+  })
+})
