@@ -14,13 +14,15 @@
  *   hand-sqlite  the hand-written receiver with SQLite group commit (what hono-sqlite is measured against)
  *
  * Prints its port on stdout; on SIGINT prints CPU µs per request (user and kernel) since SIGUSR2
- * (or since start) on stderr and exits.
+ * (or since start) on stderr and exits. CONSOLE_EVERY_MS=<ms> (the sqlite variants): an operator
+ * in this process opens the console's overview (`emailWebhookConsole` over the route's receiver)
+ * every <ms>, one at a time, for the answers' latency while pages are made (console-load.sh).
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { MemoryDedupStore, parseEnvelope, verifyWebhook } from '@email-webhooks/core'
-import { emailWebhook } from '@email-webhooks/hono'
+import { emailWebhook, emailWebhookConsole } from '@email-webhooks/hono'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { memoryDedup, sqliteDedup } from '../src/hand/dedup.js'
@@ -88,7 +90,24 @@ if (!(variant in variants)) {
 }
 const app = new Hono()
 const handler = variants[variant]
-app.post('/hooks', handler.length === 0 ? await handler() : handler)
+const route = handler.length === 0 ? await handler() : handler
+app.post('/hooks', route)
+const consoleEveryMs = Number(process.env.CONSOLE_EVERY_MS ?? 0)
+let pages = 0
+if (consoleEveryMs > 0) {
+  const auth = { username: 'ops', password: 'profile-console-password' }
+  app.all('/console/*', emailWebhookConsole({ receiver: route, auth, basePath: '/console' }))
+  const request = () =>
+    new Request('http://profile/console/', { headers: { authorization: `Basic ${btoa(`${auth.username}:${auth.password}`)}` } })
+  const open = async () => {
+    const response = await app.fetch(request())
+    const text = await response.text()
+    if (response.status !== 200 || text.includes('did not answer')) console.error(`console: ${response.status} ${text.slice(0, 200)}`)
+    pages++
+    setTimeout(open, consoleEveryMs).unref()
+  }
+  setTimeout(open, consoleEveryMs).unref()
+}
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => console.log(info.port))
 let requests = 0
 server.on('request', () => requests++)
@@ -103,7 +122,9 @@ process.on('SIGINT', () => {
   const { user, system } = process.cpuUsage(mark.cpu)
   const counted = requests - mark.requests
   const per = (us) => (us / counted).toFixed(1)
-  console.error(`${variant.padEnd(7)} ${counted} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})`)
+  console.error(
+    `${variant.padEnd(7)} ${counted} requests, CPU µs/request ${per(user + system)} (user ${per(user)}, kernel ${per(system)})${consoleEveryMs > 0 ? `, ${pages} console overviews` : ''}`,
+  )
   stats?.report(counted)
   process.exit(0)
 })

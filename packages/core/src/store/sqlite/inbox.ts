@@ -15,7 +15,6 @@
  */
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { commandError } from './errors.js'
-import { type ReadStep, readerHere, readOffLoop, type SqliteReader } from './reader.js'
 import type { Database } from './types.js'
 
 /**
@@ -182,6 +181,7 @@ function prepare(db: Database, table: string) {
     forget: db.prepare(
       `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} INDEXED BY ${t}_done WHERE state = 'done' AND until <= ? LIMIT 1000)`,
     ),
+    stats: db.prepare(statsSql(t)),
   }
 }
 
@@ -201,8 +201,11 @@ export interface SqliteInboxHost {
   refused: () => Error | undefined
   /** Runs `then` once what is committed now is on disk. */
   afterDurable: (then: (error?: Error) => void) => void
-  /** The store's reading thread (reader.ts), for `stats`; without one the counts read on `db`. */
-  reader?: SqliteReader | undefined
+  /**
+   * Runs a read-only statement (`all` with `args`) off the event loop: on the store's reading thread
+   * (reader.ts), for `stats`. Without it the counts read on `db`.
+   */
+  readOffLoop?: ((sql: string, args: unknown[]) => Promise<unknown[]>) | undefined
   /**
    * Runs `write` in the store's next group-commit transaction (with the claims, completes and other
    * inbox writes of the same turn: one commit, pages written once), as a savepoint of its own;
@@ -217,8 +220,6 @@ export class SqliteInbox implements InboxQueue {
   readonly #host: SqliteInboxHost
   readonly #sql: ReturnType<typeof prepare>
   readonly #statsSql: string
-  /** Reads on the store's connection, when there is no reading thread. */
-  readonly #here: (steps: ReadStep[]) => unknown[][]
   readonly #take: (token: string, leaseMs: number, ordered: boolean, now: number) => Row | undefined
   /** Runs `change` (a write to `key`'s entry) and, in the same transaction, moves its order key's head; `change`'s result. */
   readonly #changing: <T>(key: string, change: () => T) => T
@@ -227,7 +228,6 @@ export class SqliteInbox implements InboxQueue {
     this.#host = host
     this.#sql = prepare(host.db, host.table)
     this.#statsSql = statsSql(`${host.table}_inbox`)
-    this.#here = readerHere(host.db)
     const sql = this.#sql
     const refresh = (orderKey: string): void => {
       sql.unready.run(orderKey)
@@ -374,20 +374,16 @@ export class SqliteInbox implements InboxQueue {
    * counts read every waiting entry, and metrics ask for them while the receiver answers.
    */
   async stats(): Promise<InboxStats> {
-    let rows: unknown[][]
+    let rows: unknown[]
     try {
       this.#check()
-      rows = await readOffLoop(
-        this.#host.reader,
-        [{ sql: this.#statsSql, args: [{ now: this.#host.now() }] }],
-        this.#here,
-        this.#host.refused,
-      )
+      const args = [{ now: this.#host.now() }]
+      rows = this.#host.readOffLoop ? await this.#host.readOffLoop(this.#statsSql, args) : this.#sql.stats.all(...args)
     } catch (error) {
       throw commandError(this.#host.path, error)
     }
     const stats: InboxStats = { pending: 0, running: 0, dead: 0, oldestPendingAt: null }
-    for (const row of (rows[0] ?? []) as { state: 'pending' | 'running' | 'dead'; n: number; oldest: number }[]) {
+    for (const row of rows as { state: 'pending' | 'running' | 'dead'; n: number; oldest: number }[]) {
       stats[row.state] = row.n
       if (row.state === 'pending') stats.oldestPendingAt = row.oldest
     }

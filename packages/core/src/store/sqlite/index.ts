@@ -34,7 +34,7 @@ import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
-import { SqliteReader } from './reader.js'
+import { readerHere, readOffLoop, SqliteReader } from './reader.js'
 import { RememberedKeys } from './remembered.js'
 import { driverPath, loadDriver, openDatabase } from './schema.js'
 import { isFilePath, WalSync } from './sync.js'
@@ -138,6 +138,7 @@ export class SqliteDedupStore implements DedupStore {
               ),
           })
         : undefined
+    const here = readerHere(db)
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -147,7 +148,7 @@ export class SqliteDedupStore implements DedupStore {
           now,
           refused: () => this.#writeRefused(),
           afterDurable: (then) => this.#afterDurable(then),
-          reader: this.#reader,
+          readOffLoop: (sql, args) => readOffLoop(this.#reader, [{ sql, args }], here, () => this.#refused()).then((rows) => rows[0] ?? []),
           batch: (write, durable = false) =>
             new Promise((resolve, reject) => {
               this.#writes.push({ write, durable, outcome: undefined, resolve, reject })
