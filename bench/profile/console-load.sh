@@ -2,7 +2,7 @@
 # Webhook answers' latency while an operator opens the console: a store file pre-filled with
 # RECORDS done records (default 1,000,000), the Hono server with the default SQLite store on it
 # pinned to core 0, the load on core 1: a warm-up of 20,000 requests (closed loop), then RATE
-# deliveries a second (default 5,000, about half of what one core answers) for SECONDS (default
+# deliveries a second (default 3,000, about half of what one core answers this way) for SECONDS (default
 # 10) in an open loop (rate.mjs: latency from when each delivery was due). Once without the console
 # and once with its overview opened every EVERY_MS (default 1,000) in the server's process.
 # usage: bench/profile/console-load.sh
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 records=${RECORDS:-1000000}
 every=${EVERY_MS:-1000}
-rate=${RATE:-5000}
+rate=${RATE:-3000}
 seconds=${SECONDS_:-10}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -1,6 +1,7 @@
 // bench/profile/server.mjs: every variant starts, answers signed deliveries with 200, and prints
-// its CPU per request on SIGINT (with STATS=1, where its answers waited); load.mjs sends exactly the
-// count it is given and prints their latency. No speed is asserted.
+// its CPU per request on SIGINT (with STATS=1, where its answers waited; with CONSOLE_EVERY_MS, the
+// console overviews it made); load.mjs sends exactly the count it is given and prints their latency,
+// rate.mjs a steady rate for a time; fill-sqlite.mjs fills a store file. No speed is asserted.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -72,6 +73,30 @@ describe('bench/profile', () => {
       expect(Number(/^ {2}fdatasync (\d+) \(/m.exec(report)?.[1])).toBeGreaterThan(0)
     }, 40_000)
   }
+
+  it('CONSOLE_EVERY_MS: opens the console overview over a filled file while rate.mjs delivers at a steady rate, every answer counted', async () => {
+    const path = join(dir, 'console-filled.db')
+    const fill = spawnSync(process.execPath, [join(PROFILE, 'fill-sqlite.mjs'), path, '5000'], { encoding: 'utf8', timeout: 30_000 })
+    expect(fill.stdout.trim()).toBe(`5000 done records in ${path}`)
+    const { child, port } = await start('sqlite', { EMAIL_WEBHOOKS_DB: path, CONSOLE_EVERY_MS: '100' })
+    const rate = spawnSync(process.execPath, [join(PROFILE, 'rate.mjs'), String(port), '400', '1'], { encoding: 'utf8', timeout: 60_000 })
+    const report = await stop(child)
+    expect(rate.stdout).toMatch(
+      /^400 answers at 400\/s \(400 due\), p50 [\d.]+ ms, p99 [\d.]+ ms, p99\.9 [\d.]+ ms, max [\d.]+ ms, non-2xx 0, lost 0, connections \d+$/m,
+    )
+    expect(Number(/, (\d+) console overviews$/m.exec(report)?.[1])).toBeGreaterThan(0)
+    // A page that failed or did not answer is printed by the server.
+    expect(report).not.toMatch(/^console: /m)
+  }, 60_000)
+
+  it('rate.mjs and fill-sqlite.mjs refuse bad arguments with their usage', () => {
+    const rate = spawnSync(process.execPath, [join(PROFILE, 'rate.mjs'), '1', 'x'], { encoding: 'utf8', timeout: 20_000 })
+    expect(rate.status).toBe(2)
+    expect(rate.stderr).toContain('usage: node rate.mjs <port> <per-second> <seconds>')
+    const fill = spawnSync(process.execPath, [join(PROFILE, 'fill-sqlite.mjs')], { encoding: 'utf8', timeout: 20_000 })
+    expect(fill.status).toBe(2)
+    expect(fill.stderr).toContain('usage: node fill-sqlite.mjs <file> <count>')
+  })
 
   it('refuses an unknown variant with its usage', () => {
     const run = spawnSync(process.execPath, [join(PROFILE, 'server.mjs'), 'nope'], { encoding: 'utf8', timeout: 20_000 })
