@@ -3,12 +3,14 @@
  * that an operator's page over a week of done records never holds up the receiver it is mounted
  * in: better-sqlite3 is synchronous, and on the store's connection the overview of 1,000,000 done
  * records kept the event loop (every webhook answer of the process) waiting ~400 ms. Also: the
- * thread reads what the store committed, a read asked for before close() is answered, a store in
+ * thread reads what the store committed, a read asked for before close() is answered and a process
+ * closing the store with one in flight exits normally, counts are exact across chunks, a store in
  * memory reads on its own connection, and a thread that cannot start leaves every page working
  * (on the store's connection) and says why once.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { emailWebhookConsole } from '@email-webhooks/core/console'
@@ -16,7 +18,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
-import { SqliteReader } from '../../packages/core/src/store/sqlite/reader.js'
+import { READ_GATE, SqliteReader } from '../../packages/core/src/store/sqlite/reader.js'
 import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-console-reader-'))
@@ -25,7 +27,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const TABLE = 'email_webhook_dedup'
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 const AUTH = { authorization: `Basic ${btoa('ops:reader-test-password')}` }
-const consoleOf = (store: SqliteDedupStore) => emailWebhookConsole({ store, auth: { username: 'ops', password: 'reader-test-password' } })
+// A long store timeout: these tests ask whether the event loop turns, not how fast a loaded machine makes the page.
+const consoleOf = (store: SqliteDedupStore) =>
+  emailWebhookConsole({ store, auth: { username: 'ops', password: 'reader-test-password' }, storeTimeoutMs: 60_000 })
 
 /** Adds `count` done records expiring within the day to the store's file, through a connection of the test's own. */
 function fill(path: string, count: number): void {
@@ -35,6 +39,25 @@ function fill(path: string, count: number): void {
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
        INSERT INTO ${TABLE} (key, expires_at) SELECT 'default:filled-' || i, ? + (i % 86400) * 1000 FROM n`,
     ).run(count, Date.now() + 3_600_000)
+  } finally {
+    db.close()
+  }
+}
+
+/** `count` waiting entries in the store's inbox: one enqueued, then copies of it under other keys through a connection of the test's own. */
+async function fillInbox(store: SqliteDedupStore, path: string, count: number): Promise<void> {
+  await store.inbox?.enqueue(
+    { key: 'default:first', type: 'email.bounced', payload: '{}', timestamp: Math.floor(Date.now() / 1000) },
+    { retentionMs: 3_600_000 },
+  )
+  const db = new Database(path)
+  try {
+    const columns = (db.prepare(`SELECT name FROM pragma_table_info('${TABLE}_inbox')`).pluck().all() as string[]).join(', ')
+    const copied = columns.replace(/\bkey\b/, `'default:backlog-' || i`)
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO ${TABLE}_inbox (${columns}) SELECT ${copied} FROM n, (SELECT * FROM ${TABLE}_inbox WHERE key = 'default:first')`,
+    ).run(count - 1)
   } finally {
     db.close()
   }
@@ -103,7 +126,7 @@ describe("the SQLite store's console reads", () => {
       const found = await timedPage(handler, '/find?q=new-one')
       expect(found.text).toMatch(/done/i)
 
-      // After close() a page says the store did not answer (and the thread is gone: the test process would hang otherwise).
+      // After close() a page says the store did not answer.
       await store.close()
       const after = await handler(new Request('http://console/', { headers: AUTH }))
       expect(await after.text()).toMatch(/did not answer/)
@@ -120,22 +143,7 @@ describe("the SQLite store's console reads", () => {
     try {
       const inbox = store.inbox
       if (!inbox) throw new Error('expected an inbox')
-      await inbox.enqueue(
-        { key: 'default:first', type: 'email.bounced', payload: '{}', timestamp: Math.floor(Date.now() / 1000) },
-        { retentionMs: 3_600_000 },
-      )
-      // The backlog: copies of that entry under other keys, through a connection of the test's own.
-      const db = new Database(path)
-      try {
-        const columns = (db.prepare(`SELECT name FROM pragma_table_info('${TABLE}_inbox')`).pluck().all() as string[]).join(', ')
-        const copied = columns.replace(/\bkey\b/, `'default:backlog-' || i`)
-        db.prepare(
-          `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
-           INSERT INTO ${TABLE}_inbox (${columns}) SELECT ${copied} FROM n, (SELECT * FROM ${TABLE}_inbox WHERE key = 'default:first')`,
-        ).run()
-      } finally {
-        db.close()
-      }
+      await fillInbox(store, path, 1_000_000)
       await inbox.stats()
       const counted = await timed(() => inbox.stats())
       expect(counted.value).toMatchObject({ pending: 1_000_000, running: 0, dead: 0 })
@@ -187,26 +195,160 @@ describe("the SQLite store's console reads", () => {
     }
   })
 
-  it("answer a read asked for before the thread's close(), then stop", async () => {
+  it("answer a read asked for before the thread's close() from the thread, then stop", async () => {
     const path = join(dir, 'closing.db')
     const store = new SqliteDedupStore({ path })
-    const db = new Database(path)
     const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
     try {
       fill(path, 200_000)
-      const source = sqliteConsoleSource({ db, table: TABLE, path, now: Date.now, refused: () => undefined, reader })
-      const asked = source.overview(Date.now(), 3_600_000)
-      expect(reader.running).toBe(true)
+      const whole = { sql: `SELECT count(*) FROM ${TABLE} WHERE expires_at > ?`, args: [0], pluck: true }
+      // A read the thread drops rejects (ReaderEndedError): only the thread's answer fulfils it.
+      const asked = reader.read([whole])
+      expect(asked).toBeInstanceOf(Promise)
       await reader.close()
-      expect((await asked).figures[0]).toMatchObject({ value: 200_000 })
+      expect(await asked).toEqual([[200_000]])
       expect(reader.running).toBe(false)
-      // Later reads run on the store's connection.
-      expect((await source.overview(Date.now(), 3_600_000)).figures[0]).toMatchObject({ value: 200_000 })
+      // After close() there is no thread: the caller reads on the store's connection.
+      expect(reader.read([whole])).toBeUndefined()
     } finally {
-      db.close()
       await store.close()
     }
   })
+
+  it('let a process that closes the store with a read in flight exit normally, after close() resolved (its threads load under --input-type=module)', {
+    timeout: 60_000,
+  }, async () => {
+    const path = join(dir, 'close-in-flight.db')
+    const filler = new SqliteDedupStore({ path })
+    await fillInbox(filler, path, 1_000_000)
+    await filler.close()
+    // The thread is unreferenced while idle and referenced while a read waits; close() must keep it
+    // referenced after that read's answer, or the process ends inside close() (exit code 13).
+    const script = `
+      import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+      const store = new SqliteDedupStore({ path: ${JSON.stringify(path)} })
+      // 1,200 writes: the checkpointer's thread starts too (on more than one CPU), and must load under --input-type=module.
+      const opts = { leaseMs: 60_000, retentionMs: 3_600_000 }
+      await Promise.all(Array.from({ length: 600 }, async (_, i) => {
+        const claimed = await store.claim('default:write-' + i, opts)
+        await store.complete(claimed.claim, opts)
+      }))
+      // Counting the backlog takes the thread about 200 ms: close() comes while it reads.
+      const counted = store.inbox.stats()
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      await store.close()
+      console.log('closed', (await counted).pending)
+    `
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: import.meta.dirname,
+      encoding: 'utf8',
+      timeout: 50_000,
+    })
+    expect(run.stderr).toBe('')
+    expect(run.stdout.trim()).toBe('closed 1000000')
+    expect(run.status).toBe(0)
+  })
+
+  it('count every record across chunk boundaries, the empty key too', async () => {
+    const path = join(dir, 'boundaries.db')
+    const store = new SqliteDedupStore({ path })
+    try {
+      // Two chunks exactly (20,000 keys each), one of them the smallest key there is.
+      fill(path, 39_999)
+      const db = new Database(path)
+      db.prepare(`INSERT INTO ${TABLE} (key, expires_at) VALUES ('', ?)`).run(Date.now() + 3_600_000)
+      db.close()
+      const page = await timedPage(consoleOf(store), '/')
+      expect(doneFigure(page.text)).toBe(40_000)
+      const claim = await store.claim('default:one-more', LONG)
+      if (claim.status !== 'acquired') throw new Error('expected acquired')
+      await store.complete(claim.claim, LONG)
+      expect(doneFigure((await timedPage(consoleOf(store), '/')).text)).toBe(40_001)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it("wait for the checkpointer's held pass before a read (a bounded time), and keep it waiting while reading", async () => {
+    const path = join(dir, 'gate.db')
+    const store = new SqliteDedupStore({ path })
+    const gate = new Int32Array(new SharedArrayBuffer(4))
+    const reader = new SqliteReader({
+      path,
+      driver: driverPath,
+      busyTimeoutMs: 1_000,
+      stopped: () => {},
+      gate: gate.buffer as SharedArrayBuffer,
+    })
+    const one = [{ sql: 'SELECT 1', args: [], pluck: true }]
+    try {
+      expect(await reader.read(one)).toEqual([[1]])
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.OPEN)
+      // A held pass runs: the read waits for its end.
+      Atomics.store(gate, 0, READ_GATE.PASSING)
+      let answered = false
+      const waiting = reader.read(one)?.then((rows) => {
+        answered = true
+        return rows
+      })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(answered).toBe(false)
+      Atomics.store(gate, 0, READ_GATE.OPEN)
+      Atomics.notify(gate, 0)
+      expect(await waiting).toEqual([[1]])
+      // A pass that does not end: the read goes on after READ_GATE.readWaitMs, without the gate.
+      Atomics.store(gate, 0, READ_GATE.PASSING)
+      const started = performance.now()
+      expect(await reader.read(one)).toEqual([[1]])
+      expect(performance.now() - started).toBeGreaterThanOrEqual(READ_GATE.readWaitMs - 5)
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.PASSING)
+    } finally {
+      await reader.close()
+      await store.close()
+    }
+  })
+
+  it.skipIf(availableParallelism() < 2)(
+    'let the WAL start over while overviews read back to back beside steady writes',
+    { timeout: 60_000 },
+    async () => {
+      const path = join(dir, 'restarts.db')
+      const store = new SqliteDedupStore({ path })
+      try {
+        fill(path, 300_000)
+        const handler = consoleOf(store)
+        let walMax = 0
+        let reading = true
+        const pages = (async () => {
+          let n = 0
+          while (reading) {
+            await (await handler(new Request('http://console/', { headers: AUTH }))).text()
+            n++
+          }
+          return n
+        })()
+        // About 2,000 events a second for 4 s: the WAL passes its 4 MiB restart size several times.
+        const deadline = Date.now() + 4_000
+        let written = 0
+        while (Date.now() < deadline) {
+          await Promise.all(
+            Array.from({ length: 20 }, async () => {
+              const claim = await store.claim(`default:steady-${written++}`, LONG)
+              if (claim.status === 'acquired') await store.complete(claim.claim, LONG)
+            }),
+          )
+          walMax = Math.max(walMax, statSync(`${path}-wal`).size)
+          await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+        reading = false
+        expect(await pages).toBeGreaterThan(2)
+        // Without the gate and the pauses the WAL grew to the 12 MiB backstop, where the store checkpoints on the event loop.
+        expect(walMax).toBeLessThan(10 * 1024 * 1024)
+      } finally {
+        await store.close()
+      }
+    },
+  )
 
   it('turn a failed statement of the thread into a typed error that names the file', async () => {
     const path = join(dir, 'failing.db')

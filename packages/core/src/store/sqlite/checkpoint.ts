@@ -44,6 +44,7 @@
  */
 import { Worker } from 'node:worker_threads'
 import { reasonOf } from './errors.js'
+import { READ_GATE, workerExecArgv } from './reader.js'
 import { AUTOCHECKPOINT_BYTES } from './schema.js'
 
 /** Writes (claims, completes, inbox writes) of the store before the worker starts. */
@@ -95,8 +96,27 @@ const WORKER_SOURCE = `
 const { closeSync, fdatasyncSync, openSync, readdirSync, readlinkSync, readSync } = require('node:fs')
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
-const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
+const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word, READ_GATE } = workerData
 const state = new Int32Array(word)
+// The reading thread's gate (reader.ts): closed for the held pass once no read runs, for at most
+// READ_GATE.maxMs of waiting (a long read: the pass goes on, and the WAL may not start over).
+const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
+const closeGate = () => {
+  if (gate === undefined) return false
+  const until = Date.now() + READ_GATE.checkpointWaitMs
+  for (;;) {
+    const seen = Atomics.compareExchange(gate, 0, READ_GATE.OPEN, READ_GATE.PASSING)
+    if (seen === READ_GATE.OPEN) return true
+    const left = until - Date.now()
+    if (left <= 0) return false
+    Atomics.wait(gate, 0, seen, left)
+  }
+}
+const openGate = (closed) => {
+  if (!closed) return
+  Atomics.store(gate, 0, READ_GATE.OPEN)
+  Atomics.notify(gate, 0)
+}
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
 db.pragma('synchronous = FULL')
@@ -173,16 +193,23 @@ parentPort.on('message', (message) => {
         if (fresh <= catchUpFrames) break
       }
     }
-    if (log >= holdFrames && Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
-      Atomics.wait(state, 0, ASKED, askMaxMs)
-      // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
-      if (Atomics.compareExchange(state, 0, ASKED, FREE) !== ASKED) {
-        try {
-          checkpoint()
-          held = true
-        } finally {
-          Atomics.compareExchange(state, 0, HELD, FREE)
+    if (log >= holdFrames) {
+      const closed = closeGate()
+      try {
+        if (Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
+          Atomics.wait(state, 0, ASKED, askMaxMs)
+          // Not agreed in time (the store wrote nothing meanwhile): withdraw the ask.
+          if (Atomics.compareExchange(state, 0, ASKED, FREE) !== ASKED) {
+            try {
+              checkpoint()
+              held = true
+            } finally {
+              Atomics.compareExchange(state, 0, HELD, FREE)
+            }
+          }
         }
+      } finally {
+        openGate(closed)
       }
     }
     parentPort.postMessage({ log, held, restarts: before, presynced })
@@ -313,6 +340,12 @@ export interface CheckpointHost {
   timings?: { holdMaxMs?: number; askMaxMs?: number }
   /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
   parallel: () => boolean
+  /**
+   * A word shared with the store's reading thread (reader.ts: READ_GATE): the held pass closes it
+   * first, waiting up to GATE_MAX_MS for a read to end, since a read's snapshot would keep the pass
+   * from copying the WAL's last frames and the WAL from starting over.
+   */
+  gate?: SharedArrayBuffer | undefined
 }
 
 /** Counts of what the checkpointer did (tests and profiles read them). */
@@ -428,6 +461,7 @@ export class Checkpointer {
     try {
       worker = new Worker(WORKER_SOURCE, {
         eval: true,
+        execArgv: workerExecArgv(),
         workerData: {
           driver: this.#host.driver(),
           path: this.#host.path,
@@ -439,6 +473,8 @@ export class Checkpointer {
           askMaxMs: this.#host.timings?.askMaxMs ?? ASK_MAX_MS,
           CATCH_UP_PASSES,
           catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
+          gate: this.#host.gate,
+          READ_GATE,
         },
       })
     } catch (error) {

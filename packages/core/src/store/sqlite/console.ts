@@ -50,10 +50,13 @@ const IN_STATE: Record<InboxState, string> = {
   dead: `state = 'dead'`,
 }
 /**
- * Keys a read of the overview's counts covers (about 10 ms of reading): the done records, marks and
+ * Keys a read of the overview's counts covers (about 6 ms of reading): the done records, marks and
  * facts are counted a chunk at a time.
  */
 const CHUNK_KEYS = 20_000
+/** The least pause between two chunks (countByChunks). */
+const CHUNK_PAUSE_MS = 2
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const TIME: Record<InboxState, string> = { pending: 'enqueued_at', running: 'enqueued_at', done: 'ended_at', dead: 'ended_at' }
 
 function summaryOf(row: EntryRow): EntrySummary {
@@ -110,19 +113,28 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
   const first = (rows: unknown[] | undefined): number => (rows?.[0] as number | undefined) ?? 0
   /**
    * Counts the rows of `table` (keyed by `key`) that match `where`, by the value of `group` (or all
-   * under 0), CHUNK_KEYS keys a read: each read its own short snapshot, since a snapshot held for
-   * the whole table (a second at a week's retention) keeps the store's WAL from starting over.
+   * under 0), CHUNK_KEYS keys a read, each read its own short snapshot, and after each a pause as
+   * long as the read (at least CHUNK_PAUSE_MS) with none: a snapshot keeps the WAL from starting
+   * over while it lasts, and reads back to back (a second at a week's retention) would keep it
+   * from ever starting over, so the writer's checkpoint would come at the backstop, on the event loop.
    */
   const countByChunks = async (table: string, where: string, params: Record<string, unknown>, group = '0') => {
     const counts = new Map<number, number>()
-    const chunkEnd = `SELECT key FROM ${table} WHERE key > :after ORDER BY key LIMIT 1 OFFSET ${CHUNK_KEYS - 1}`
-    // The chunk's last key, or X'FF' (above every text) for the last chunk: a range the primary key reads.
-    const counted = `SELECT ${group} AS g, count(*) AS n FROM ${table}
-      WHERE key > :after AND key <= coalesce((${chunkEnd}), X'FF') AND ${where} GROUP BY g`
-    for (let after: string | undefined = ''; after !== undefined; ) {
-      const [rows, end] = await readRows([step(counted, { ...params, after }), count(chunkEnd, { after })])
+    const chunk = (first: boolean) => {
+      // The chunk's last key, or X'FF' (above every text) for the last chunk: a range the primary key reads.
+      const chunkEnd = `SELECT key FROM ${table} WHERE key ${first ? '>=' : '>'} :after ORDER BY key LIMIT 1 OFFSET ${CHUNK_KEYS - 1}`
+      const counted = `SELECT ${group} AS g, count(*) AS n FROM ${table}
+        WHERE key ${first ? '>=' : '>'} :after AND key <= coalesce((${chunkEnd}), X'FF') AND ${where} GROUP BY g`
+      return { chunkEnd, counted }
+    }
+    const first = chunk(true)
+    const next = chunk(false)
+    for (let after: string | undefined = '', sql = first; after !== undefined; sql = next) {
+      const started = performance.now()
+      const [rows, end] = await readRows([step(sql.counted, { ...params, after }), count(sql.chunkEnd, { after })])
       for (const row of rows as { g: number; n: number }[]) counts.set(row.g, (counts.get(row.g) ?? 0) + row.n)
       after = end?.[0] as string | undefined
+      if (after !== undefined) await pause(Math.max(CHUNK_PAUSE_MS, performance.now() - started))
     }
     return counts
   }

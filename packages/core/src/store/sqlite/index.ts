@@ -100,6 +100,8 @@ export class SqliteDedupStore implements DedupStore {
       throw openError(path, error)
     }
     this.#purger = this.#readOnly ? undefined : new Purger(statements)
+    // Shared by the checkpointer's thread and the reading thread (reader.ts, READ_GATE).
+    const gate = new SharedArrayBuffer(4)
     this.#checkpointer =
       readOnly || !isFilePath(path) || db.pragma('journal_mode', { simple: true }) !== 'wal'
         ? undefined
@@ -110,6 +112,7 @@ export class SqliteDedupStore implements DedupStore {
             pageSize: db.pragma('page_size', { simple: true }) as number,
             // Asked when the thread would start, not now: the process may be pinned to a core meanwhile.
             parallel: () => availableParallelism() > 1,
+            gate,
             autocheckpoint: (pages) => {
               if (!this.#closed) db.pragma(`wal_autocheckpoint = ${pages}`)
             },
@@ -132,6 +135,7 @@ export class SqliteDedupStore implements DedupStore {
             path: realpathSync(path),
             driver: driverPath,
             busyTimeoutMs,
+            gate: this.#checkpointer ? gate : undefined,
             stopped: (reason) =>
               warn(
                 `${PACKAGE} ${path}: the reading thread of the console and the inbox's counts stopped (${reason}). They read on the store's connection from now on, holding up the receiver's answers while they read; nothing is lost. If this repeats, check that better-sqlite3 loads in a worker thread (node:worker_threads).`,

@@ -3,8 +3,9 @@
  * synchronous, and the console is mounted in the receiver's app: on the store's own connection an
  * overview that counts a week of done records (12 million at 20 events a second) would keep the
  * receiver's event loop, and every webhook answer of the process, waiting for seconds. The thread
- * opens the file read-only (WAL: it reads beside the writing connection and never blocks it); each
- * `read` runs its statements in one read transaction there, so a page is one snapshot.
+ * opens the file read-only (WAL: it reads beside the writing connection and never locks it out);
+ * each `read` runs its statements in one read transaction there, so a page is one snapshot. A
+ * snapshot still keeps the WAL from starting over while it lasts: long reads go in chunks (console.ts).
  *
  * Started on the first read, not with the store (most stores never serve a console); unreferenced
  * while no read waits, so it never keeps a process alive. If it cannot start or fails, the reads
@@ -21,6 +22,21 @@ export interface ReadStep {
   pluck?: boolean
 }
 
+/**
+ * A word of shared memory between the reading thread and the checkpointer's (checkpoint.ts), so that
+ * the WAL can start over while pages are read: a read's snapshot keeps the held pass from copying
+ * the WAL's last frames. OPEN: neither; READING: a read runs; PASSING: the held pass runs. Each side
+ * waits a bounded time for the other, then goes on without the gate (a slower restart, never a
+ * wrong read).
+ */
+export const READ_GATE: Readonly<{ OPEN: 0; READING: 1; PASSING: 2; readWaitMs: number; checkpointWaitMs: number }> = Object.freeze({
+  OPEN: 0,
+  READING: 1,
+  PASSING: 2,
+  readWaitMs: 50,
+  checkpointWaitMs: 20,
+})
+
 /** What the reader needs of its store. */
 export interface ReaderHost {
   /** The file, resolved (the thread opens it later; the process may change directory meanwhile). */
@@ -30,12 +46,31 @@ export interface ReaderHost {
   busyTimeoutMs: number
   /** The thread could not start or failed: the reads run on the store's connection from now on. */
   stopped: (reason: string) => void
+  /** The word shared with the checkpointer's thread (READ_GATE), when the store has one. */
+  gate?: SharedArrayBuffer | undefined
 }
 
 /** A failed statement as the thread sends it back: better-sqlite3's code and message. */
 interface ReadFailure {
   code?: string
   message: string
+}
+
+/**
+ * The Node flags a worker thread of the store runs with: the process's, but `--input-type` (a
+ * thread's source is given as a string, which `--input-type=module` would make an ES module, where
+ * its `require` does not exist: a script run as `node --input-type=module -e …` lost both threads).
+ * @example
+ * new Worker(source, { eval: true, execArgv: workerExecArgv() })
+ */
+export function workerExecArgv(): string[] {
+  const argv: string[] = []
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const arg = process.execArgv[i] as string
+    if (arg === '--input-type') i++
+    else if (!arg.startsWith('--input-type=')) argv.push(arg)
+  }
+  return argv
 }
 
 /** A read the thread could not answer because it ended (it could not start, failed, or was closed): read elsewhere. */
@@ -47,14 +82,17 @@ type Answer = { id: number; rows: unknown[][] } | { id: number; error: ReadFailu
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
-// The lowest CPU priority for this thread alone (Linux: a thread's id is its own to set): on a busy
-// core the receiver's thread runs first, and pages are made with the time it leaves.
+// A lower CPU priority for this thread alone (Linux: a thread's id is its own to set): on a busy
+// core the receiver's thread runs first. Nice 10, not 19: at 19 a page got about 1.5 % of a busy
+// core and timed out (storeTimeoutMs) on a loaded host; at 10 it gets about a tenth.
 try {
   const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop())
-  if (Number.isInteger(tid) && tid > 0) require('node:os').setPriority(tid, 19)
+  if (Number.isInteger(tid) && tid > 0) require('node:os').setPriority(tid, 10)
 } catch {}
 const Database = require(workerData.driver)
 const db = new Database(workerData.path, { readonly: true, fileMustExist: true, timeout: workerData.busyTimeoutMs })
+// Statements prepared once, each read in one transaction: readerHere's, written again (this source
+// must stand alone in the thread).
 const prepared = new Map()
 const statement = (sql, pluck) => {
   const name = (pluck ? 'p:' : 'r:') + sql
@@ -67,15 +105,38 @@ const statement = (sql, pluck) => {
   return found
 }
 const readAll = db.transaction((steps) => steps.map((step) => statement(step.sql, step.pluck).all(...step.args)))
+// READ_GATE: a read waits (a bounded time) for the checkpointer's held pass, and keeps it waiting.
+const { READ_GATE } = workerData
+const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
+const enterGate = () => {
+  if (gate === undefined) return false
+  const until = Date.now() + READ_GATE.readWaitMs
+  for (;;) {
+    const seen = Atomics.compareExchange(gate, 0, READ_GATE.OPEN, READ_GATE.READING)
+    if (seen === READ_GATE.OPEN) return true
+    const left = until - Date.now()
+    if (seen !== READ_GATE.PASSING || left <= 0) return false
+    Atomics.wait(gate, 0, seen, left)
+  }
+}
+const leaveGate = (entered) => {
+  if (!entered) return
+  Atomics.store(gate, 0, READ_GATE.OPEN)
+  Atomics.notify(gate, 0)
+}
 parentPort.on('message', (message) => {
   if (message === 'close') {
     db.close()
     parentPort.close()
     return
   }
+  const entered = enterGate()
   try {
-    parentPort.postMessage({ id: message.id, rows: readAll(message.steps) })
+    const rows = readAll(message.steps)
+    leaveGate(entered)
+    parentPort.postMessage({ id: message.id, rows })
   } catch (error) {
+    leaveGate(entered)
     parentPort.postMessage({ id: message.id, error: { code: typeof error.code === 'string' ? error.code : undefined, message: String(error.message) } })
   }
 })
@@ -134,7 +195,14 @@ export class SqliteReader {
     try {
       worker = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { driver: this.#host.driver(), path: this.#host.path, busyTimeoutMs: this.#host.busyTimeoutMs },
+        execArgv: workerExecArgv(),
+        workerData: {
+          driver: this.#host.driver(),
+          path: this.#host.path,
+          busyTimeoutMs: this.#host.busyTimeoutMs,
+          gate: this.#host.gate,
+          READ_GATE,
+        },
       })
     } catch (error) {
       this.#fail(`the thread could not start: ${reasonOf(error)}`)
@@ -153,7 +221,8 @@ export class SqliteReader {
     const waiting = this.#waiting.get(answer.id)
     if (waiting === undefined) return
     this.#waiting.delete(answer.id)
-    if (this.#waiting.size === 0) this.#worker?.unref()
+    // Not while closing: close() keeps the thread referenced until its connection is closed.
+    if (this.#waiting.size === 0 && !this.#stopped) this.#worker?.unref()
     if ('rows' in answer) waiting.resolve(answer.rows)
     else waiting.reject(Object.assign(new Error(answer.error.message), { code: answer.error.code }))
   }
