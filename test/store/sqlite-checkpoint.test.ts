@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Checkpointer, PassClock, type PassResult } from '../../packages/core/src/store/sqlite/checkpoint.js'
+import { READ_GATE } from '../../packages/core/src/store/sqlite/reader.js'
 import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
 import { straceAvailable, underStrace } from './strace.js'
 
@@ -44,7 +45,13 @@ function fakeCheckpointer(
     driver = FAKE_DRIVER,
     parallel = true,
     timings,
-  }: { driver?: string; parallel?: boolean; timings?: { holdMaxMs?: number; askMaxMs?: number } } = {},
+    gate,
+  }: {
+    driver?: string
+    parallel?: boolean
+    timings?: { holdMaxMs?: number; askMaxMs?: number; gateWaitMs?: number }
+    gate?: SharedArrayBuffer
+  } = {},
 ) {
   let asked = 0
   const path = join(dir, name)
@@ -64,6 +71,7 @@ function fakeCheckpointer(
     stopped: (reason) => stops.push(reason),
     syncFailed: (reason) => syncFailures.push(reason),
     timings,
+    gate,
     parallel: () => {
       asked++
       return parallel
@@ -135,6 +143,53 @@ describe('Checkpointer (stand-in driver)', () => {
       expect(checkpointer.holding).toBe(false)
       expect(checkpointer.mayCommit()).toBe(true)
       expect(checkpointer.counts).toMatchObject({ passes: 1, holds: 1, holdsTimedOut: 0, failures: 0 })
+    } finally {
+      await checkpointer.stop()
+    }
+  })
+
+  it("waits for the reading thread's read to end before it asks for a hold (READ_GATE), and closes the gate while it copies", async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(4))
+    // A read runs (the reading thread's side of the gate, played by the test).
+    Atomics.store(gate, 0, READ_GATE.READING)
+    const { checkpointer, resumes } = fakeCheckpointer(
+      'gate.db',
+      { log: BIG_LOG, firstPassMs: 0, passMs: 40 },
+      { timings: { ...WIDE, gateWaitMs: 5_000 }, gate: gate.buffer as SharedArrayBuffer },
+    )
+    try {
+      checkpointer.committed(1_000)
+      // The pass ran, then waits for the read: no hold asked for meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(checkpointer.mayCommit()).toBe(true)
+      expect(checkpointer.counts.holds).toBe(0)
+      // The read ends: the worker closes the gate for its held pass, then asks.
+      Atomics.store(gate, 0, READ_GATE.OPEN)
+      Atomics.notify(gate, 0)
+      await until(() => !checkpointer.mayCommit(), 'a hold')
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.PASSING)
+      await until(() => resumes() === 1, 'the resume')
+      await until(() => Atomics.load(gate, 0) === READ_GATE.OPEN, 'the gate opened')
+    } finally {
+      await checkpointer.stop()
+    }
+  })
+
+  it('asks for its hold anyway once a read has kept the gate for gateWaitMs, and leaves the gate alone', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(4))
+    Atomics.store(gate, 0, READ_GATE.READING)
+    const { checkpointer, resumes } = fakeCheckpointer(
+      'gate-long-read.db',
+      { log: BIG_LOG, firstPassMs: 0, passMs: 5 },
+      { timings: { ...WIDE, gateWaitMs: 20 }, gate: gate.buffer as SharedArrayBuffer },
+    )
+    try {
+      checkpointer.committed(1_000)
+      await until(() => !checkpointer.mayCommit(), 'a hold')
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.READING)
+      await until(() => resumes() === 1, 'the resume')
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.READING)
+      expect(checkpointer.counts).toMatchObject({ holds: 1, holdsTimedOut: 0, failures: 0 })
     } finally {
       await checkpointer.stop()
     }

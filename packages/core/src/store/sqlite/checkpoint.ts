@@ -99,11 +99,11 @@ const Database = require(workerData.driver)
 const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word, READ_GATE } = workerData
 const state = new Int32Array(word)
 // The reading thread's gate (reader.ts): closed for the held pass once no read runs, for at most
-// READ_GATE.maxMs of waiting (a long read: the pass goes on, and the WAL may not start over).
+// gateWaitMs (READ_GATE.checkpointWaitMs) of waiting (a long read: the pass goes on, and the WAL may not start over).
 const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
 const closeGate = () => {
   if (gate === undefined) return false
-  const until = Date.now() + READ_GATE.checkpointWaitMs
+  const until = Date.now() + workerData.gateWaitMs
   for (;;) {
     const seen = Atomics.compareExchange(gate, 0, READ_GATE.OPEN, READ_GATE.PASSING)
     if (seen === READ_GATE.OPEN) return true
@@ -336,8 +336,8 @@ export interface CheckpointHost {
    * pages that may not be on disk; the store must refuse all work from now on.
    */
   syncFailed: (reason: string) => void
-  /** Bounds of a hold and of the worker's wait for the store to agree (tests widen or narrow them). */
-  timings?: { holdMaxMs?: number; askMaxMs?: number }
+  /** Bounds of a hold, of the worker's wait for the store to agree and of its wait for a read to end (tests widen or narrow them). */
+  timings?: { holdMaxMs?: number; askMaxMs?: number; gateWaitMs?: number }
   /** Whether the process may run two threads at once now (else the worker waits for inbox writes); asked once, when the worker would start. */
   parallel: () => boolean
   /**
@@ -475,6 +475,7 @@ export class Checkpointer {
           catchUpFrames: Math.ceil(CATCH_UP_BYTES / this.#host.pageSize),
           gate: this.#host.gate,
           READ_GATE,
+          gateWaitMs: this.#host.timings?.gateWaitMs ?? READ_GATE.checkpointWaitMs,
         },
       })
     } catch (error) {
