@@ -9,8 +9,8 @@
  * (on the store's connection) and says why once.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { emailWebhookConsole } from '@email-webhooks/core/console'
@@ -307,48 +307,6 @@ describe("the SQLite store's console reads", () => {
       await store.close()
     }
   })
-
-  it.skipIf(availableParallelism() < 2)(
-    'let the WAL start over while overviews read back to back beside steady writes',
-    { timeout: 60_000 },
-    async () => {
-      const path = join(dir, 'restarts.db')
-      const store = new SqliteDedupStore({ path })
-      try {
-        fill(path, 300_000)
-        const handler = consoleOf(store)
-        let walMax = 0
-        let reading = true
-        const pages = (async () => {
-          let n = 0
-          while (reading) {
-            await (await handler(new Request('http://console/', { headers: AUTH }))).text()
-            n++
-          }
-          return n
-        })()
-        // About 2,000 events a second for 4 s: the WAL passes its 4 MiB restart size several times.
-        const deadline = Date.now() + 4_000
-        let written = 0
-        while (Date.now() < deadline) {
-          await Promise.all(
-            Array.from({ length: 20 }, async () => {
-              const claim = await store.claim(`default:steady-${written++}`, LONG)
-              if (claim.status === 'acquired') await store.complete(claim.claim, LONG)
-            }),
-          )
-          walMax = Math.max(walMax, statSync(`${path}-wal`).size)
-          await new Promise((resolve) => setTimeout(resolve, 10))
-        }
-        reading = false
-        expect(await pages).toBeGreaterThan(2)
-        // Without the gate and the pauses the WAL grew to the 12 MiB backstop, where the store checkpoints on the event loop.
-        expect(walMax).toBeLessThan(10 * 1024 * 1024)
-      } finally {
-        await store.close()
-      }
-    },
-  )
 
   it('turn a failed statement of the thread into a typed error that names the file', async () => {
     const path = join(dir, 'failing.db')
