@@ -3,7 +3,7 @@
 // console overviews it made); load.mjs sends exactly the count it is given and prints their latency,
 // rate.mjs a steady rate for a time; fill-sqlite.mjs fills a store file. No speed is asserted.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -87,6 +87,26 @@ describe('bench/profile', () => {
     expect(Number(/, (\d+) console overviews$/m.exec(report)?.[1])).toBeGreaterThan(0)
     // A page that failed or did not answer is printed by the server.
     expect(report).not.toMatch(/^console: /m)
+  }, 60_000)
+
+  it('console-wal.mjs: prints each phase on a filled file, and removes its copy', () => {
+    const path = join(dir, 'console-wal.db')
+    spawnSync(process.execPath, [join(PROFILE, 'fill-sqlite.mjs'), path, '2000'], { encoding: 'utf8', timeout: 30_000 })
+    const run = spawnSync(process.execPath, [join(PROFILE, 'console-wal.mjs'), path], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, PHASE_MS: '300', ROUNDS: '1', PER_TICK: '1' },
+    })
+    const PHASE = (name: string) =>
+      new RegExp(
+        `^${name}: \\d+ events, \\d+ overviews, WAL max [\\d.]+ MiB, event loop gap p99 [\\d.]+ ms, max [\\d.]+ ms, \\d+ over 20 ms, slowest claim \\+ complete [\\d.]+ ms$`,
+        'm',
+      )
+    expect(run.stdout).toMatch(PHASE('without the console'))
+    expect(run.stdout).toMatch(PHASE('overview back to back'))
+    expect(Number(/^overview back to back: \d+ events, (\d+) overviews/m.exec(run.stdout)?.[1])).toBeGreaterThan(0)
+    expect(run.status).toBe(0)
+    expect(readdirSync(dir).filter((name) => name.includes('console-wal-'))).toEqual([])
   }, 60_000)
 
   it('rate.mjs and fill-sqlite.mjs refuse bad arguments with their usage', () => {
