@@ -35,6 +35,7 @@ async function phase(name, withConsole) {
   const gaps = []
   let slowest = 0
   let events = 0
+  let failed = 0
   let pages = 0
   let stop = false
   const sampler = setInterval(() => {
@@ -53,10 +54,14 @@ async function phase(name, withConsole) {
       store
         .claim(`default:${randomUUID()}`, OPTS)
         .then((claimed) => store.complete(claimed.claim, OPTS))
-        .then(() => {
-          slowest = Math.max(slowest, performance.now() - started)
-          events++
-        })
+        .then(
+          () => {
+            slowest = Math.max(slowest, performance.now() - started)
+            events++
+          },
+          // A store that failed a call, or one closed while a call of the last phase was queued.
+          () => failed++,
+        )
     }
   }, 1)
   const reading = withConsole
@@ -76,7 +81,7 @@ async function phase(name, withConsole) {
   gaps.sort((a, b) => a - b)
   const at = (q) => (gaps[Math.floor(q * (gaps.length - 1))] ?? 0).toFixed(1)
   console.log(
-    `${name}: ${events} events, ${pages} overviews, WAL max ${(walMax / 2 ** 20).toFixed(1)} MiB, event loop gap p99 ${at(0.99)} ms, max ${at(1)} ms, ${gaps.filter((gap) => gap > 20).length} over 20 ms, slowest claim + complete ${slowest.toFixed(1)} ms`,
+    `${name}: ${events} events, ${pages} overviews, WAL max ${(walMax / 2 ** 20).toFixed(1)} MiB, event loop gap p99 ${at(0.99)} ms, max ${at(1)} ms, ${gaps.filter((gap) => gap > 20).length} over 20 ms, slowest claim + complete ${slowest.toFixed(1)} ms, ${failed} failed`,
   )
 }
 

@@ -99,7 +99,7 @@ describe('bench/profile', () => {
     })
     const PHASE = (name: string) =>
       new RegExp(
-        `^${name}: \\d+ events, \\d+ overviews, WAL max [\\d.]+ MiB, event loop gap p99 [\\d.]+ ms, max [\\d.]+ ms, \\d+ over 20 ms, slowest claim \\+ complete [\\d.]+ ms$`,
+        `^${name}: \\d+ events, \\d+ overviews, WAL max [\\d.]+ MiB, event loop gap p99 [\\d.]+ ms, max [\\d.]+ ms, \\d+ over 20 ms, slowest claim \\+ complete [\\d.]+ ms, 0 failed$`,
         'm',
       )
     expect(run.stdout).toMatch(PHASE('without the console'))
