@@ -123,7 +123,8 @@ export interface ConsoleSource {
   readonly location: string
   /** Whether `entries` pages with a cursor (false: the first `limit` entries only). */
   readonly paging: boolean
-  overview(now: number, retentionMs: number): Promise<StoreFacts>
+  /** `budgetMs`: how long the store may count before it answers with what it counted (a store that counts in parts). */
+  overview(now: number, retentionMs: number, budgetMs?: number): Promise<StoreFacts>
   record(key: string, now: number): Promise<DedupRecord>
   email(orderKey: string, now: number, limit: number): Promise<EmailRecords>
   entries(query: EntryQuery, now: number): Promise<EntryPage>

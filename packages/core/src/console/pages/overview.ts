@@ -53,9 +53,13 @@ async function inbox(ctx: PageContext): Promise<Html> {
 <p class="note">Depth and lag from the store's inbox; ${worker}.</p>`
 }
 
+/** The part of storeTimeoutMs a store may spend counting for the overview (the rest: its other reads). */
+const OVERVIEW_BUDGET_SHARE = 0.6
+
 async function store(ctx: PageContext): Promise<Html> {
   const { source, retentionMs } = ctx.settings
-  const read = await ctx.read(() => source.overview(ctx.now, retentionMs))
+  // Counting may take most of the store's time, not all of it: the page must answer within it.
+  const read = await ctx.read(() => source.overview(ctx.now, retentionMs, ctx.settings.storeTimeoutMs * OVERVIEW_BUDGET_SHARE))
   const head = html`<dl class="facts"><dt>Store</dt><dd>${source.kind}</dd><dt>Where</dt><dd><code>${source.location}</code></dd><dt>Retention</dt><dd>${span(retentionMs)} (done records are remembered this long; as given to the console, pass the receiver's <code>retentionMs</code> if it differs)</dd></dl>`
   if (!read.ok) return html`${head}${problem('for its figures', read.problem)}`
   const { figures, recordedByHour, notes } = read.value

@@ -24,8 +24,6 @@ export interface SqliteConsoleHost {
   refused: () => Error | undefined
   /** The reading thread of a file store (reader.ts); without one (`:memory:`), or once it is gone, the reads run on `db`. */
   reader?: SqliteReader | undefined
-  /** How long each of the overview's counts may read (tests shorten it); default BUDGET_MS. */
-  budgetMs?: Partial<Record<keyof typeof BUDGET_MS, number>> | undefined
 }
 
 type EntryRow = {
@@ -57,11 +55,13 @@ const IN_STATE: Record<InboxState, string> = {
  */
 const CHUNK_KEYS = 20_000
 /**
- * How long the overview counts each kind of record before it answers with what it counted ("at
- * least"): about 2,500,000 done records a second on the bench machine, so a week at 20 events a
- * second (12 million) would take the page past the console's storeTimeoutMs (5 s by default).
+ * The shares of the overview's time budget (what the console gives it: part of its storeTimeoutMs)
+ * each count may read before it answers with what it counted ("at least"): about 2,500,000 done
+ * records a second on the bench machine, so a week at 20 events a second (12 million) would take
+ * the page past the console's default storeTimeoutMs (5 s).
  */
-const BUDGET_MS = { done: 2_500, marks: 750, facts: 750 } as const
+const DEFAULT_BUDGET_MS = 3_000
+const BUDGET_SHARE = { done: 0.7, marks: 0.15, facts: 0.15 } as const
 /**
  * The pause after each chunk (countByChunks): room for the writing connection's checkpoint to copy
  * the whole WAL and start it over (one core, no checkpointer thread: the WAL stayed at 4.2 MiB with
@@ -103,7 +103,6 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
   const t = table
   const inbox = `${t}_inbox`
   const here = readerHere(db)
-  const budget = { ...BUDGET_MS, ...host.budgetMs }
   /** The rows of each step, read in one transaction (on the reading thread when there is one). */
   const readRows = async (steps: ReadStep[]): Promise<unknown[][]> => {
     const refused = host.refused()
@@ -168,10 +167,15 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
     kind: 'SQLite',
     location: host.path,
     paging: true,
-    overview: async (_now, retentionMs): Promise<StoreFacts> => {
+    overview: async (_now, retentionMs, budgetMs = DEFAULT_BUDGET_MS): Promise<StoreFacts> => {
       const refused = host.refused()
       if (refused) throw refused
       const now = host.now()
+      const budget = {
+        done: budgetMs * BUDGET_SHARE.done,
+        marks: budgetMs * BUDGET_SHARE.marks,
+        facts: budgetMs * BUDGET_SHARE.facts,
+      }
       const done = await countByChunks(
         t,
         'expires_at > :now',
@@ -199,7 +203,7 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
         recordedByHour: [...done.counts].sort(([a], [b]) => a - b).map(([hour, n]) => ({ hour, count: n })),
         notes: partly
           ? [
-              `Counting stops after ${(budget.done + budget.marks + budget.facts) / 1000} s, so that the page answers (this store holds more than that reads): the figures marked "at least" and the chart cover the records read by then, a random sample of them, since event ids are random. The shape of the chart holds; its totals are lower.`,
+              `Counting stops after ${(budgetMs / 1000).toFixed(1)} s, so that the page answers (this store holds more than that reads): the figures marked "at least" and the chart cover the records read by then, a random sample of them, since event ids are random. The shape of the chart holds; its totals are lower.`,
             ]
           : [],
       }
