@@ -323,11 +323,17 @@ for (const kind of STORES) {
 
     it('stop() waits for the handler that runs and takes nothing more until start()', async () => {
       const ended: string[] = []
+      // The first handler runs until the test lets it end (stats() may take a while to see it running:
+      // on SQLite its first call starts the store's reading thread).
+      let letEnd = () => {}
+      const held = new Promise<void>((resolve) => {
+        letEnd = resolve
+      })
       const receiver = inboxReceiver(
         kind.create(),
         {
           'email.deferred': async (event) => {
-            await sleep(150)
+            if (ended.length === 0) await held
             ended.push(event.id)
           },
         },
@@ -336,7 +342,11 @@ for (const kind of STORES) {
       const first = await createSignedDelivery({ type: 'email.deferred' })
       await send(receiver, first)
       await until(async () => (await receiver.inbox?.stats())?.running === 1, 'the first handler')
-      await receiver.inbox?.stop()
+      const stopping = receiver.inbox?.stop()
+      await sleep(100)
+      expect(ended).toEqual([])
+      letEnd()
+      await stopping
       expect(ended).toEqual([first.event.id])
       const second = await createSignedDelivery({ type: 'email.deferred' })
       expect((await send(receiver, second)).outcome).toBe('queued')
