@@ -273,37 +273,44 @@ describe("the SQLite store's console reads", () => {
     const path = join(dir, 'gate.db')
     const store = new SqliteDedupStore({ path })
     const gate = new Int32Array(new SharedArrayBuffer(4))
-    const reader = new SqliteReader({
-      path,
-      driver: driverPath,
-      busyTimeoutMs: 1_000,
-      stopped: () => {},
-      gate: gate.buffer as SharedArrayBuffer,
-    })
+    const readerWaiting = (gateWaitMs: number) =>
+      new SqliteReader({
+        path,
+        driver: driverPath,
+        busyTimeoutMs: 1_000,
+        stopped: () => {},
+        gate: gate.buffer as SharedArrayBuffer,
+        gateWaitMs,
+      })
+    // A wait far longer than the test's own pause, so that a busy machine cannot let the read go on meanwhile.
+    const patient = readerWaiting(60_000)
+    const hasty = readerWaiting(50)
     const one = [{ sql: 'SELECT 1', args: [], pluck: true }]
     try {
-      expect(await reader.read(one)).toEqual([[1]])
+      expect(await patient.read(one)).toEqual([[1]])
       expect(Atomics.load(gate, 0)).toBe(READ_GATE.OPEN)
       // A held pass runs: the read waits for its end.
       Atomics.store(gate, 0, READ_GATE.PASSING)
       let answered = false
-      const waiting = reader.read(one)?.then((rows) => {
+      const waiting = patient.read(one)?.then((rows) => {
         answered = true
         return rows
       })
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      await new Promise((resolve) => setTimeout(resolve, 50))
       expect(answered).toBe(false)
       Atomics.store(gate, 0, READ_GATE.OPEN)
       Atomics.notify(gate, 0)
       expect(await waiting).toEqual([[1]])
-      // A pass that does not end: the read goes on after READ_GATE.readWaitMs, without the gate.
+      expect(Atomics.load(gate, 0)).toBe(READ_GATE.OPEN)
+      // A pass that does not end: the read goes on after its wait (50 ms here), without the gate.
       Atomics.store(gate, 0, READ_GATE.PASSING)
       const started = performance.now()
-      expect(await reader.read(one)).toEqual([[1]])
-      expect(performance.now() - started).toBeGreaterThanOrEqual(READ_GATE.readWaitMs - 5)
+      expect(await hasty.read(one)).toEqual([[1]])
+      expect(performance.now() - started).toBeGreaterThanOrEqual(45)
       expect(Atomics.load(gate, 0)).toBe(READ_GATE.PASSING)
     } finally {
-      await reader.close()
+      await patient.close()
+      await hasty.close()
       await store.close()
     }
   })

@@ -75,6 +75,7 @@ export interface ConsoleOptions<Ctx = undefined> {
   basePath?: string
   /**
    * Longest wait for the store per read, whole ms; past it the page says the store did not answer.
+   * The overview's counts on SQLite stop at 60 % of it and show what they counted as "at least".
    * @defaultValue `5000`
    */
   storeTimeoutMs?: number

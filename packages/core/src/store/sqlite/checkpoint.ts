@@ -44,7 +44,7 @@
  */
 import { Worker } from 'node:worker_threads'
 import { reasonOf } from './errors.js'
-import { READ_GATE, workerExecArgv } from './reader.js'
+import { GATE_SOURCE, READ_GATE, workerExecArgv } from './reader.js'
 import { AUTOCHECKPOINT_BYTES } from './schema.js'
 
 /** Writes (claims, completes, inbox writes) of the store before the worker starts. */
@@ -96,27 +96,9 @@ const WORKER_SOURCE = `
 const { closeSync, fdatasyncSync, openSync, readdirSync, readlinkSync, readSync } = require('node:fs')
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
-const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word, READ_GATE } = workerData
+const { FREE, ASKED, HELD, askMaxMs, CATCH_UP_PASSES, catchUpFrames, holdFrames, word } = workerData
 const state = new Int32Array(word)
-// The reading thread's gate (reader.ts): closed for the held pass once no read runs, for at most
-// gateWaitMs (READ_GATE.checkpointWaitMs) of waiting (a long read: the pass goes on, and the WAL may not start over).
-const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
-const closeGate = () => {
-  if (gate === undefined) return false
-  const until = Date.now() + workerData.gateWaitMs
-  for (;;) {
-    const seen = Atomics.compareExchange(gate, 0, READ_GATE.OPEN, READ_GATE.PASSING)
-    if (seen === READ_GATE.OPEN) return true
-    const left = until - Date.now()
-    if (left <= 0) return false
-    Atomics.wait(gate, 0, seen, left)
-  }
-}
-const openGate = (closed) => {
-  if (!closed) return
-  Atomics.store(gate, 0, READ_GATE.OPEN)
-  Atomics.notify(gate, 0)
-}
+${GATE_SOURCE}
 const db = new Database(workerData.path, { fileMustExist: true, timeout: 0 })
 // A checkpoint syncs the WAL before it copies and the database file before the WAL may start over.
 db.pragma('synchronous = FULL')
@@ -194,7 +176,9 @@ parentPort.on('message', (message) => {
       }
     }
     if (log >= holdFrames) {
-      const closed = closeGate()
+      // The reading thread's gate (reader.ts): closed for the held pass once no read runs, for at most
+      // gateWaitMs of waiting (a long read: the pass goes on, and the WAL may not start over).
+      const closed = takeGate(workerData.READ_GATE.PASSING, workerData.gateWaitMs)
       try {
         if (Atomics.compareExchange(state, 0, FREE, ASKED) === FREE) {
           Atomics.wait(state, 0, ASKED, askMaxMs)

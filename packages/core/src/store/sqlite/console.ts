@@ -1,10 +1,11 @@
 /**
  * The console's reads of a SQLite store (packages/core/src/console): read-only statements, run on
  * the store's reading thread (reader.ts: off the receiver's event loop) or, without one, on the
- * store's own connection; each page's statements in one read transaction, one snapshot. Done records by key, the lease
- * of a key, an email's mark and facts (a range of the fact table's primary key) and inbox entries
- * (the order-key index), pages of inbox entries newest first by (time, key) keyset, and counts
- * for the overview. Expiry is judged on the store's clock. Never a payload.
+ * store's own connection; each page's statements in one read transaction, one snapshot (the
+ * overview's counts: one a chunk). Done records by key, the lease of a key, an email's mark and
+ * facts (a range of the fact table's primary key) and inbox entries (the order-key index), pages
+ * of inbox entries newest first by (time, key) keyset, and counts for the overview. Expiry is
+ * judged on the store's clock. Never a payload.
  */
 import { factOf } from '../../console/fact-key.js'
 import { bytes } from '../../console/format.js'
@@ -115,8 +116,6 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
   }
   /** Reads a page's statements at the store's clock, and shapes their rows. */
   const read = async <T>(plan: (now: number) => { steps: ReadStep[]; shape: (rows: unknown[][]) => T }): Promise<T> => {
-    const refused = host.refused()
-    if (refused) throw refused
     const { steps, shape } = plan(host.now())
     return shape(await readRows(steps))
   }
@@ -135,7 +134,9 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
     const counts = new Map<number, number>()
     const deadline = performance.now() + budgetMs
     const chunk = (first: boolean) => {
-      // The chunk's last key, or X'FF' (above every text) for the last chunk: a range the primary key reads.
+      // The chunk's last key, or X'FF' (above every text) for the last chunk: a range the primary key
+      // reads. Found twice (in the count, and for the next chunk): still faster than one walk that
+      // returns its last key too (275 against 337 ms for 1,000,000 records).
       const chunkEnd = `SELECT key FROM ${table} WHERE key ${first ? '>=' : '>'} :after ORDER BY key LIMIT 1 OFFSET ${CHUNK_KEYS - 1}`
       const counted = `SELECT ${group} AS g, count(*) AS n FROM ${table}
         WHERE key ${first ? '>=' : '>'} :after AND key <= coalesce((${chunkEnd}), X'FF') AND ${where} GROUP BY g`
@@ -154,10 +155,10 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
     }
     return { counts, whole: true }
   }
+  const total = (counts: Map<number, number>) => [...counts.values()].reduce((sum, n) => sum + n, 0)
   /** A count's figure: the number, or "at least" it when the count ran out of time. */
   const counted = ({ counts, whole }: { counts: Map<number, number>; whole: boolean }) =>
     whole ? total(counts) : `at least ${total(counts).toLocaleString('en-US')}`
-  const total = (counts: Map<number, number>) => [...counts.values()].reduce((sum, n) => sum + n, 0)
   const listSql = (state: InboxState, withType: boolean, withBefore: boolean, withCursor: boolean) => {
     const time = `coalesce(${TIME[state]}, 0)`
     return `SELECT ${SUMMARY} FROM ${inbox} WHERE ${IN_STATE[state]}${withType ? ' AND type = :type' : ''}${withBefore ? ` AND ${time} <= :before` : ''}${withCursor ? ` AND (${time} < :ct OR (${time} = :ct AND key < :ck))` : ''}
@@ -168,23 +169,16 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
     location: host.path,
     paging: true,
     overview: async (_now, retentionMs, budgetMs = DEFAULT_BUDGET_MS): Promise<StoreFacts> => {
-      const refused = host.refused()
-      if (refused) throw refused
       const now = host.now()
-      const budget = {
-        done: budgetMs * BUDGET_SHARE.done,
-        marks: budgetMs * BUDGET_SHARE.marks,
-        facts: budgetMs * BUDGET_SHARE.facts,
-      }
       const done = await countByChunks(
         t,
         'expires_at > :now',
         { now, ret: retentionMs },
-        budget.done,
+        budgetMs * BUDGET_SHARE.done,
         'CAST((expires_at - :ret) / 3600000 AS INTEGER)',
       )
-      const marks = await countByChunks(`${t}_order`, 'expires_at > :now', { now }, budget.marks)
-      const facts = await countByChunks(`${t}_order_fact`, 'expires_at > :now', { now }, budget.facts)
+      const marks = await countByChunks(`${t}_order`, 'expires_at > :now', { now }, budgetMs * BUDGET_SHARE.marks)
+      const facts = await countByChunks(`${t}_order_fact`, 'expires_at > :now', { now }, budgetMs * BUDGET_SHARE.facts)
       const [leases, handled, fileBytes] = await readRows([
         count(`SELECT count(*) FROM ${t}_lease WHERE token IS NOT NULL AND expires_at > ?`, now),
         count(`SELECT count(*) FROM ${inbox} WHERE state = 'done' AND until > ?`, now),

@@ -37,6 +37,31 @@ export const READ_GATE: Readonly<{ OPEN: 0; READING: 1; PASSING: 2; readWaitMs: 
   checkpointWaitMs: 20,
 })
 
+/**
+ * The gate's two moves, in the source of both threads (this one's and the checkpointer's): `gate`
+ * from workerData's shared word; `takeGate(mine, waitMs)` sets it from OPEN to `mine`, waiting up to
+ * `waitMs` while the other side holds it, and says whether it did; `openGate(taken)` gives it back.
+ */
+export const GATE_SOURCE = `
+const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
+const takeGate = (mine, waitMs) => {
+  if (gate === undefined) return false
+  const until = Date.now() + waitMs
+  for (;;) {
+    const seen = Atomics.compareExchange(gate, 0, workerData.READ_GATE.OPEN, mine)
+    if (seen === workerData.READ_GATE.OPEN) return true
+    const left = until - Date.now()
+    if (seen === mine || left <= 0) return false
+    Atomics.wait(gate, 0, seen, left)
+  }
+}
+const openGate = (taken) => {
+  if (!taken) return
+  Atomics.store(gate, 0, workerData.READ_GATE.OPEN)
+  Atomics.notify(gate, 0)
+}
+`
+
 /** What the reader needs of its store. */
 export interface ReaderHost {
   /** The file, resolved (the thread opens it later; the process may change directory meanwhile). */
@@ -48,6 +73,8 @@ export interface ReaderHost {
   stopped: (reason: string) => void
   /** The word shared with the checkpointer's thread (READ_GATE), when the store has one. */
   gate?: SharedArrayBuffer | undefined
+  /** How long a read waits for the checkpointer's held pass (tests widen it); READ_GATE.readWaitMs by default. */
+  gateWaitMs?: number | undefined
 }
 
 /** A failed statement as the thread sends it back: better-sqlite3's code and message. */
@@ -91,52 +118,32 @@ try {
 } catch {}
 const Database = require(workerData.driver)
 const db = new Database(workerData.path, { readonly: true, fileMustExist: true, timeout: workerData.busyTimeoutMs })
-// Statements prepared once, each read in one transaction: readerHere's, written again (this source
-// must stand alone in the thread).
+// readerHere's reads, written again: this source must stand alone in the thread.
 const prepared = new Map()
-const statement = (sql, pluck) => {
-  const name = (pluck ? 'p:' : 'r:') + sql
-  let found = prepared.get(name)
+const statement = (sql) => {
+  let found = prepared.get(sql)
   if (found === undefined) {
     found = db.prepare(sql)
-    if (pluck) found.pluck()
-    prepared.set(name, found)
+    prepared.set(sql, found)
   }
   return found
 }
-const readAll = db.transaction((steps) => steps.map((step) => statement(step.sql, step.pluck).all(...step.args)))
-// READ_GATE: a read waits (a bounded time) for the checkpointer's held pass, and keeps it waiting.
-const { READ_GATE } = workerData
-const gate = workerData.gate === undefined ? undefined : new Int32Array(workerData.gate)
-const enterGate = () => {
-  if (gate === undefined) return false
-  const until = Date.now() + READ_GATE.readWaitMs
-  for (;;) {
-    const seen = Atomics.compareExchange(gate, 0, READ_GATE.OPEN, READ_GATE.READING)
-    if (seen === READ_GATE.OPEN) return true
-    const left = until - Date.now()
-    if (seen !== READ_GATE.PASSING || left <= 0) return false
-    Atomics.wait(gate, 0, seen, left)
-  }
-}
-const leaveGate = (entered) => {
-  if (!entered) return
-  Atomics.store(gate, 0, READ_GATE.OPEN)
-  Atomics.notify(gate, 0)
-}
+const readAll = db.transaction((steps) => steps.map((step) => statement(step.sql).pluck(step.pluck === true).all(...step.args)))
+${GATE_SOURCE}
 parentPort.on('message', (message) => {
   if (message === 'close') {
     db.close()
     parentPort.close()
     return
   }
-  const entered = enterGate()
+  // READ_GATE: a read waits (a bounded time) for the checkpointer's held pass, and keeps it waiting.
+  const entered = takeGate(workerData.READ_GATE.READING, workerData.gateWaitMs)
   try {
     const rows = readAll(message.steps)
-    leaveGate(entered)
+    openGate(entered)
     parentPort.postMessage({ id: message.id, rows })
   } catch (error) {
-    leaveGate(entered)
+    openGate(entered)
     parentPort.postMessage({ id: message.id, error: { code: typeof error.code === 'string' ? error.code : undefined, message: String(error.message) } })
   }
 })
@@ -202,6 +209,7 @@ export class SqliteReader {
           busyTimeoutMs: this.#host.busyTimeoutMs,
           gate: this.#host.gate,
           READ_GATE,
+          gateWaitMs: this.#host.gateWaitMs ?? READ_GATE.readWaitMs,
         },
       })
     } catch (error) {
@@ -249,17 +257,21 @@ export class SqliteReader {
  */
 export function readerHere(db: Database): (steps: ReadStep[]) => unknown[][] {
   const prepared = new Map<string, Statement>()
-  const statement = (sql: string, pluck: boolean): Statement => {
-    const name = `${pluck ? 'p' : 'r'}:${sql}`
-    let found = prepared.get(name)
+  const statement = (sql: string): Statement => {
+    let found = prepared.get(sql)
     if (found === undefined) {
       found = db.prepare(sql)
-      if (pluck) found.pluck()
-      prepared.set(name, found)
+      prepared.set(sql, found)
     }
     return found
   }
-  return db.transaction((steps: ReadStep[]) => steps.map((step) => statement(step.sql, step.pluck === true).all(...step.args)))
+  return db.transaction((steps: ReadStep[]) =>
+    steps.map((step) =>
+      statement(step.sql)
+        .pluck(step.pluck === true)
+        .all(...step.args),
+    ),
+  )
 }
 
 /**
