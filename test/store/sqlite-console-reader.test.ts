@@ -18,7 +18,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
-import { READ_GATE, SqliteReader } from '../../packages/core/src/store/sqlite/reader.js'
+import { READ_GATE, type ReadStep, readerHere, readOffLoop, SqliteReader } from '../../packages/core/src/store/sqlite/reader.js'
 import { driverPath } from '../../packages/core/src/store/sqlite/schema.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-console-reader-'))
@@ -30,6 +30,12 @@ const AUTH = { authorization: `Basic ${btoa('ops:reader-test-password')}` }
 // A long store timeout: these tests ask whether the event loop turns, not how fast a loaded machine makes the page.
 const consoleOf = (store: SqliteDedupStore) =>
   emailWebhookConsole({ store, auth: { username: 'ops', password: 'reader-test-password' }, storeTimeoutMs: 60_000 })
+
+/** The store's way of reading (index.ts): on `reader`'s thread, or on `db` when it has none. */
+const readVia = (reader: SqliteReader, db: Database.Database) => {
+  const here = readerHere(db as unknown as Parameters<typeof readerHere>[0])
+  return (steps: ReadStep[]) => readOffLoop(reader, steps, here, () => undefined)
+}
 
 /** Adds `count` done records expiring within the day to the store's file, through a connection of the test's own. */
 function fill(path: string, count: number): void {
@@ -181,7 +187,7 @@ describe("the SQLite store's console reads", () => {
     })
     try {
       fill(path, 1_000)
-      const source = sqliteConsoleSource({ db, table: TABLE, path, now: Date.now, refused: () => undefined, reader })
+      const source = sqliteConsoleSource({ table: TABLE, path, now: Date.now, refused: () => undefined, read: readVia(reader, db) })
       const first = await source.overview(Date.now(), 3_600_000)
       expect(first.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 1_000 })
       expect(await source.record('default:filled-7', Date.now())).toMatchObject({ state: 'done' })
@@ -322,7 +328,7 @@ describe("the SQLite store's console reads", () => {
     const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
     try {
       fill(path, 100_000)
-      const source = sqliteConsoleSource({ db, table: TABLE, path, now: Date.now, refused: () => undefined, reader })
+      const source = sqliteConsoleSource({ table: TABLE, path, now: Date.now, refused: () => undefined, read: readVia(reader, db) })
       // One chunk, then out of time.
       const partly = await source.overview(Date.now(), 3_600_000, 0)
       expect(partly.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 'at least 20,000' })
@@ -346,7 +352,13 @@ describe("the SQLite store's console reads", () => {
     const db = new Database(path)
     const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
     try {
-      const source = sqliteConsoleSource({ db, table: 'no_such_table', path, now: Date.now, refused: () => undefined, reader })
+      const source = sqliteConsoleSource({
+        table: 'no_such_table',
+        path,
+        now: Date.now,
+        refused: () => undefined,
+        read: readVia(reader, db),
+      })
       const error = await source.overview(Date.now(), 3_600_000).then(
         () => undefined,
         (e: unknown) => e,

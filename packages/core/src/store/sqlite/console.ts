@@ -12,19 +12,20 @@ import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts } from '../../console/source.js'
 import type { InboxState } from '../inbox.js'
 import { commandError } from './errors.js'
-import { type ReadStep, readerHere, readOffLoop, type SqliteReader } from './reader.js'
-import type { Database } from './types.js'
+import type { ReadStep } from './reader.js'
 
 /** What the reads need of their store. */
 export interface SqliteConsoleHost {
-  db: Database
   table: string
   path: string
   now: () => number
   /** Why the store refuses work (closed, a failed sync), or undefined. */
   refused: () => Error | undefined
-  /** The reading thread of a file store (reader.ts); without one (`:memory:`), or once it is gone, the reads run on `db`. */
-  reader?: SqliteReader | undefined
+  /**
+   * The rows of each step, in one read transaction: on the store's reading thread (reader.ts), or
+   * without one (`:memory:`), or once it is gone, on its connection (`readOffLoop`).
+   */
+  read: (steps: ReadStep[]) => Promise<unknown[][]>
 }
 
 type EntryRow = {
@@ -100,16 +101,14 @@ export function readCursor(cursor: string | undefined): { time: number; key: str
 
 /** The console reads of a SQLite store. */
 export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
-  const { db, table } = host
-  const t = table
+  const t = host.table
   const inbox = `${t}_inbox`
-  const here = readerHere(db)
   /** The rows of each step, read in one transaction (on the reading thread when there is one). */
   const readRows = async (steps: ReadStep[]): Promise<unknown[][]> => {
     const refused = host.refused()
     if (refused) throw refused
     try {
-      return await readOffLoop(host.reader, steps, here, host.refused)
+      return await host.read(steps)
     } catch (error) {
       throw commandError(host.path, error)
     }

@@ -34,7 +34,7 @@ import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
 import { openReadOnly, readOnlyError } from './read-only.js'
-import { readerHere, readOffLoop, SqliteReader } from './reader.js'
+import { type ReadStep, readerHere, readOffLoop, SqliteReader } from './reader.js'
 import { RememberedKeys } from './remembered.js'
 import { driverPath, loadDriver, openDatabase } from './schema.js'
 import { isFilePath, WalSync } from './sync.js'
@@ -142,7 +142,10 @@ export class SqliteDedupStore implements DedupStore {
               ),
           })
         : undefined
+    // One way to read off the loop for the inbox's counts and the console: the reading thread, or
+    // (without one, or once it is gone) the store's connection.
     const here = readerHere(db)
+    const readSteps = (steps: ReadStep[]) => readOffLoop(this.#reader, steps, here, () => this.#refused())
     this.inbox = readOnly
       ? undefined
       : new SqliteInbox({
@@ -152,7 +155,7 @@ export class SqliteDedupStore implements DedupStore {
           now,
           refused: () => this.#writeRefused(),
           afterDurable: (then) => this.#afterDurable(then),
-          readOffLoop: (sql, args) => readOffLoop(this.#reader, [{ sql, args }], here, () => this.#refused()).then((rows) => rows[0] ?? []),
+          readOffLoop: (sql, args) => readSteps([{ sql, args }]).then((rows) => rows[0] ?? []),
           batch: (write, durable = false) =>
             new Promise((resolve, reject) => {
               this.#writes.push({ write, durable, outcome: undefined, resolve, reject })
@@ -180,8 +183,7 @@ export class SqliteDedupStore implements DedupStore {
       return lease !== undefined && lease > now ? 'in_flight' : 'absent'
     })
     // The operator's console reads the file through its own statements (console.ts).
-    const reader = this.#reader
-    registerConsoleSource(this, () => sqliteConsoleSource({ db, table, path, now, refused: () => this.#refused(), reader }))
+    registerConsoleSource(this, () => sqliteConsoleSource({ table, path, now, refused: () => this.#refused(), read: readSteps }))
   }
 
   claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
