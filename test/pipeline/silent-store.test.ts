@@ -21,22 +21,54 @@ class StallingStore implements DedupStore {
   readonly ordering = true as const
   hangCompletes = 0
   hangKey: string | undefined
+  /** The next this many completes land, and then their answer never comes (lost with its connection). */
+  landThenHang = 0
+  /** The next this many completes land, and answer false (a resend after a reconnect found the key done). */
+  landAnswerFalse = 0
+  /** Every call but claim fails until then (performance.now()): the store unreachable. */
+  downUntil = 0
+  /** Once a complete's answer is lost (landThenHang), the store is unreachable this long. */
+  downAfterLostMs = 0
+  /** The next this many lookups and completedBy calls fail. */
+  failQuestions = 0
   completes = 0
+  /** Set when the store can tell which claim recorded a key (as PostgreSQL does). */
+  completedBy?: (claim: Claim) => Promise<boolean>
   readonly #inner: MemoryDedupStore
   readonly #hung: Array<(error: Error) => void> = []
-  constructor(inner: MemoryDedupStore) {
+  constructor(inner: MemoryDedupStore, recorded?: Set<string>) {
     this.#inner = inner
+    if (recorded) {
+      this.#recorded = recorded
+      this.completedBy = async (claim) => {
+        this.#check(true)
+        return recorded.has(claim.token)
+      }
+    }
   }
+  readonly #recorded: Set<string> | undefined
   claim(...args: Parameters<MemoryDedupStore['claim']>) {
     return this.#inner.claim(...args)
   }
-  complete(claim: Claim, options: CompleteOptions): Promise<boolean> {
+  async complete(claim: Claim, options: CompleteOptions): Promise<boolean> {
     this.completes++
     if (claim.key === this.hangKey || this.hangCompletes > 0) {
       this.hangCompletes = Math.max(0, this.hangCompletes - 1)
       return new Promise((_resolve, reject) => this.#hung.push(reject))
     }
-    return this.#inner.complete(claim, options)
+    this.#check(false)
+    const landed = await this.#inner.complete(claim, options)
+    if (landed) this.#recorded?.add(claim.token)
+    if (landed && this.landThenHang > 0) {
+      this.landThenHang--
+      this.downUntil = performance.now() + this.downAfterLostMs
+      return new Promise((_resolve, reject) => this.#hung.push(reject))
+    }
+    if (landed && this.landAnswerFalse > 0) {
+      this.landAnswerFalse--
+      return false
+    }
+    return landed
   }
   release(claim: Claim) {
     return this.#inner.release(claim)
@@ -44,8 +76,17 @@ class StallingStore implements DedupStore {
   extend(...args: Parameters<MemoryDedupStore['extend']>) {
     return this.#inner.extend(...args)
   }
-  lookup(key: string) {
+  async lookup(key: string) {
+    this.#check(true)
     return this.#inner.lookup(key)
+  }
+  /** Throws as an unreachable store does: while down, or for the next failing question. */
+  #check(question: boolean): void {
+    if (performance.now() < this.downUntil) throw new Error('connect ECONNREFUSED (test)')
+    if (question && this.failQuestions > 0) {
+      this.failQuestions--
+      throw new Error('connection terminated (test)')
+    }
   }
   unstall(): void {
     for (const reject of this.#hung.splice(0)) reject(new Error('connection destroyed (test end)'))
@@ -63,10 +104,14 @@ function logger() {
 }
 
 /** Two receivers (two instances) on one store; each has its own view, `a` of which can stall. */
-function twoInstances(options: { handlerTimeoutMs?: number; ordering?: boolean }, handler: (id: string) => Promise<void>) {
+function twoInstances(
+  options: { handlerTimeoutMs?: number; ordering?: boolean; leaseMs?: number; completedBy?: boolean },
+  handler: (id: string) => Promise<void>,
+) {
   const shared = new MemoryDedupStore()
-  const a = new StallingStore(shared)
-  const b = new StallingStore(shared)
+  const recorded = options.completedBy ? new Set<string>() : undefined
+  const a = new StallingStore(shared, recorded)
+  const b = new StallingStore(shared, recorded)
   stores.push(a, b)
   const log = logger()
   const build = (store: DedupStore): Receiver =>
@@ -74,7 +119,7 @@ function twoInstances(options: { handlerTimeoutMs?: number; ordering?: boolean }
       secret: TEST_SECRET,
       store,
       logger: log,
-      leaseMs: LEASE_MS,
+      leaseMs: options.leaseMs ?? LEASE_MS,
       storeTimeoutMs: 200,
       handlerTimeoutMs: options.handlerTimeoutMs ?? 1_000,
       ordering: options.ordering ?? false,
@@ -163,5 +208,50 @@ describe('a complete that hangs (a stalled connection)', () => {
     const after = await receiverA.receive(await again(newer))
     expect(after.status).toBe(200)
     expect(runs).toContain(newer.event.id)
+  })
+})
+
+describe('a complete that landed while its answer was lost', () => {
+  const lines = (mock: ReturnType<typeof logger>['warn']) => mock.mock.calls.map(([line]) => line)
+
+  it('is proved this claim’s own by completedBy past the lease: recorded late, never reported as a possible second run', async () => {
+    const runs: string[] = []
+    const { a, log, receiverA, receiverB } = twoInstances({ completedBy: true }, async (id) => void runs.push(id))
+    // The complete lands and its answer is lost; then the store is unreachable until the lease is over.
+    a.landThenHang = 1
+    a.downAfterLostMs = LEASE_MS + 300
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const first = await receiverA.receive(delivery)
+    expect(first.code).toBe('store_unavailable')
+    await vi.waitFor(() => expect(lines(log.warn)).toContainEqual(expect.stringMatching(/recorded .* as done after \d+ more tr/)), {
+      timeout: LEASE_MS + 5_000,
+    })
+    // Within the lease `lookup` could tell; past it only the claim's own record can.
+    expect(performance.now()).toBeGreaterThan(a.downUntil)
+    expect(lines(log.error).filter((line) => /could not record|may run a second time|lease_lost/.test(line))).toEqual([])
+    const retry = await receiverB.receive(await again(delivery))
+    expect(JSON.parse(retry.body)).toEqual({ ok: true, duplicate: true })
+    expect(runs).toEqual([delivery.event.id])
+  })
+
+  it('is not taken for a refusal when the store does not answer the question: asked again until it does (lookup, within the lease)', async () => {
+    const runs: string[] = []
+    const { a, log, receiverA, receiverB } = twoInstances({ leaseMs: 30_000 }, async (id) => void runs.push(id))
+    // The complete lands and answers false, as a resend after a reconnect does; the next two questions fail.
+    a.landAnswerFalse = 1
+    a.failQuestions = 2
+    const delivery = await createSignedDelivery({ type: 'email.bounced' })
+    const first = await receiverA.receive(delivery)
+    // Before: the first failed lookup counted as "taken over" (500 lease_lost, logged as a possible second run).
+    expect(first.status).toBe(503)
+    expect(first.code).toBe('store_unavailable')
+    await vi.waitFor(() => expect(lines(log.warn)).toContainEqual(expect.stringMatching(/recorded .* as done after \d+ more tr/)), {
+      timeout: 10_000,
+    })
+    expect(a.failQuestions).toBe(0)
+    expect(lines(log.error).filter((line) => /could not record|may run a second time|lease_lost/.test(line))).toEqual([])
+    const retry = await receiverB.receive(await again(delivery))
+    expect(JSON.parse(retry.body)).toEqual({ ok: true, duplicate: true })
+    expect(runs).toEqual([delivery.event.id])
   })
 })

@@ -36,19 +36,28 @@ const LEASE_MARGIN_MS = 1_000
 
 /**
  * Whether a complete the store answered `false` was in fact recorded by this same claim: an
- * earlier try landed and its answer was lost (a dropped connection), or the driver sent the command
- * again after reconnecting and the resend found the key done. Within the claim's own lease no one
- * else can have taken the key over, so a key that is done now was done by this claim.
+ * earlier try landed and its answer was lost (a dropped or timed-out connection), or the driver
+ * sent the command again after reconnecting and the resend found the key done. A store with
+ * `completedBy` tells at any time. Otherwise `lookup` can: within the claim's own lease no one else
+ * can have taken the key over, so a key that is done then was done by this claim; past the lease
+ * it can no longer be told (false).
  * @param claimedAt When the claim was sent (performance.now()): the lease started at or after it.
+ * @returns true: recorded by this claim; false: not, or no longer known; undefined: the store did
+ * not answer in time, so nothing is known yet (ask again).
  */
-export async function doneByThisClaim(host: RecorderHost, key: string, claimedAt: number): Promise<boolean> {
+export async function recordedByThisClaim(host: RecorderHost, claim: Claim, claimedAt: number): Promise<boolean | undefined> {
   const { store, leaseMs, storeTimeoutMs } = host
-  if (store.lookup === undefined || performance.now() - claimedAt >= leaseMs - LEASE_MARGIN_MS) return false
-  const state = await withTimeout(
-    attempt(() => (store.lookup as NonNullable<DedupStore['lookup']>)(key)),
-    storeTimeoutMs,
-  ).catch(() => undefined)
-  return state === 'done' && performance.now() - claimedAt < leaseMs - LEASE_MARGIN_MS
+  const within = <T>(call: () => Promise<T>) => withTimeout(attempt(call), storeTimeoutMs).catch(() => undefined)
+  if (store.completedBy !== undefined) {
+    const completedBy = store.completedBy.bind(store)
+    return within(() => completedBy(claim))
+  }
+  const inLease = () => performance.now() - claimedAt < leaseMs - LEASE_MARGIN_MS
+  if (store.lookup === undefined || !inLease()) return false
+  const lookup = store.lookup.bind(store)
+  const state = await within(() => lookup(claim.key))
+  if (!inLease()) return false
+  return state === undefined ? undefined : state === 'done'
 }
 
 interface Pending {
@@ -161,7 +170,9 @@ export class Recorder {
       outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).catch(
         () => undefined,
       )
-      if (outcome === false && (landed || (await doneByThisClaim(this.#host, pending.claim.key, pending.claimedAt)))) outcome = true
+      // False: recorded already (by this claim, its answer lost) or taken over. A store that does
+      // not answer which is asked again on the next turn, never taken for a refusal.
+      if (outcome === false) outcome = landed || (await recordedByThisClaim(this.#host, pending.claim, pending.claimedAt))
       if (outcome !== undefined) break
     }
     if (pending.stopped) return

@@ -6,7 +6,7 @@ import { duplicateAnswer, ignoredAnswer, notRecorded, okAnswer, staleSkippedAnsw
 import { type Claimed, holdEmailUntilLeaseEnd } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
-import { doneByThisClaim } from './recorder.js'
+import { recordedByThisClaim } from './recorder.js'
 import type { ReceiverResponse } from './types.js'
 
 /** What a complete came to: recorded, not this claim's any more, or failed (its complete is then the background recorder's). */
@@ -30,14 +30,32 @@ async function record<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEve
       return new Error(`store complete took longer than ${p.storeTimeoutMs} ms`)
     })
   } catch (cause) {
-    const { settle } = claimed
-    claimed.settle = undefined
-    holdEmailUntilLeaseEnd(p, claimed)
-    p.recorder.start(claimed.claim, claimed.completeOptions, event, pending, settle, claimed.startedAt)
-    return { cause, timedOut }
+    return handOver(p, claimed, event, pending, { cause, timedOut })
   }
+  if (completed) return true
   // A false from a resend of a complete that had landed (its answer lost): recorded by this claim.
-  return completed || (await doneByThisClaim(p, claimed.claim.key, claimed.startedAt))
+  const mine = await recordedByThisClaim(p, claimed.claim, claimed.startedAt)
+  if (mine !== undefined) return mine
+  // The store answered the complete, then not the question: not known yet, so not a refusal.
+  return handOver(p, claimed, event, Promise.resolve(false), {
+    cause: new Error('the store answered the complete false, then did not answer whether this claim had recorded the event'),
+    timedOut: false,
+  })
+}
+
+/** The background recorder takes the complete over (and what the claim holds in this process; its email at most until the lease ends). */
+function handOver<Ctx>(
+  p: Pipeline<Ctx>,
+  claimed: Claimed,
+  event: WebhookEvent | undefined,
+  first: Promise<boolean>,
+  failure: { cause: unknown; timedOut: boolean },
+): Recording {
+  const { settle } = claimed
+  claimed.settle = undefined
+  holdEmailUntilLeaseEnd(p, claimed)
+  p.recorder.start(claimed.claim, claimed.completeOptions, event, first, settle, claimed.startedAt)
+  return failure
 }
 
 /** Completes the claim; the failure answer, or undefined once the record is durable. */

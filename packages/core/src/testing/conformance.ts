@@ -2,10 +2,22 @@
  * The dedup-store conformance suite: the rules of DESIGN.md's `DedupStore` as tests that any
  * store can run under vitest, jest or node:test (pass the runner's `describe` and `it`).
  * It uses real time with short leases, because every store computes expiry on its own clock.
- * The `lookup` tests are skipped (vitest, node:test) or pass empty (jest) for a store without `lookup`.
+ * The tests of an optional method (`lookup`, `extend`, `completedBy`) are skipped (vitest, node:test) or
+ * pass empty (jest) for a store without it.
  */
-import type { Claim, DedupKeyState, DedupStore } from '@email-webhooks/core'
-import { check, claimCases, durationCase, expiryCases, extendCases, lookupCases } from './conformance-cases.js'
+import type { DedupStore } from '@email-webhooks/core'
+import {
+  type CompletedByTest,
+  check,
+  claimCases,
+  completedByCases,
+  durationCase,
+  type ExtendTest,
+  expiryCases,
+  extendCases,
+  type LookupTest,
+  lookupCases,
+} from './conformance-cases.js'
 
 /**
  * The test functions of your runner: vitest, jest and node:test all fit. `it` passes its test
@@ -63,50 +75,53 @@ export function dedupStoreConformance(name: string, runner: ConformanceRunner, o
     })
   }
 
-  /** A test of the optional `lookup`: skipped, as not applicable, on a store without it. */
-  function lookupTest(title: string, body: (store: DedupStore, lookup: (key: string) => Promise<DedupKeyState>) => Promise<void>): void {
+  /** A test of the optional method `method`: skipped, as not applicable, on a store without it. */
+  function optionalTest<M extends 'lookup' | 'extend' | 'completedBy'>(
+    method: M,
+    title: string,
+    body: (store: DedupStore, call: NonNullable<DedupStore[M]>) => Promise<void>,
+  ): void {
     // A rest parameter keeps fn.length at 0: jest reads a declared parameter as a done callback.
-    runner.it(`lookup: ${title}`, async (...args: unknown[]) => {
+    runner.it(`${method}: ${title}`, async (...args: unknown[]) => {
       const context = args[0]
       const store = await options.createStore()
       try {
-        const lookup = store.lookup?.bind(store)
-        if (!lookup) return skipTest(context, 'not applicable: the store has no lookup()')
-        await body(store, async (key) => {
-          const state = await lookup(key)
-          check(
-            state === 'done' || state === 'in_flight' || state === 'absent',
-            `lookup answers 'done', 'in_flight' or 'absent', got ${JSON.stringify(state)}`,
-          )
-          return state
-        })
+        const call = store[method]?.bind(store) as NonNullable<DedupStore[M]> | undefined
+        if (!call) return skipTest(context, `not applicable: the store has no ${method}()`)
+        await body(store, call)
       } finally {
         if (closeAfterEach) await store.close?.()
       }
     })
   }
 
-  /** A test of the optional `extend`: skipped, as not applicable, on a store without it. */
-  function extendTest(
-    title: string,
-    body: (store: DedupStore, extend: (claim: Claim, leaseMs: number) => Promise<boolean>) => Promise<void>,
-  ): void {
-    runner.it(`extend: ${title}`, async (...args: unknown[]) => {
-      const context = args[0]
-      const store = await options.createStore()
-      try {
-        const extend = store.extend?.bind(store)
-        if (!extend) return skipTest(context, 'not applicable: the store has no extend()')
-        await body(store, async (claim, leaseMs) => {
-          const renewed = await extend(claim, { leaseMs })
-          check(typeof renewed === 'boolean', `extend answers true or false, got ${JSON.stringify(renewed)}`)
-          return renewed
-        })
-      } finally {
-        if (closeAfterEach) await store.close?.()
-      }
-    })
-  }
+  const lookupTest: LookupTest = (title, body) =>
+    optionalTest('lookup', title, (store, lookup) =>
+      body(store, async (key) => {
+        const state = await lookup(key)
+        check(
+          state === 'done' || state === 'in_flight' || state === 'absent',
+          `lookup answers 'done', 'in_flight' or 'absent', got ${JSON.stringify(state)}`,
+        )
+        return state
+      }),
+    )
+  const extendTest: ExtendTest = (title, body) =>
+    optionalTest('extend', title, (store, extend) =>
+      body(store, async (claim, leaseMs) => {
+        const renewed = await extend(claim, { leaseMs })
+        check(typeof renewed === 'boolean', `extend answers true or false, got ${JSON.stringify(renewed)}`)
+        return renewed
+      }),
+    )
+  const completedByTest: CompletedByTest = (title, body) =>
+    optionalTest('completedBy', title, (store, completedBy) =>
+      body(store, async (claim) => {
+        const recorded = await completedBy(claim)
+        check(typeof recorded === 'boolean', `completedBy answers true or false, got ${JSON.stringify(recorded)}`)
+        return recorded
+      }),
+    )
 
   runner.describe(`DedupStore conformance: ${name}`, () => {
     claimCases(test, { shortMs, newKey })
@@ -114,5 +129,6 @@ export function dedupStoreConformance(name: string, runner: ConformanceRunner, o
     if (options.checkDurations) durationCase(test, newKey)
     lookupCases(lookupTest, { shortMs, newKey })
     extendCases(extendTest, { shortMs, newKey })
+    completedByCases(completedByTest, { shortMs, newKey })
   })
 }

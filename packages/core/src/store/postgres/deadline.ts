@@ -18,45 +18,62 @@ export interface PostgresPoolClient {
   removeListener(event: 'error', listener: (error: Error) => void): unknown
 }
 
-/** A statement had no answer within the store's `queryTimeoutMs`; its connection was destroyed. */
+/** No connection came within the wait for one, or a statement had no answer within `queryTimeoutMs`; a connection it hung on was destroyed. */
 export class QueryTimeoutError extends Error {
   override readonly name = 'QueryTimeoutError'
+  readonly step: 'connect' | 'query'
   readonly timeoutMs: number
   constructor(step: 'connect' | 'query', timeoutMs: number) {
-    super(`no ${step === 'connect' ? 'connection' : 'answer'} within queryTimeoutMs (${timeoutMs} ms)`)
+    super(step === 'connect' ? `no free connection within ${timeoutMs} ms (half of queryTimeoutMs)` : `no answer within queryTimeoutMs (${timeoutMs} ms)`)
+    this.step = step
     this.timeoutMs = timeoutMs
   }
 }
 
+/** The two deadlines of one statement. */
+export interface StatementDeadlines {
+  /** The longest wait for a connection of the pool. */
+  connectMs: number
+  /** The longest wait for the statement's answer, from when it is sent. */
+  queryMs: number
+}
+
 /**
- * Runs `run` on a connection of `connect()` within `timeoutMs` (the wait for a connection
- * included; one timer for both). On time and without error, the connection goes back to the pool;
- * after an error (as `pool.query` does) or past the deadline it is destroyed; one that comes after
- * the deadline is given back unused. A connection that breaks while it is checked out emits
- * 'error', which the pool does not listen to then: it is taken here, or it would end the process.
- * @throws {QueryTimeoutError} past the deadline; what `connect` or `run` throws otherwise.
+ * The wait for a connection that `queryTimeoutMs` allows: half of it. A caller that waited longer
+ * was answered already (the receiver's `storeTimeoutMs` is half the default `queryTimeoutMs`), so
+ * its statement is not sent at all: a claim sent with the last milliseconds of a long wait would
+ * take a lease nobody holds, which keeps the event's retries out (409) until the lease lapses.
+ */
+export function connectWaitMs(queryTimeoutMs: number): number {
+  return Math.max(1, Math.ceil(queryTimeoutMs / 2))
+}
+
+/**
+ * Runs `run` on a connection of `connect()`: the connection must come within `connectMs`, and the
+ * statement then gets its whole `queryMs` from when it is sent (a statement sent after a long wait
+ * for a connection is not cut off after the server ran it). On time and without error, the
+ * connection goes back to the pool; after an error (as `pool.query` does) or past the deadline it
+ * is destroyed; one that comes after its deadline is given back unused, its statement never sent.
+ * A connection that breaks while it is checked out emits 'error', which the pool does not listen
+ * to then: it is taken here, or it would end the process.
+ * @throws {QueryTimeoutError} past either deadline; what `connect` or `run` throws otherwise.
  */
 export function onConnection<T>(
   connect: () => Promise<PostgresPoolClient>,
-  timeoutMs: number,
+  deadlines: StatementDeadlines,
   run: (client: PostgresPoolClient) => Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let over = false
-    let end: ((error: Error | undefined, value?: T) => void) | undefined
-    const timer = setTimeout(() => {
-      const error = new QueryTimeoutError(end === undefined ? 'connect' : 'query', timeoutMs)
-      if (end) end(error)
-      else {
-        over = true
-        reject(error)
-      }
-    }, timeoutMs)
+    let timer = setTimeout(() => {
+      over = true
+      reject(new QueryTimeoutError('connect', deadlines.connectMs))
+    }, deadlines.connectMs)
     connect().then(
       (client) => {
         if (over) return client.release()
-        const onError = (error: Error): void => end?.(error)
-        end = (error, value) => {
+        clearTimeout(timer)
+        const end = (error: Error | undefined, value?: T) => {
           if (over) return
           over = true
           clearTimeout(timer)
@@ -65,10 +82,12 @@ export function onConnection<T>(
           if (error) reject(error)
           else resolve(value as T)
         }
+        const onError = (error: Error): void => end(error)
         client.on('error', onError)
+        timer = setTimeout(() => end(new QueryTimeoutError('query', deadlines.queryMs)), deadlines.queryMs)
         run(client).then(
-          (value) => end?.(undefined, value),
-          (error: unknown) => end?.(error instanceof Error ? error : new Error(String(error))),
+          (value) => end(undefined, value),
+          (error: unknown) => end(error instanceof Error ? error : new Error(String(error))),
         )
       },
       (error: unknown) => {

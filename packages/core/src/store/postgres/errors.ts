@@ -21,6 +21,12 @@ export function classify(error: unknown): { code: DedupStoreErrorCode; message: 
   const sqlState = typeof e.code === 'string' ? e.code : ''
   const detail = typeof e.message === 'string' ? e.message : String(error)
   if ((error as { name?: unknown } | null)?.name === 'QueryTimeoutError') {
+    if ((error as { step?: unknown }).step === 'connect') {
+      return {
+        code: 'timeout',
+        message: `{target} did not answer: ${detail}; every connection of the pool was busy or hung (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server), and the statement was not sent. Check the server and the network.`,
+      }
+    }
     return {
       code: 'timeout',
       message: `{target} did not answer: ${detail}; the connection was destroyed (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server). Check the server and the network.`,

@@ -19,7 +19,7 @@ import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { locationOf, postgresConsoleSource } from './console.js'
-import { onConnection, type PostgresPoolClient } from './deadline.js'
+import { connectWaitMs, onConnection, type PostgresPoolClient, type StatementDeadlines } from './deadline.js'
 import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
 import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
@@ -95,7 +95,7 @@ export class PostgresDedupStore implements DedupStore {
   readonly #names = new Map<string, string>()
   readonly #warn: (message: string) => void
   /** The longest wait for one statement (a connection included) before its connection is destroyed. */
-  readonly #queryTimeoutMs: number
+  readonly #deadlines: StatementDeadlines
   /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
   readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
@@ -104,7 +104,7 @@ export class PostgresDedupStore implements DedupStore {
   constructor(options: PostgresDedupStoreOptions) {
     const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs } = connect(options)
     this.#pool = pool
-    this.#queryTimeoutMs = queryTimeoutMs
+    this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
     this.#prepared = prepared
     this.#warn = warn
     this.#ownsPool = ownsPool
@@ -198,6 +198,11 @@ export class PostgresDedupStore implements DedupStore {
     if (this.#tables.usable !== true || !opts.order) return (await this.#query(this.#sql.complete, params)).rowCount === 1
     const completed = await this.#query<{ n: number }>(this.#orderSql.complete, [...params, ...orderParams(opts.order, opts.factChange)])
     return completed.rows[0]?.n === 1
+  }
+
+  async completedBy(claim: Claim): Promise<boolean> {
+    await this.#prepare()
+    return (await this.#query(this.#sql.completedBy, [claim.key, claim.attempt])).rowCount === 1
   }
 
   async release(claim: Claim): Promise<boolean> {
@@ -324,7 +329,7 @@ export class PostgresDedupStore implements DedupStore {
         typeof connect === 'function'
           ? await onConnection(
               () => connect.call(pool),
-              this.#queryTimeoutMs,
+              this.#deadlines,
               (client) => this.#send(client, text, values),
             )
           : await this.#send(pool, text, values)

@@ -5,7 +5,7 @@
  */
 import { optionalDriver } from '../driver.js'
 import { passwordOf, redactUrl } from '../redact.js'
-import type { PostgresPoolClient } from './deadline.js'
+import { connectWaitMs, type PostgresPoolClient } from './deadline.js'
 import { PACKAGE } from './errors.js'
 import { assertTableName, DEFAULT_POSTGRES_TABLE } from './schema.js'
 
@@ -27,16 +27,18 @@ export interface PostgresPool {
 /** Options of `PostgresDedupStore`: give `connectionString` or `pool`. */
 export interface PostgresDedupStoreOptions {
   /**
-   * `postgres://user:password@host:5432/db`. The store opens its own pool (up to 10 connections, 5
-   * s connect timeout, TCP keep-alive after 10 s idle) and ends it on `close()`. Give this or
-   * `pool`, not both.
+   * `postgres://user:password@host:5432/db`. The store opens its own pool (up to 10 connections,
+   * a connect timeout of half `queryTimeoutMs` and at most 5 s, TCP keep-alive after 10 s idle)
+   * and ends it on `close()`. Give this or `pool`, not both.
    */
   connectionString?: string
   /**
    * An existing `pg.Pool` instead (exactly one of the two). `close()` leaves it open; add your own
-   * `pool.on('error')` listener, and give it `connectionTimeoutMillis` (a few seconds) and
-   * `keepAlive: true`: the store's `queryTimeoutMs` ends a statement and destroys its connection,
-   * but only the pool can end a connect that hangs.
+   * `pool.on('error')` listener, and give it `connectionTimeoutMillis` (at most half the store's
+   * `queryTimeoutMs`: 1500 by default) and `keepAlive: true`: the store's `queryTimeoutMs` ends a
+   * statement and destroys its connection, and a wait for a connection ends at half of it, but
+   * only the pool can end a connect that hangs or take a waiter the store gave up on out of its
+   * queue.
    */
   pool?: PostgresPool
   /**
@@ -69,12 +71,13 @@ export interface PostgresDedupStoreOptions {
    */
   warn?: (message: string) => void
   /**
-   * The longest wait for one statement, a free connection included, whole ms. Past it the call
-   * fails with `DedupStoreError` code `timeout` and the connection it hung on is destroyed, never
-   * handed to the next call: a connection that stopped answering (a failover that left pooled
-   * sockets open, a dropped NAT entry, a proxy that stalls) costs one call, not every call queued
-   * behind it. `pg`'s own `query_timeout` does not do this: it leaves the dead connection in the
-   * pool. Works on a `pg.Pool` of yours too (the store checks connections out with
+   * The longest wait for one statement's answer from when it is sent, whole ms; a free connection
+   * must come within half of it before that, or the statement is not sent at all. Past either the
+   * call fails with `DedupStoreError` code `timeout`, and a connection it hung on is destroyed,
+   * never handed to the next call: a connection that stopped answering (a failover that left
+   * pooled sockets open, a dropped NAT entry, a proxy that stalls) costs one call, not every call
+   * queued behind it. `pg`'s own `query_timeout` does not do this: it leaves the dead connection in
+   * the pool. Works on a `pg.Pool` of yours too (the store checks connections out with
    * `pool.connect()`).
    * @defaultValue `3000`
    */
@@ -171,7 +174,9 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A waiter the store gave up on (connectWaitMs) leaves the pool's queue then too, and a connect
+    // that hangs (a silent line) ends as soon: neither holds the pool's slots longer.
+    connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, connectWaitMs(queryTimeoutMs)),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS,
   })

@@ -121,6 +121,8 @@ export interface DedupSql {
   inspect: string
   lookup: string
   complete: string
+  /** One row when the key is done by the claim with attempt $2 ($1 key): complete keeps the attempt. */
+  completedBy: string
   release: string
   /** Renews a live lease of the token ($1 key, $2 token, $3 lease ms); one row when it did. */
   extend: string
@@ -163,6 +165,10 @@ SELECT ins.attempt, cur.done, cur.left_ms FROM lazy LEFT JOIN ins ON true LEFT J
     complete: `WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE ${table} SET done = true, token = NULL, expires_at = ${expiresIn('$3')}
 FROM durable WHERE key = $1 AND token = $2 AND NOT done`,
+    // Each claim of a key until it is done has its own attempt number (a takeover or a claim after
+    // a release adds one; only a claim after the record's retention starts again at 1), and
+    // complete leaves it: a done row with the claim's attempt was recorded by that claim.
+    completedBy: `SELECT 1 FROM ${table} WHERE key = $1 AND attempt = $2 AND done`,
     release: `UPDATE ${table} SET ${releaseSet}`,
     extend: `WITH ${LAZY} ${extendLease}`,
     purge: purgeBatch(table, 'now()', '(done OR token IS NULL)'),
