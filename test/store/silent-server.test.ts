@@ -14,7 +14,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
 import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
-import { scaled } from '../support/time.js'
+import { scaled, sleep } from '../support/time.js'
 
 let postgres: TestServer
 let redis: TestServer
@@ -125,6 +125,40 @@ describe.each([
       expect(after.value).toEqual(Array.from({ length: 20 }, () => 'acquired'))
     } finally {
       proxy.mode('pass')
+      await store.close()
+    }
+  }, 30_000)
+})
+
+describe('PostgresDedupStore (its own pool) jammed by a silent line', () => {
+  it('callers beyond its connections give up at the connect wait and leave the pool’s queue; once the line passes, it answers within one statement’s deadline', async () => {
+    // Connect wait 300 ms (half queryTimeoutMs), and the pool's own connect timeout the same: a
+    // connection opened while the line is silent hangs only that long, not pg's 5 s.
+    const store = new PostgresDedupStore({ connectionString: throughProxy(postgres.url, pgProxy), queryTimeoutMs: 600 })
+    try {
+      expect(await claims(store, 3)).toEqual(['acquired', 'acquired', 'acquired'])
+      pgProxy.mode('blackhole')
+      // Waves of more callers than the pool has connections (10), as deliveries keep coming: the
+      // later waves find connections destroyed at their deadline and open new ones, which hang too.
+      const waves: Array<Promise<Array<Awaited<ReturnType<typeof timed>>>>> = []
+      for (let wave = 0; wave < 4; wave++) {
+        waves.push(Promise.all(Array.from({ length: 25 }, () => timed(() => store.claim(`silent:${crypto.randomUUID()}`, LONG)))))
+        await sleep(400)
+      }
+      const calls = (await Promise.all(waves)).flat()
+      pgProxy.mode('pass')
+      const back = await recovered(store, 10_000)
+      const connectStep = calls.filter((c) => /no free connection/.test(String((c.error as Error | undefined)?.message)))
+      for (const call of calls) expect(call.error).toMatchObject({ code: 'timeout' })
+      // Most waited for a connection and were never sent.
+      expect(connectStep.length).toBeGreaterThan(calls.length / 2)
+      for (const call of connectStep) expect(call.ms).toBeLessThan(300 + scaled(1_000))
+      // A connection opened in the silence hangs at most the connect wait, so the pool is free again
+      // within a statement's deadline (pg's 5 s connect timeout kept it jammed for seconds).
+      expect(back).toBeLessThan(scaled(1_500))
+      expect(await claims(store, 10)).toEqual(Array.from({ length: 10 }, () => 'acquired'))
+    } finally {
+      pgProxy.mode('pass')
       await store.close()
     }
   }, 30_000)

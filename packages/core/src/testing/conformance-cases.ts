@@ -310,35 +310,44 @@ export type CompletedByTest = (
 
 /** What the optional `completedBy` answers: true only for the very claim whose complete recorded the key. */
 export function completedByCases(completedByTest: CompletedByTest, { shortMs, newKey }: { shortMs: number; newKey: () => string }): void {
-  completedByTest('is true once the claim’s own complete landed, and stays true when the complete is sent again', async (store, completedBy) => {
-    const key = newKey()
-    const claim = acquired(await store.claim(key, LONG), 'first claim')
-    check((await completedBy(claim)) === false, 'false while the claim holds the key, not completed')
-    check((await store.complete(claim, LONG)) === true, 'the owner completes')
-    check((await completedBy(claim)) === true, 'true once its complete landed')
-    // A complete resent after its answer was lost: the store answers false, completedBy still tells.
-    check((await store.complete(claim, LONG)) === false, 'a second complete of the same claim answers false')
-    check((await completedBy(claim)) === true, 'and completedBy still answers true')
-    check((await completedBy({ ...claim, token: crypto.randomUUID(), attempt: claim.attempt + 1 })) === false, 'false for a claim that never was')
-  })
+  completedByTest(
+    'is true once the claim’s own complete landed, and stays true when the complete is sent again',
+    async (store, completedBy) => {
+      const key = newKey()
+      const claim = acquired(await store.claim(key, LONG), 'first claim')
+      check((await completedBy(claim)) === false, 'false while the claim holds the key, not completed')
+      check((await store.complete(claim, LONG)) === true, 'the owner completes')
+      check((await completedBy(claim)) === true, 'true once its complete landed')
+      // A complete resent after its answer was lost: the store answers false, completedBy still tells.
+      check((await store.complete(claim, LONG)) === false, 'a second complete of the same claim answers false')
+      check((await completedBy(claim)) === true, 'and completedBy still answers true')
+      check(
+        (await completedBy({ ...claim, token: crypto.randomUUID(), attempt: claim.attempt + 1 })) === false,
+        'false for a claim that never was',
+      )
+    },
+  )
 
-  completedByTest('is false for a claim whose lease another claim took over and recorded, and for a released claim', async (store, completedBy) => {
-    const key = newKey()
-    const lapsed = acquired(await store.claim(key, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'first claim, short lease')
-    await sleep(shortMs + 150)
-    const next = acquired(await store.claim(key, LONG), 'claim after the first lease lapsed')
-    check((await completedBy(lapsed)) === false, 'false for the lapsed claim while the next one holds the key')
-    check((await store.complete(next, LONG)) === true, 'the new owner completes')
-    check((await completedBy(next)) === true, 'true for the claim that recorded the key')
-    check((await completedBy(lapsed)) === false, 'false for the lapsed claim, whose complete never landed')
-    check((await store.complete(lapsed, LONG)) === false, 'whose complete is refused')
+  completedByTest(
+    'is false for a claim whose lease another claim took over and recorded, and for a released claim',
+    async (store, completedBy) => {
+      const key = newKey()
+      const lapsed = acquired(await store.claim(key, { leaseMs: shortMs, retentionMs: LONG.retentionMs }), 'first claim, short lease')
+      await sleep(shortMs + 150)
+      const next = acquired(await store.claim(key, LONG), 'claim after the first lease lapsed')
+      check((await completedBy(lapsed)) === false, 'false for the lapsed claim while the next one holds the key')
+      check((await store.complete(next, LONG)) === true, 'the new owner completes')
+      check((await completedBy(next)) === true, 'true for the claim that recorded the key')
+      check((await completedBy(lapsed)) === false, 'false for the lapsed claim, whose complete never landed')
+      check((await store.complete(lapsed, LONG)) === false, 'whose complete is refused')
 
-    const released = newKey()
-    const first = acquired(await store.claim(released, LONG), 'claim of a second key')
-    check((await store.release(first)) === true, 'release returns true')
-    const second = acquired(await store.claim(released, LONG), 'claim after the release')
-    check((await store.complete(second, LONG)) === true, 'the second claim completes')
-    check((await completedBy(first)) === false, 'false for the released claim')
-    check((await completedBy(second)) === true, 'true for the claim that completed')
-  })
+      const released = newKey()
+      const first = acquired(await store.claim(released, LONG), 'claim of a second key')
+      check((await store.release(first)) === true, 'release returns true')
+      const second = acquired(await store.claim(released, LONG), 'claim after the release')
+      check((await store.complete(second, LONG)) === true, 'the second claim completes')
+      check((await completedBy(first)) === false, 'false for the released claim')
+      check((await completedBy(second)) === true, 'true for the claim that completed')
+    },
+  )
 }

@@ -24,7 +24,11 @@ export class QueryTimeoutError extends Error {
   readonly step: 'connect' | 'query'
   readonly timeoutMs: number
   constructor(step: 'connect' | 'query', timeoutMs: number) {
-    super(step === 'connect' ? `no free connection within ${timeoutMs} ms (half of queryTimeoutMs)` : `no answer within queryTimeoutMs (${timeoutMs} ms)`)
+    super(
+      step === 'connect'
+        ? `no free connection within ${timeoutMs} ms (half of queryTimeoutMs)`
+        : `no answer within queryTimeoutMs (${timeoutMs} ms)`,
+    )
     this.step = step
     this.timeoutMs = timeoutMs
   }

@@ -200,6 +200,11 @@ export class PostgresDedupStore implements DedupStore {
     return completed.rows[0]?.n === 1
   }
 
+  /**
+   * Whether `claim` itself recorded its key (the done row keeps the claim's attempt number), so
+   * that a complete whose answer was lost is told apart from a lease another claim took over,
+   * however late the receiver asks.
+   */
   async completedBy(claim: Claim): Promise<boolean> {
     await this.#prepare()
     return (await this.#query(this.#sql.completedBy, [claim.key, claim.attempt])).rowCount === 1
