@@ -145,6 +145,8 @@ export class Recorder {
     }
     watch(first)
     let outcome: boolean | undefined
+    /** Why the last try that failed did (said if the loop ends without the record). */
+    let lastFailure: string | undefined
     for (let pause = FIRST_PAUSE_MS; !pending.stopped; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       if (performance.now() - started >= RECORD_TRIES_MS) break
       // A microtask first, so that a first try that has already settled is seen before any pause.
@@ -167,8 +169,15 @@ export class Recorder {
       tries++
       // Each try has its own deadline; while it runs, a nudge or an earlier try that lands only
       // marks `landed`, which the next turn reads.
-      outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).catch(
-        () => undefined,
+      outcome = await withTimeout(watch(attempt(() => store.complete(pending.claim, pending.options))), storeTimeoutMs).then(
+        (done) => {
+          if (done === undefined) lastFailure = `no answer within storeTimeoutMs (${storeTimeoutMs} ms)`
+          return done
+        },
+        (error: unknown) => {
+          lastFailure = error instanceof Error ? error.message : String(error)
+          return undefined
+        },
       )
       // False: recorded already (by this claim, its answer lost) or taken over. A store that does
       // not answer which is asked again on the next turn, never taken for a refusal.
@@ -178,9 +187,10 @@ export class Recorder {
     if (pending.stopped) return
     this.#end(pending)
     const info = { status: 503, eventId: pending.event?.id, type: pending.event?.type }
+    const seconds = Math.round((performance.now() - started) / 100) / 10
     if (outcome === true) reporter.recordedLate(info, tries)
-    else if (outcome === false) reporter.recordRefused(info)
-    else reporter.recordAbandoned(info, Math.round((performance.now() - started) / 1000))
+    else if (outcome === false) reporter.recordRefused(info, { tries, seconds, lastFailure })
+    else reporter.recordAbandoned(info, Math.round(seconds), lastFailure)
   }
 
   #end(pending: Pending): void {

@@ -177,16 +177,17 @@ export class Reporter {
   }
 
   /** The store refused a complete tried again: the lease had ended and another request took the event over. */
-  recordRefused(info: ErrorInfo): void {
+  recordRefused(info: ErrorInfo, tried: { tries: number; seconds: number; lastFailure: string | undefined }): void {
+    const failure = tried.lastFailure === undefined ? '' : `; the last try that failed: ${tried.lastFailure}`
     this.#logger?.error(
-      `${PACKAGE} could not record${about(info)} as done: its handler succeeded, but the dedup store was down until its lease (leaseMs) ended and another request (another instance, or this one after a restart) took it over, so its handler may run a second time. Keep handlers idempotent by event.id.`,
+      `${PACKAGE} could not record${about(info)} as done: its handler succeeded, but the dedup store was down until its lease (leaseMs) ended and another request (another instance, or this one after a restart) took it over, so its handler may run a second time. Keep handlers idempotent by event.id. (${tried.tries} more ${tried.tries === 1 ? 'try' : 'tries'} over ${tried.seconds} s${failure}.)`,
     )
   }
 
   /** The receiver stopped trying to complete an event (the store stayed down too long, or too many were pending). */
-  recordAbandoned(info: ErrorInfo, afterSeconds: number): void {
+  recordAbandoned(info: ErrorInfo, afterSeconds: number, lastFailure?: string): void {
     this.#logger?.error(
-      `${PACKAGE} gave up recording${about(info)} as done after ${afterSeconds} s: its handler succeeded, but the dedup store stayed down; a retry of it once the store is back runs the handler again.`,
+      `${PACKAGE} gave up recording${about(info)} as done after ${afterSeconds} s: its handler succeeded, but the dedup store stayed down; a retry of it once the store is back runs the handler again.${lastFailure === undefined ? '' : ` The last try that failed: ${lastFailure}.`}`,
     )
   }
 
