@@ -71,30 +71,64 @@ export async function runOutage(s: OutageScenario): Promise<OutageResult> {
   )
   const run = startRun(receiver.url, s.run)
   let store: DedupStore | undefined
+  const watchdog = receiverWatchdog(receiver)
+  const alive = watchdog.alive
   try {
     const traffic = run.traffic(s.events, s.perSecond)
     await sleep(s.faultAtMs)
     run.mark('fault')
-    await s.begin(receiver)
+    await alive(s.begin(receiver))
     run.mark('down')
     await sleep(s.faultMs)
     run.mark('up')
-    await s.end(receiver)
+    await alive(s.end(receiver))
     run.mark('fixed')
     // Recovered as soon as the fault is over, as an operator (or a health check) would: traffic goes on.
     store = s.openStore()
-    await run.recoverIfDisabled(store)
-    await traffic
-    await run.settle({ store })
+    const opened = store
+    await alive(run.recoverIfDisabled(opened))
+    await alive(traffic)
+    await alive(run.settle({ store: opened }))
     const lookup = store.lookup?.bind(store)
     if (!lookup) throw new Error('the store has no lookup')
     const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`), receiver.logs)
     report(figures)
     return { figures, run, receiver }
   } finally {
+    watchdog.stop()
     await run.close()
     await receiver.kill()
     await store?.close?.()
+  }
+}
+
+/**
+ * Fails the scenario as soon as the receiver process ends by itself (a crash: its stderr is in the
+ * test output), instead of letting the sender's attempts and recover's rounds meet a closed port
+ * until the test's timeout (a crash at a PostgreSQL stop took 180 s to show that way). Under strace
+ * the child is strace, which a scenario may end on purpose: not watched.
+ */
+function receiverWatchdog(receiver: ReceiverProcess): { alive: <T>(step: Promise<T>) => Promise<T>; stop: () => void } {
+  let onExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | undefined
+  const died = new Promise<never>((_resolve, reject) => {
+    if (receiver.child.pid !== receiver.pid) return
+    onExit = (code, signal) =>
+      reject(
+        new Error(
+          `the receiver (pid ${receiver.pid}) exited mid-scenario (${code ?? signal}); its stderr is above, its last log lines:\n${receiver.logs.slice(-5).join('\n')}`,
+        ),
+      )
+    receiver.child.once('exit', onExit)
+  })
+  died.catch(() => {})
+  return {
+    alive: (step) => {
+      step.catch(() => {})
+      return Promise.race([step, died])
+    },
+    stop: () => {
+      if (onExit) receiver.child.off('exit', onExit)
+    },
   }
 }
 

@@ -164,6 +164,32 @@ describe('PostgresDedupStore (its own pool) jammed by a silent line', () => {
   }, 30_000)
 })
 
+describe('PostgresDedupStore (its own pool) under a burst of claims on a slow line', () => {
+  it('keeps connections for the records of handled events: a complete sent behind 40 waiting claims answers before most of them', async () => {
+    const store = new PostgresDedupStore({ connectionString: throughProxy(postgres.url, pgProxy), queryTimeoutMs: 30_000 })
+    try {
+      // A claim to complete later, and the pool's ten connections open (ten reads at once on the
+      // slow line), so that no call below waits for a new connection.
+      const held = await store.claim(`silent:${crypto.randomUUID()}`, LONG)
+      if (held.status !== 'acquired') throw new Error(`claim: ${held.status}`)
+      pgProxy.mode('delay', { delayMs: 100 })
+      await Promise.all(Array.from({ length: 10 }, () => store.lookup(`silent:${crypto.randomUUID()}`)))
+      // A burst of new deliveries (as the sender's retries after an outage): more than the pool holds.
+      let claimed = 0
+      const burst = Array.from({ length: 40 }, () => store.claim(`silent:${crypto.randomUUID()}`, LONG).then(() => void claimed++))
+      await sleep(10)
+      expect(await store.complete(held.claim, LONG)).toBe(true)
+      const claimedBefore = claimed
+      await Promise.all(burst)
+      // In the pool's order the complete would wait for 30 claims or more; claims hold 8 of its 10 connections.
+      expect(claimedBefore).toBeLessThan(20)
+    } finally {
+      pgProxy.mode('pass')
+      await store.close()
+    }
+  }, 60_000)
+})
+
 describe('RedisDedupStore behind a slow line', () => {
   it('answers a reply that comes later than usual but within commandTimeoutMs, and times out one that comes later', async () => {
     const store = new RedisDedupStore({ url: throughProxy(redis.url, redisProxy), commandTimeoutMs: 1_000 })

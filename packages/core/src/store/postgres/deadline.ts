@@ -59,21 +59,25 @@ export function connectWaitMs(queryTimeoutMs: number): number {
  * connection goes back to the pool; after an error (as `pool.query` does) or past the deadline it
  * is destroyed; one that comes after its deadline is given back unused, its statement never sent.
  * A connection that breaks while it is checked out emits 'error', which the pool does not listen
- * to then: it is taken here, or it would end the process.
+ * to then: it is taken here, or it would end the process. `connect` gets a signal that aborts at
+ * the connect deadline (a {@link Lane} stops waiting then).
  * @throws {QueryTimeoutError} past either deadline; what `connect` or `run` throws otherwise.
  */
 export function onConnection<T>(
-  connect: () => Promise<PostgresPoolClient>,
+  connect: (signal: AbortSignal) => Promise<PostgresPoolClient>,
   deadlines: StatementDeadlines,
   run: (client: PostgresPoolClient) => Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let over = false
+    const waiting = new AbortController()
     let timer = setTimeout(() => {
       over = true
-      reject(new QueryTimeoutError('connect', deadlines.connectMs))
+      const error = new QueryTimeoutError('connect', deadlines.connectMs)
+      waiting.abort(error)
+      reject(error)
     }, deadlines.connectMs)
-    connect().then(
+    connect(waiting.signal).then(
       (client) => {
         if (over) return client.release()
         clearTimeout(timer)
@@ -102,4 +106,74 @@ export function onConnection<T>(
       },
     )
   })
+}
+
+/**
+ * A share of the pool's connections: at most `limit` statements of the lane hold a connection or
+ * wait for one, the others wait here, in order. The store's new work (claims, purges) goes through
+ * one that leaves connections to the records of events already handled (complete, release): after
+ * a silence, a burst of retried deliveries would otherwise queue ahead of them in the pool, and a
+ * handled event's record could wait past its lease, when another instance runs it again.
+ */
+export class Lane {
+  readonly #limit: number
+  #inside = 0
+  readonly #waiting: Array<() => void> = []
+
+  constructor(limit: number) {
+    this.#limit = limit
+  }
+
+  /**
+   * Calls `connect` once a place is free, unless `signal` aborts first (then rejects with its
+   * reason); the place is freed when the connection is released, or when `connect` fails.
+   */
+  async through(connect: () => Promise<PostgresPoolClient>, signal: AbortSignal): Promise<PostgresPoolClient> {
+    if (this.#inside < this.#limit) this.#inside++
+    else await this.#wait(signal)
+    let client: PostgresPoolClient
+    try {
+      client = await connect()
+    } catch (error) {
+      this.#leave()
+      throw error
+    }
+    let left = false
+    return {
+      query: (config, values) => client.query(config, values),
+      release: (destroy) => {
+        if (!left) {
+          left = true
+          this.#leave()
+        }
+        client.release(destroy)
+      },
+      on: (event, listener) => client.on(event, listener),
+      removeListener: (event, listener) => client.removeListener(event, listener),
+    }
+  }
+
+  /** Waits for a place handed over by `#leave` (the count stays: the place passes on). */
+  #wait(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason)
+      const enter = () => {
+        signal.removeEventListener('abort', onAbort)
+        resolve()
+      }
+      const onAbort = () => {
+        const at = this.#waiting.indexOf(enter)
+        if (at >= 0) this.#waiting.splice(at, 1)
+        reject(signal.reason)
+      }
+      this.#waiting.push(enter)
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  #leave(): void {
+    const next = this.#waiting.shift()
+    if (next) next()
+    else this.#inside--
+  }
 }

@@ -38,7 +38,10 @@ export function classify(error: unknown): { code: DedupStoreErrorCode; message: 
       message: `cannot reach {target} (${sqlState}): check that the server runs and that the host and port are right.`,
     }
   }
-  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(detail) || sqlState.startsWith('08')) {
+  if (
+    /timeout exceeded when trying to connect|Connection terminated|connection timeout|not queryable/i.test(detail) ||
+    sqlState.startsWith('08')
+  ) {
     return {
       code: 'connection_failed',
       message: `lost or could not open the connection to {target} (${detail}): check the server, the network and its connection limits.`,

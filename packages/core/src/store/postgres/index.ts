@@ -19,10 +19,10 @@ import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { locationOf, postgresConsoleSource } from './console.js'
-import { connectWaitMs, onConnection, type PostgresPoolClient, type StatementDeadlines } from './deadline.js'
+import { connectWaitMs, Lane, onConnection, type PostgresPoolClient, type StatementDeadlines } from './deadline.js'
 import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
-import { connect, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
+import { connect, newWorkLimit, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
 import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
 import { PurgeSchedule, purgeAll } from './purge.js'
 import { type DedupSql, POSTGRES_SCHEMA_VERSION, postgresStatements, upgradeTablesSql } from './schema.js'
@@ -69,6 +69,9 @@ type MarkRow = ClaimRow & {
   reconciled: number | null
 }
 
+/** `#query`'s flag for new work (claims, purges), which leaves some of the pool's connections to the records of handled events. */
+const NEW_WORK = true
+
 /**
  * Dedup store in a PostgreSQL table, shared by every instance that points at the same database.
  * Its calls reject with a {@link DedupStoreError} (`invalid_options` for a `leaseMs`/`retentionMs`
@@ -96,15 +99,19 @@ export class PostgresDedupStore implements DedupStore {
   readonly #warn: (message: string) => void
   /** The longest wait for one statement (a connection included) before its connection is destroyed. */
   readonly #deadlines: StatementDeadlines
+  /** New work's share of the pool (claims, purges): the rest is kept for the records of handled events. */
+  readonly #newWork: Lane | undefined
   /** The store's inbox (entries in `<table>_inbox`, shared by every instance on the database). */
   readonly inbox: PostgresInbox
   #ready: Promise<void> | undefined
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs } = connect(options)
+    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs, maxConnections } = connect(options)
     this.#pool = pool
     this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
+    const limit = newWorkLimit(maxConnections)
+    this.#newWork = limit === undefined ? undefined : new Lane(limit)
     this.#prepared = prepared
     this.#warn = warn
     this.#ownsPool = ownsPool
@@ -156,14 +163,12 @@ export class PostgresDedupStore implements DedupStore {
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
       const won = order
-        ? await this.#query<MarkRow>(this.#orderSql.claim, [
-            key,
-            token,
-            opts.leaseMs,
-            order.key,
-            order.fact === undefined ? null : `${order.key}|${order.fact}`,
-          ])
-        : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs])
+        ? await this.#query<MarkRow>(
+            this.#orderSql.claim,
+            [key, token, opts.leaseMs, order.key, order.fact === undefined ? null : `${order.key}|${order.fact}`],
+            NEW_WORK,
+          )
+        : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs], NEW_WORK)
       const row = won.rows[0] as MarkRow
       if (row.attempt !== null) {
         if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
@@ -178,11 +183,11 @@ export class PostgresDedupStore implements DedupStore {
         // snapshot): the email is held. Its time left is unknown here; the receiver asks again soon.
         if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
         // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
-        await this.#query(this.#orderSql.unlock, [order.key, token])
+        await this.#query(this.#orderSql.unlock, [order.key, token], NEW_WORK)
         continue
       }
       // Free when read, taken by another claim before the insert: see who holds it now.
-      const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key])).rows[0]
+      const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key], NEW_WORK)).rows[0]
       // Released or purged between the two statements, or the lease ended just now: claim again.
       if (!held || held.left_ms <= 0) continue
       if (held.done) return { status: 'duplicate' }
@@ -257,7 +262,7 @@ export class PostgresDedupStore implements DedupStore {
     ]
     return purgeAll(
       steps,
-      async (step) => (await this.#query(step)).rowCount ?? 0,
+      async (step) => (await this.#query(step, undefined, NEW_WORK)).rowCount ?? 0,
       () => this.#closed,
       paced,
     )
@@ -325,15 +330,16 @@ export class PostgresDedupStore implements DedupStore {
    * the deadline passes (deadline.ts). A statement with parameters (the store's own, fixed texts)
    * goes as a named prepared statement while those are on: parsed and planned once per connection.
    */
-  async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+  async #query<Row>(text: string, values?: unknown[], newWork = false): Promise<{ rows: Row[]; rowCount: number | null }> {
     try {
       const pool = this.#pool
       const connect = pool.connect
+      const lane = newWork ? this.#newWork : undefined
       // A pool without connect() (not a pg.Pool) cannot be cut off here: the receiver's own deadline still races it.
       const result =
         typeof connect === 'function'
           ? await onConnection(
-              () => connect.call(pool),
+              (signal) => (lane ? lane.through(() => connect.call(pool), signal) : connect.call(pool)),
               this.#deadlines,
               (client) => this.#send(client, text, values),
             )

@@ -38,7 +38,9 @@ export interface PostgresDedupStoreOptions {
    * `queryTimeoutMs`: 1500 by default) and `keepAlive: true`: the store's `queryTimeoutMs` ends a
    * statement and destroys its connection, and a wait for a connection ends at half of it, but
    * only the pool can end a connect that hangs or take a waiter the store gave up on out of its
-   * queue.
+   * queue. The store adds an 'error' listener to each connection the pool opens from then on (pg
+   * emits a server's FATAL in the very read that made a new connection ready before anyone can
+   * listen, which would end the process): the statement on it fails instead.
    */
   pool?: PostgresPool
   /**
@@ -96,6 +98,23 @@ interface PoolConstructor {
   }
 }
 
+/** A pool's 'connect' event: each new connection, before anyone uses it. */
+interface ConnectEvents {
+  on(event: 'connect', listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void): unknown
+}
+
+/**
+ * A new connection is handed out on its ReadyForQuery, when pg-pool takes its idle 'error' listener
+ * off; the store's own listener (deadline.ts) comes a microtask later. An ErrorResponse parsed from
+ * the same read (FATAL 57P01 from a backend that had just started when `pg_ctl stop -m fast` came)
+ * would be an 'error' with no listener and end the process (node-postgres #2762). This listener stays
+ * for the connection's life; the error still fails the statement, and the pool still drops the
+ * connection.
+ */
+function keepNewConnectionErrors(pool: ConnectEvents): void {
+  pool.on('connect', (client) => client.on('error', () => {}))
+}
+
 const loadDriver = optionalDriver(
   'pg',
   (module) => (module as { Pool: PoolConstructor }).Pool,
@@ -117,6 +136,24 @@ export interface PostgresConnection {
   prepared: boolean
   warn: (message: string) => void
   queryTimeoutMs: number
+  /** How many connections the pool opens at most, when known (a `pg.Pool` says). */
+  maxConnections: number | undefined
+}
+
+/** Connections of the pool that new work (claims, purges) leaves to the records of handled events. */
+export const KEPT_FOR_RECORDS = 2
+
+/** The connections new work may hold or wait for at once: all but {@link KEPT_FOR_RECORDS}, at least one; all when the pool's size is unknown. */
+export function newWorkLimit(maxConnections: number | undefined): number | undefined {
+  if (maxConnections === undefined) return undefined
+  return Math.max(1, maxConnections - KEPT_FOR_RECORDS)
+}
+
+/** A `pg.Pool`'s `max` (pg's default 10 when unset); undefined for another pool. */
+function maxOf(pool: object): number | undefined {
+  if (!isPgPool(pool)) return undefined
+  const max = (pool as { options: { max?: unknown } }).options.max
+  return typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_MAX_CONNECTIONS
 }
 
 /** Whether `pool` is a `pg.Pool` (its query also takes `{ name, text, values }`). */
@@ -155,6 +192,9 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function') {
       throw new TypeError(`${PACKAGE} pool must be a pg Pool (an object with query()).`)
     }
+    // The connections a pg.Pool of yours opens from now on are covered as the store's own are.
+    if (isPgPool(pool) && typeof (pool as Partial<ConnectEvents>).on === 'function')
+      keepNewConnectionErrors(pool as unknown as ConnectEvents)
     return {
       pool,
       ownsPool: false,
@@ -165,6 +205,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
       prepared: prepared ?? isPgPool(pool),
       warn,
       queryTimeoutMs,
+      maxConnections: maxOf(pool),
     }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
@@ -183,6 +224,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   // An idle connection that the server drops emits 'error' on the pool; without a listener
   // that would end the process. The next query reports the failure instead.
   created.on('error', () => {})
+  keepNewConnectionErrors(created as unknown as ConnectEvents)
   return {
     pool: created,
     ownsPool: true,
@@ -193,5 +235,6 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     prepared: prepared ?? true,
     warn,
     queryTimeoutMs,
+    maxConnections: DEFAULT_MAX_CONNECTIONS,
   }
 }
