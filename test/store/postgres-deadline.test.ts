@@ -103,72 +103,71 @@ describe('onConnection: a wait for a connection, then a statement deadline from 
 })
 
 describe('Lane: new work’s share of the pool', () => {
-  /** A pool whose connects resolve (or fail) when the test says. */
+  /** A pool whose connects resolve (or fail) when the test says; each connection answers its name. */
   function pool() {
     const pending: Array<{ resolve: (c: PostgresPoolClient) => void; reject: (error: Error) => void }> = []
+    const released: string[] = []
     const connect = () => new Promise<PostgresPoolClient>((resolve, reject) => pending.push({ resolve, reject }))
-    const make = (name: string): PostgresPoolClient => {
+    const make = (name: string, answerMs = 0): PostgresPoolClient => {
       const c: PostgresPoolClient = {
-        query: async () => name,
-        release: () => {},
+        query: () => new Promise((resolve) => setTimeout(() => resolve(name), answerMs)),
+        release: () => void released.push(name),
         on: () => c,
         removeListener: () => c,
       }
       return c
     }
-    return { connect, pending, make }
+    return { connect, pending, released, make }
   }
+  const statement = (c: PostgresPoolClient) => c.query('SELECT 1')
 
-  it('lets `limit` callers through, queues the next in order, and a released connection lets the next one in', async () => {
+  it('lets `limit` calls ask the pool, queues the next in order, and a released connection lets the next one in', async () => {
     const lane = new Lane(2)
     const p = pool()
-    const signal = new AbortController().signal
-    const order: string[] = []
-    const calls = ['a', 'b', 'c', 'd'].map((name) =>
-      lane.through(p.connect, signal).then((c) => {
-        order.push(name)
-        return c
-      }),
-    )
+    const calls = ['a', 'b', 'c', 'd'].map(() => onConnection(p.connect, deadlines, statement, lane))
     await vi.advanceTimersByTimeAsync(0)
     // Only two asked the pool for a connection.
     expect(p.pending).toHaveLength(2)
-    for (const [i, { resolve }] of p.pending.splice(0).entries()) resolve(p.make(`c${i}`))
-    const [a] = await Promise.all([calls[0], calls[1]])
-    expect(order).toEqual(['a', 'b'])
-    a?.release()
-    a?.release()
-    await vi.advanceTimersByTimeAsync(0)
-    // One place freed (a second release of the same connection frees nothing more): c asks, not d.
+    p.pending.shift()?.resolve(p.make('a', 100))
+    p.pending.shift()?.resolve(p.make('b', 500))
+    await vi.advanceTimersByTimeAsync(100)
+    expect(await calls[0]).toBe('a')
+    // a's connection went back: c asks the pool, d still waits.
+    expect(p.released).toEqual(['a'])
     expect(p.pending).toHaveLength(1)
-    p.pending.shift()?.resolve(p.make('c2'))
-    await calls[2]
-    expect(order).toEqual(['a', 'b', 'c'])
-    expect(p.pending).toHaveLength(0)
+    p.pending.shift()?.resolve(p.make('c'))
+    await vi.advanceTimersByTimeAsync(0)
+    expect(await calls[2]).toBe('c')
+    p.pending.shift()?.resolve(p.make('d'))
+    await vi.advanceTimersByTimeAsync(500)
+    expect(await Promise.all(calls)).toEqual(['a', 'b', 'c', 'd'])
+    // Every place given back: a new call goes straight to the pool.
+    void onConnection(p.connect, deadlines, statement, lane)
+    void onConnection(p.connect, deadlines, statement, lane)
+    await vi.advanceTimersByTimeAsync(0)
+    expect(p.pending).toHaveLength(2)
   })
 
-  it('a caller whose signal aborts while it waits leaves the queue without taking a place; a failed connect frees its place', async () => {
+  it('a call that waits in the lane past the connect wait fails without taking a place; a connect that fails, even late, gives its place on', async () => {
     const lane = new Lane(1)
     const p = pool()
-    const first = lane.through(p.connect, new AbortController().signal)
-    const giveUp = new AbortController()
-    const second = lane.through(p.connect, giveUp.signal)
-    const third = lane.through(p.connect, new AbortController().signal)
-    await vi.advanceTimersByTimeAsync(0)
-    giveUp.abort(new Error('connect deadline'))
-    await expect(second).rejects.toThrow('connect deadline')
-    // The first's connect fails: its place passes to the third, not to the one that gave up.
-    p.pending.shift()?.reject(new Error('connection refused'))
-    await expect(first).rejects.toThrow('connection refused')
+    const first = onConnection(p.connect, deadlines, statement, lane)
+    const second = onConnection(p.connect, deadlines, statement, lane)
+    first.catch(() => {})
+    second.catch(() => {})
+    await vi.advanceTimersByTimeAsync(1_000)
+    const third = onConnection(p.connect, deadlines, statement, lane)
+    await vi.advanceTimersByTimeAsync(600)
+    // Both waits of the first two are over: the first's connection never came, the second waited in the lane.
+    await expect(first).rejects.toMatchObject({ step: 'connect' })
+    await expect(second).rejects.toMatchObject({ step: 'connect' })
+    expect(p.pending).toHaveLength(1)
+    // The pool fails the first's connect at last: its place passes to the third, not to the second.
+    p.pending.shift()?.reject(new Error('timeout exceeded when trying to connect'))
     await vi.advanceTimersByTimeAsync(0)
     expect(p.pending).toHaveLength(1)
     p.pending.shift()?.resolve(p.make('third'))
-    const c = await third
-    expect(await c.query('SELECT 1')).toBe('third')
-    // Its release frees the place: the next caller goes straight to the pool.
-    c.release()
-    void lane.through(p.connect, new AbortController().signal)
     await vi.advanceTimersByTimeAsync(0)
-    expect(p.pending).toHaveLength(1)
+    expect(await third).toBe('third')
   })
 })

@@ -59,61 +59,85 @@ export function connectWaitMs(queryTimeoutMs: number): number {
  * connection goes back to the pool; after an error (as `pool.query` does) or past the deadline it
  * is destroyed; one that comes after its deadline is given back unused, its statement never sent.
  * A connection that breaks while it is checked out emits 'error', which the pool does not listen
- * to then: it is taken here, or it would end the process. `connect` gets a signal that aborts at
- * the connect deadline (a {@link Lane} stops waiting then).
+ * to then: it is taken here, or it would end the process. With a `lane`, the call first takes a
+ * place in it (the wait counts against `connectMs`), and gives it back with the connection.
  * @throws {QueryTimeoutError} past either deadline; what `connect` or `run` throws otherwise.
  */
 export function onConnection<T>(
-  connect: (signal: AbortSignal) => Promise<PostgresPoolClient>,
+  connect: () => Promise<PostgresPoolClient>,
   deadlines: StatementDeadlines,
   run: (client: PostgresPoolClient) => Promise<T>,
+  lane?: Lane,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let over = false
-    const waiting = new AbortController()
+    let inLane = false
+    let leaveQueue: (() => void) | undefined
+    const leaveLane = () => {
+      if (!inLane) return
+      inLane = false
+      lane?.leave()
+    }
     let timer = setTimeout(() => {
       over = true
-      const error = new QueryTimeoutError('connect', deadlines.connectMs)
-      waiting.abort(error)
-      reject(error)
+      leaveQueue?.()
+      reject(new QueryTimeoutError('connect', deadlines.connectMs))
     }, deadlines.connectMs)
-    connect(waiting.signal).then(
-      (client) => {
-        if (over) return client.release()
-        clearTimeout(timer)
-        const end = (error: Error | undefined, value?: T) => {
+    const start = () =>
+      connect().then(
+        (client) => {
+          if (over) {
+            client.release()
+            return leaveLane()
+          }
+          clearTimeout(timer)
+          const end = (error: Error | undefined, value?: T) => {
+            if (over) return
+            over = true
+            clearTimeout(timer)
+            client.removeListener('error', onError)
+            client.release(error)
+            leaveLane()
+            if (error) reject(error)
+            else resolve(value as T)
+          }
+          const onError = (error: Error): void => end(error)
+          client.on('error', onError)
+          timer = setTimeout(() => end(new QueryTimeoutError('query', deadlines.queryMs)), deadlines.queryMs)
+          run(client).then(
+            (value) => end(undefined, value),
+            (error: unknown) => end(error instanceof Error ? error : new Error(String(error))),
+          )
+        },
+        (error: unknown) => {
+          leaveLane()
           if (over) return
           over = true
           clearTimeout(timer)
-          client.removeListener('error', onError)
-          client.release(error)
-          if (error) reject(error)
-          else resolve(value as T)
-        }
-        const onError = (error: Error): void => end(error)
-        client.on('error', onError)
-        timer = setTimeout(() => end(new QueryTimeoutError('query', deadlines.queryMs)), deadlines.queryMs)
-        run(client).then(
-          (value) => end(undefined, value),
-          (error: unknown) => end(error instanceof Error ? error : new Error(String(error))),
-        )
-      },
-      (error: unknown) => {
-        if (over) return
-        over = true
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
+          reject(error)
+        },
+      )
+    if (lane === undefined) start()
+    else if (lane.enter()) {
+      inLane = true
+      start()
+    } else {
+      leaveQueue = lane.queue(() => {
+        leaveQueue = undefined
+        inLane = true
+        start()
+      })
+    }
   })
 }
 
 /**
  * A share of the pool's connections: at most `limit` statements of the lane hold a connection or
- * wait for one, the others wait here, in order. The store's new work (claims, purges) goes through
- * one that leaves connections to the records of events already handled (complete, release): after
- * a silence, a burst of retried deliveries would otherwise queue ahead of them in the pool, and a
- * handled event's record could wait past its lease, when another instance runs it again.
+ * wait for one, the others wait here, in order (onConnection). The store's new work (claims,
+ * purges) goes through one that leaves connections to the records of events already handled
+ * (complete, release): after a silence, a burst of retried deliveries would otherwise queue ahead
+ * of them in the pool, and a handled event's record could wait past its lease, when another
+ * instance runs it again.
  */
 export class Lane {
   readonly #limit: number
@@ -124,54 +148,24 @@ export class Lane {
     this.#limit = limit
   }
 
-  /**
-   * Calls `connect` once a place is free, unless `signal` aborts first (then rejects with its
-   * reason); the place is freed when the connection is released, or when `connect` fails.
-   */
-  async through(connect: () => Promise<PostgresPoolClient>, signal: AbortSignal): Promise<PostgresPoolClient> {
-    if (this.#inside < this.#limit) this.#inside++
-    else await this.#wait(signal)
-    let client: PostgresPoolClient
-    try {
-      client = await connect()
-    } catch (error) {
-      this.#leave()
-      throw error
-    }
-    let left = false
-    return {
-      query: (config, values) => client.query(config, values),
-      release: (destroy) => {
-        if (!left) {
-          left = true
-          this.#leave()
-        }
-        client.release(destroy)
-      },
-      on: (event, listener) => client.on(event, listener),
-      removeListener: (event, listener) => client.removeListener(event, listener),
+  /** Takes a place if one is free. */
+  enter(): boolean {
+    if (this.#inside >= this.#limit) return false
+    this.#inside++
+    return true
+  }
+
+  /** Waits for a place: `entered` runs once one is handed over. Returns the way out of the queue. */
+  queue(entered: () => void): () => void {
+    this.#waiting.push(entered)
+    return () => {
+      const at = this.#waiting.indexOf(entered)
+      if (at >= 0) this.#waiting.splice(at, 1)
     }
   }
 
-  /** Waits for a place handed over by `#leave` (the count stays: the place passes on). */
-  #wait(signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason)
-      const enter = () => {
-        signal.removeEventListener('abort', onAbort)
-        resolve()
-      }
-      const onAbort = () => {
-        const at = this.#waiting.indexOf(enter)
-        if (at >= 0) this.#waiting.splice(at, 1)
-        reject(signal.reason)
-      }
-      this.#waiting.push(enter)
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-  }
-
-  #leave(): void {
+  /** Gives a place back: to the first caller waiting, else free. */
+  leave(): void {
     const next = this.#waiting.shift()
     if (next) next()
     else this.#inside--

@@ -334,14 +334,14 @@ export class PostgresDedupStore implements DedupStore {
     try {
       const pool = this.#pool
       const connect = pool.connect
-      const lane = newWork ? this.#newWork : undefined
       // A pool without connect() (not a pg.Pool) cannot be cut off here: the receiver's own deadline still races it.
       const result =
         typeof connect === 'function'
           ? await onConnection(
-              (signal) => (lane ? lane.through(() => connect.call(pool), signal) : connect.call(pool)),
+              () => connect.call(pool),
               this.#deadlines,
               (client) => this.#send(client, text, values),
+              newWork ? this.#newWork : undefined,
             )
           : await this.#send(pool, text, values)
       return result as { rows: Row[]; rowCount: number | null }
