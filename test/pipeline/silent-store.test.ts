@@ -242,7 +242,7 @@ describe('a complete that landed while its answer was lost', () => {
     a.failQuestions = 2
     const delivery = await createSignedDelivery({ type: 'email.bounced' })
     const first = await receiverA.receive(delivery)
-    // Before: the first failed lookup counted as "taken over" (500 lease_lost, logged as a possible second run).
+    // Before: the first failed lookup counted as "taken over" (answered 409, and logged as a possible second run).
     expect(first.status).toBe(503)
     expect(first.code).toBe('store_unavailable')
     await vi.waitFor(() => expect(lines(log.warn)).toContainEqual(expect.stringMatching(/recorded .* as done after \d+ more tr/)), {

@@ -28,3 +28,14 @@ it.each([
   },
   30_000,
 )
+
+it('adds its listener once to a pg.Pool shared by many stores', async () => {
+  const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')
+  const { default: pg } = await import('pg')
+  const pool = new pg.Pool({ connectionString: 'postgres://u:p@127.0.0.1:1/db' })
+  const before = pool.listenerCount('connect')
+  const stores = Array.from({ length: 12 }, () => new PostgresDedupStore({ pool }))
+  expect(pool.listenerCount('connect')).toBe(before + 1)
+  await Promise.all(stores.map((store) => store.close()))
+  await pool.end()
+})

@@ -12,6 +12,7 @@ import {
   type PostgresPoolClient,
   QueryTimeoutError,
 } from '../../packages/core/src/store/postgres/deadline.js'
+import { newWorkLimit } from '../../packages/core/src/store/postgres/options.js'
 
 beforeEach(() => {
   vi.useFakeTimers()
@@ -169,5 +170,29 @@ describe('Lane: new work’s share of the pool', () => {
     p.pending.shift()?.resolve(p.make('third'))
     await vi.advanceTimersByTimeAsync(0)
     expect(await third).toBe('third')
+  })
+
+  it('a connect that throws at once (pg builds the client synchronously) gives its place back', async () => {
+    const lane = new Lane(1)
+    const p = pool()
+    const throwing = () => {
+      throw new Error('ENOENT: no such file, open /certs/root.crt')
+    }
+    await expect(onConnection(throwing, deadlines, statement, lane)).rejects.toThrow('ENOENT')
+    const next = onConnection(p.connect, deadlines, statement, lane)
+    await vi.advanceTimersByTimeAsync(0)
+    expect(p.pending).toHaveLength(1)
+    p.pending.shift()?.resolve(p.make('next'))
+    await vi.advanceTimersByTimeAsync(0)
+    expect(await next).toBe('next')
+  })
+
+  it('keeps a quarter of the pool, at most two connections, for records; none below 4 or when the size is unknown', () => {
+    expect(newWorkLimit(10)).toBe(8)
+    expect(newWorkLimit(20)).toBe(18)
+    expect(newWorkLimit(4)).toBe(3)
+    expect(newWorkLimit(7)).toBe(6)
+    expect(newWorkLimit(3)).toBeUndefined()
+    expect(newWorkLimit(undefined)).toBeUndefined()
   })
 })

@@ -132,8 +132,8 @@ describe.each([
 
 describe('PostgresDedupStore (its own pool) jammed by a silent line', () => {
   it('callers beyond its connections give up at the connect wait and leave the pool’s queue; once the line passes, it answers within one statement’s deadline', async () => {
-    // Connect wait 300 ms (half queryTimeoutMs), and the pool's own connect timeout the same: a
-    // connection opened while the line is silent hangs only that long, not pg's 5 s.
+    // Connect wait 300 ms (half queryTimeoutMs), and the pool's own connect timeout queryTimeoutMs:
+    // a connection opened while the line is silent hangs only that long, not pg's 5 s.
     const store = new PostgresDedupStore({ connectionString: throughProxy(postgres.url, pgProxy), queryTimeoutMs: 600 })
     try {
       expect(await claims(store, 3)).toEqual(['acquired', 'acquired', 'acquired'])
@@ -148,20 +148,44 @@ describe('PostgresDedupStore (its own pool) jammed by a silent line', () => {
       const calls = (await Promise.all(waves)).flat()
       pgProxy.mode('pass')
       const back = await recovered(store, 10_000)
+      // A connection opened in the silence hangs at most a statement's deadline, so the pool is free
+      // again soon after the line passes (pg's 5 s connect timeout kept it jammed for 3.2 s).
+      expect(back).toBeLessThan(scaled(1_500))
       const connectStep = calls.filter((c) => /no free connection/.test(String((c.error as Error | undefined)?.message)))
       for (const call of calls) expect(call.error).toMatchObject({ code: 'timeout' })
       // Most waited for a connection and were never sent.
       expect(connectStep.length).toBeGreaterThan(calls.length / 2)
       for (const call of connectStep) expect(call.ms).toBeLessThan(300 + scaled(1_000))
-      // A connection opened in the silence hangs at most the connect wait, so the pool is free again
-      // within a statement's deadline (pg's 5 s connect timeout kept it jammed for seconds).
-      expect(back).toBeLessThan(scaled(1_500))
       expect(await claims(store, 10)).toEqual(Array.from({ length: 10 }, () => 'acquired'))
     } finally {
       pgProxy.mode('pass')
       await store.close()
     }
   }, 30_000)
+})
+
+describe('PostgresDedupStore (its own pool) on a line where opening a connection is slow', () => {
+  it('opens connections that take longer than the connect wait (but within queryTimeoutMs), and answers on them', async () => {
+    // 200 ms each way: a statement takes 400 ms, opening a connection (startup, SCRAM: three round
+    // trips) about 1,200 ms, more than the 1,000 ms connect wait of queryTimeoutMs 2000 and less
+    // than the pool's connect timeout (queryTimeoutMs). The first calls give up waiting; the
+    // connections they started still open and serve the calls after them.
+    const store = new PostgresDedupStore({ connectionString: throughProxy(postgres.url, pgProxy), queryTimeoutMs: 2_000 })
+    try {
+      pgProxy.mode('delay', { delayMs: 200 })
+      const answers: string[] = []
+      for (let i = 0; i < 8; i++) {
+        const call = await timed(() => store.lookup(`silent:${crypto.randomUUID()}`))
+        answers.push(call.error === undefined ? String(call.value) : ((call.error as { code?: string }).code ?? 'error'))
+      }
+      // With the pool's connect timeout at the connect wait, every connection was torn down before
+      // it opened, and every call failed (8 of 8, a first version of this change).
+      expect(answers.slice(-4)).toEqual(['absent', 'absent', 'absent', 'absent'])
+    } finally {
+      pgProxy.mode('pass')
+      await store.close()
+    }
+  }, 60_000)
 })
 
 describe('PostgresDedupStore (its own pool) under a burst of claims on a slow line', () => {

@@ -38,17 +38,24 @@ const LEASE_MARGIN_MS = 1_000
  * Whether a complete the store answered `false` was in fact recorded by this same claim: an
  * earlier try landed and its answer was lost (a dropped or timed-out connection), or the driver
  * sent the command again after reconnecting and the resend found the key done. A store with
- * `completedBy` tells at any time. Otherwise `lookup` can: within the claim's own lease no one else
+ * `completedBy` tells while the record lasts. Otherwise `lookup` can: within the claim's own lease no one else
  * can have taken the key over, so a key that is done then was done by this claim; past the lease
  * it can no longer be told (false).
  * @param claimedAt When the claim was sent (performance.now()): the lease started at or after it.
  * @returns true: recorded by this claim; false: not, or no longer known; undefined: the store did
  * not answer in time, so nothing is known yet (ask again).
  */
-export async function recordedByThisClaim(host: RecorderHost, claim: Claim, claimedAt: number): Promise<boolean | undefined> {
+export async function recordedByThisClaim(
+  host: RecorderHost,
+  claim: Claim,
+  claimedAt: number,
+  retentionMs: number,
+): Promise<boolean | undefined> {
   const { store, leaseMs, storeTimeoutMs } = host
   const within = <T>(call: () => Promise<T>) => withTimeout(attempt(call), storeTimeoutMs).catch(() => undefined)
-  if (store.completedBy !== undefined) {
+  // Past the record's retention (or the hour a lapsed lease is remembered) the key may have been
+  // claimed afresh, its claims numbered from 1 again: the answer would no longer be this claim's.
+  if (store.completedBy !== undefined && performance.now() - claimedAt < Math.min(retentionMs, RECORD_TRIES_MS)) {
     const completedBy = store.completedBy.bind(store)
     return within(() => completedBy(claim))
   }
@@ -181,7 +188,8 @@ export class Recorder {
       )
       // False: recorded already (by this claim, its answer lost) or taken over. A store that does
       // not answer which is asked again on the next turn, never taken for a refusal.
-      if (outcome === false) outcome = landed || (await recordedByThisClaim(this.#host, pending.claim, pending.claimedAt))
+      if (outcome === false)
+        outcome = landed || (await recordedByThisClaim(this.#host, pending.claim, pending.claimedAt, pending.options.retentionMs))
       if (outcome !== undefined) break
     }
     if (pending.stopped) return

@@ -34,7 +34,7 @@ async function record<Ctx>(p: Pipeline<Ctx>, claimed: Claimed, event: WebhookEve
   }
   if (completed) return true
   // A false from a resend of a complete that had landed (its answer lost): recorded by this claim.
-  const mine = await recordedByThisClaim(p, claimed.claim, claimed.startedAt)
+  const mine = await recordedByThisClaim(p, claimed.claim, claimed.startedAt, claimed.completeOptions.retentionMs)
   if (mine !== undefined) return mine
   // The store answered the complete, then not the question: not known yet, so not a refusal.
   return handOver(p, claimed, event, Promise.resolve(false), {

@@ -151,10 +151,11 @@ export interface DedupStore {
   complete(claim: Claim, opts: CompleteOptions): Promise<boolean>
   /**
    * Optional: whether `claim` itself recorded its key done (its `complete` landed, whether or not
-   * its answer came back), however long ago. A `complete` that answers false after an earlier try
-   * of the same claim timed out is then told apart from one whose lease another claim took over.
-   * Without it the receiver can tell only within the claim's lease, by `lookup`. PostgreSQL: the
-   * done row keeps the claim's attempt number.
+   * its answer came back). A `complete` that answers false after an earlier try of the same claim
+   * timed out is then told apart from one whose lease another claim took over, long after the
+   * lease (the receiver asks within the record's retention and the hour it keeps trying). Without
+   * it the receiver can tell only within the claim's lease, by `lookup`. PostgreSQL: the done row
+   * keeps the claim's attempt number.
    */
   completedBy?(claim: Claim): Promise<boolean>
   /** Gives the key up so it can be claimed again at once. False if the token no longer owns the key. */

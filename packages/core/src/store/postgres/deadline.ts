@@ -83,8 +83,16 @@ export function onConnection<T>(
       leaveQueue?.()
       reject(new QueryTimeoutError('connect', deadlines.connectMs))
     }, deadlines.connectMs)
-    const start = () =>
-      connect().then(
+    const start = () => {
+      let connecting: Promise<PostgresPoolClient>
+      try {
+        connecting = connect()
+      } catch (error) {
+        // pg builds the client synchronously (a certificate file it cannot read throws here): a
+        // failed connect, which must give its place in the lane back like any other.
+        connecting = Promise.reject(error)
+      }
+      return connecting.then(
         (client) => {
           if (over) {
             client.release()
@@ -117,6 +125,7 @@ export function onConnection<T>(
           reject(error)
         },
       )
+    }
     if (lane === undefined) start()
     else if (lane.enter()) {
       inLane = true

@@ -5,7 +5,7 @@
  */
 import { optionalDriver } from '../driver.js'
 import { passwordOf, redactUrl } from '../redact.js'
-import { connectWaitMs, type PostgresPoolClient } from './deadline.js'
+import type { PostgresPoolClient } from './deadline.js'
 import { PACKAGE } from './errors.js'
 import { assertTableName, DEFAULT_POSTGRES_TABLE } from './schema.js'
 
@@ -28,17 +28,17 @@ export interface PostgresPool {
 export interface PostgresDedupStoreOptions {
   /**
    * `postgres://user:password@host:5432/db`. The store opens its own pool (up to 10 connections,
-   * a connect timeout of half `queryTimeoutMs` and at most 5 s, TCP keep-alive after 10 s idle)
-   * and ends it on `close()`. Give this or `pool`, not both.
+   * a connect timeout of `queryTimeoutMs` and at most 5 s, TCP keep-alive after 10 s idle) and
+   * ends it on `close()`. Give this or `pool`, not both.
    */
   connectionString?: string
   /**
    * An existing `pg.Pool` instead (exactly one of the two). `close()` leaves it open; add your own
-   * `pool.on('error')` listener, and give it `connectionTimeoutMillis` (at most half the store's
-   * `queryTimeoutMs`: 1500 by default) and `keepAlive: true`: the store's `queryTimeoutMs` ends a
-   * statement and destroys its connection, and a wait for a connection ends at half of it, but
-   * only the pool can end a connect that hangs or take a waiter the store gave up on out of its
-   * queue. The store adds an 'error' listener to each connection the pool opens from then on (pg
+   * `pool.on('error')` listener, and give it `connectionTimeoutMillis` (the store's
+   * `queryTimeoutMs` or less: 3000 by default; enough to open a connection) and `keepAlive: true`:
+   * the store's `queryTimeoutMs` ends a statement and destroys its connection, and a wait for a
+   * connection ends at half of it, but only the pool can end a connect that hangs or take a waiter
+   * the store gave up on out of its queue. The store adds an 'error' listener to each connection the pool opens from then on (pg
    * emits a server's FATAL in the very read that made a new connection ready before anyone can
    * listen, which would end the process): the statement on it fails instead.
    */
@@ -80,7 +80,8 @@ export interface PostgresDedupStoreOptions {
    * pooled sockets open, a dropped NAT entry, a proxy that stalls) costs one call, not every call
    * queued behind it. `pg`'s own `query_timeout` does not do this: it leaves the dead connection in
    * the pool. Works on a `pg.Pool` of yours too (the store checks connections out with
-   * `pool.connect()`).
+   * `pool.connect()`). The store's own pool gives a new connection `queryTimeoutMs` (at most 5 s)
+   * to open: on a link where opening one takes longer (TLS and SCRAM far away), raise it.
    * @defaultValue `3000`
    */
   queryTimeoutMs?: number
@@ -98,6 +99,9 @@ interface PoolConstructor {
   }
 }
 
+/** Pools whose new connections get the store's 'error' listener already. */
+const covered = new WeakSet<object>()
+
 /** A pool's 'connect' event: each new connection, before anyone uses it. */
 interface ConnectEvents {
   on(event: 'connect', listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void): unknown
@@ -112,6 +116,9 @@ interface ConnectEvents {
  * connection.
  */
 function keepNewConnectionErrors(pool: ConnectEvents): void {
+  // Once per pool, however many stores share it.
+  if (covered.has(pool)) return
+  covered.add(pool)
   pool.on('connect', (client) => client.on('error', () => {}))
 }
 
@@ -140,13 +147,15 @@ export interface PostgresConnection {
   maxConnections: number | undefined
 }
 
-/** Connections of the pool that new work (claims, purges) leaves to the records of handled events. */
-export const KEPT_FOR_RECORDS = 2
-
-/** The connections new work may hold or wait for at once: all but {@link KEPT_FOR_RECORDS}, at least one; all when the pool's size is unknown. */
+/**
+ * The connections new work (claims, purges) may hold or wait for at once: all but a quarter of the
+ * pool's, at most two, kept for the records of handled events (8 of 10; 3 of 4; a pool of fewer
+ * than 4 keeps none: undefined, no limit); no limit when the pool's size is unknown.
+ */
 export function newWorkLimit(maxConnections: number | undefined): number | undefined {
   if (maxConnections === undefined) return undefined
-  return Math.max(1, maxConnections - KEPT_FOR_RECORDS)
+  const kept = Math.min(2, Math.floor(maxConnections / 4))
+  return kept === 0 ? undefined : maxConnections - kept
 }
 
 /** A `pg.Pool`'s `max` (pg's default 10 when unset); undefined for another pool. */
@@ -215,9 +224,12 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
-    // A waiter the store gave up on (connectWaitMs) leaves the pool's queue then too, and a connect
-    // that hangs (a silent line) ends as soon: neither holds the pool's slots longer.
-    connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, connectWaitMs(queryTimeoutMs)),
+    // pg-pool has one timeout for a wait in its queue and for opening a connection. A connect that
+    // hangs (a silent line) ends after a statement's deadline, not pg's 5 s, so it does not hold a
+    // slot of the pool long after the line is back; a slow one (TLS and SCRAM across an ocean, a
+    // database waking up) still has the whole deadline to open, and warms the pool for the next
+    // call even when its own caller, past the connect wait, was answered already.
+    connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, queryTimeoutMs),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS,
   })
