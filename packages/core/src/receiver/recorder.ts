@@ -188,8 +188,10 @@ export class Recorder {
       )
       // False: recorded already (by this claim, its answer lost) or taken over. A store that does
       // not answer which is asked again on the next turn, never taken for a refusal.
-      if (outcome === false)
+      if (outcome === false) {
         outcome = landed || (await recordedByThisClaim(this.#host, pending.claim, pending.claimedAt, pending.options.retentionMs))
+        if (outcome === undefined) lastFailure = 'the store answered false, then did not say whether this claim had recorded it'
+      }
       if (outcome !== undefined) break
     }
     if (pending.stopped) return

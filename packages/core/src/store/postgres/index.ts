@@ -97,7 +97,7 @@ export class PostgresDedupStore implements DedupStore {
   /** Statement names by text, made once each. */
   readonly #names = new Map<string, string>()
   readonly #warn: (message: string) => void
-  /** The longest wait for one statement (a connection included) before its connection is destroyed. */
+  /** The wait for a free connection (half queryTimeoutMs), and for a statement's answer from when it is sent (queryTimeoutMs). */
   readonly #deadlines: StatementDeadlines
   /** New work's share of the pool (claims, purges): the rest is kept for the records of handled events. */
   readonly #newWork: Lane | undefined
@@ -207,8 +207,8 @@ export class PostgresDedupStore implements DedupStore {
 
   /**
    * Whether `claim` itself recorded its key (the done row keeps the claim's attempt number), so
-   * that a complete whose answer was lost is told apart from a lease another claim took over,
-   * however late the receiver asks.
+   * that a complete whose answer was lost is told apart from a lease another claim took over, long
+   * after the lease (while the record lasts: a key claimed afresh after it starts at attempt 1).
    */
   async completedBy(claim: Claim): Promise<boolean> {
     await this.#prepare()
@@ -326,8 +326,10 @@ export class PostgresDedupStore implements DedupStore {
   }
 
   /**
-   * Runs one statement within `queryTimeoutMs`, on a connection of the pool's that is destroyed if
-   * the deadline passes (deadline.ts). A statement with parameters (the store's own, fixed texts)
+   * Runs one statement on a connection of the pool's (deadline.ts): the connection must come within
+   * half `queryTimeoutMs`, the answer within `queryTimeoutMs` of sending, or the call fails and a
+   * connection it hung on is destroyed. `newWork` (claims, purges) goes through the lane that
+   * leaves connections to the records of handled events. A statement with parameters (the store's own, fixed texts)
    * goes as a named prepared statement while those are on: parsed and planned once per connection.
    */
   async #query<Row>(text: string, values?: unknown[], newWork = false): Promise<{ rows: Row[]; rowCount: number | null }> {

@@ -38,9 +38,10 @@ export interface PostgresDedupStoreOptions {
    * `queryTimeoutMs` or less: 3000 by default; enough to open a connection) and `keepAlive: true`:
    * the store's `queryTimeoutMs` ends a statement and destroys its connection, and a wait for a
    * connection ends at half of it, but only the pool can end a connect that hangs or take a waiter
-   * the store gave up on out of its queue. The store adds an 'error' listener to each connection the pool opens from then on (pg
-   * emits a server's FATAL in the very read that made a new connection ready before anyone can
-   * listen, which would end the process): the statement on it fails instead.
+   * the store gave up on out of its queue. The store adds an 'error' listener to each connection
+   * the pool opens from then on (pg emits a server's FATAL in the very read that made a new
+   * connection ready before anyone can listen, which would end the process): the statement on it
+   * fails instead. Claims use at most all but a quarter of its `max` (at most two kept) at once.
    */
   pool?: PostgresPool
   /**

@@ -326,7 +326,7 @@ export interface CheckpointHost {
   parallel: () => boolean
   /**
    * A word shared with the store's reading thread (reader.ts: READ_GATE): the held pass closes it
-   * first, waiting up to GATE_MAX_MS for a read to end, since a read's snapshot would keep the pass
+   * first, waiting up to READ_GATE.checkpointWaitMs (or timings.gateWaitMs) for a read to end, since a read's snapshot would keep the pass
    * from copying the WAL's last frames and the WAL from starting over.
    */
   gate?: SharedArrayBuffer | undefined
