@@ -82,12 +82,18 @@ export function notRecorded(cause: unknown, timedOutAfterMs?: number): WebhookHa
   )
 }
 
-/** A 503 `store_unavailable` keeping the store's failure as cause. */
-export function storeUnavailable(cause: unknown, timedOutAfterMs?: number): WebhookHandlingError {
+/**
+ * A 503 `store_unavailable` keeping the store's failure as cause; `claim` when it was the claim that
+ * failed (one the store took just before it failed holds the event until its lease ends).
+ */
+export function storeUnavailable(cause: unknown, timedOutAfterMs?: number, claim = false): WebhookHandlingError {
   const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
+  const held = claim
+    ? ' Had the claim reached the store before it failed, the event stays claimed until its lease ends (leaseMs), and the retries until then get 409 in_flight.'
+    : ''
   return new WebhookHandlingError(
     'store_unavailable',
-    `The dedup store ${reason}; nothing was marked done and the sender will retry. See the error's cause.`,
+    `The dedup store ${reason}; nothing was marked done and the sender will retry.${held} See the error's cause.`,
     { cause },
   )
 }

@@ -139,7 +139,8 @@ async function ask<Ctx>(
       return new Error(`store claim took longer than ${p.storeTimeoutMs} ms`)
     })
   } catch (cause) {
-    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined), event, 1000)
+    // A timed-out claim that lands later is given back above; one the store took as it failed is not known here.
+    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined, !timedOut), event, 1000)
   }
   if (result.status === 'acquired') {
     const order = eventOrderOf(p, ordering, result)
