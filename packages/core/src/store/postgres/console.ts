@@ -6,10 +6,14 @@
  * first by (time, key) keyset (microsecond cursors, exact), counts and sizes for the overview.
  * A missing order or inbox table (ordering never used, `createTable: false`) is said, not thrown.
  */
+import { BUDGET_SHARE, CHUNK_KEYS, countedFigure, countInChunks, DEFAULT_BUDGET_MS, partialCountNote } from '../../console/chunked-count.js'
 import { factOf } from '../../console/fact-key.js'
 import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts, StoreFigure } from '../../console/source.js'
 import type { InboxState } from '../inbox.js'
+
+/** The pause between two chunks of a count: room for the receivers' statements on the database. */
+const CHUNK_PAUSE_MS = 2
 
 type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
 
@@ -95,36 +99,90 @@ export function postgresConsoleSource(host: PostgresConsoleHost): ConsoleSource 
     return (await query<Row>(text, values)).rows
   }
   const count = async (text: string): Promise<number | undefined> => (await orMissing(rows<{ n: number }>(text)))?.[0]?.n
+  // A chunk of the dedup table in key order (the primary key's range after $1): its done records by
+  // the hour they were recorded ($2 the retention), and one more row with its leases in flight, its
+  // size and its last key. Keys are compared as the column's collation orders them, as ORDER BY does.
+  const doneChunk = `WITH chunk AS MATERIALIZED (SELECT key, done, token, expires_at FROM ${t} WHERE key > $1 ORDER BY key LIMIT ${CHUNK_KEYS})
+SELECT floor(extract(epoch FROM expires_at - $2::float8 * interval '1 millisecond') / 3600)::float8 AS hour, count(*)::int AS n,
+  NULL::int AS in_flight, NULL::text AS next FROM chunk WHERE done AND expires_at > now() GROUP BY 1
+UNION ALL
+SELECT NULL, count(*)::int, (count(*) FILTER (WHERE NOT done AND token IS NOT NULL AND expires_at > now()))::int, max(key) FROM chunk`
+  /** The live rows (not past `expires_at`) of `table`, a chunk of keys at a time within `budgetMs`. */
+  const countLive = (table: string, budgetMs: number) => {
+    const text = `WITH chunk AS MATERIALIZED (SELECT key, expires_at FROM ${table} WHERE key > $1 ORDER BY key LIMIT ${CHUNK_KEYS})
+SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int AS n, max(key) AS next FROM chunk`
+    return countInChunks(
+      async (after) => {
+        const row = (await query<{ live: number; n: number; next: string | null }>(text, [after])).rows[0]
+        return { counts: [[0, row?.live ?? 0]], next: row?.n === CHUNK_KEYS && row.next !== null ? row.next : undefined }
+      },
+      budgetMs,
+      CHUNK_PAUSE_MS,
+    )
+  }
   return {
     kind: 'PostgreSQL',
     location: host.location,
     paging: true,
-    async overview(_now, retentionMs): Promise<StoreFacts> {
-      const [hours, inFlight, marks, facts, inboxDone, sizes] = await Promise.all([
-        rows<{ hour: number; n: number }>(
-          `SELECT floor(extract(epoch FROM expires_at - $1::float8 * interval '1 millisecond') / 3600)::float8 AS hour, count(*)::int AS n
-           FROM ${t} WHERE done AND expires_at > now() GROUP BY 1`,
-          [retentionMs],
-        ),
-        count(`SELECT count(*)::int AS n FROM ${t} WHERE NOT done AND token IS NOT NULL AND expires_at > now()`),
-        count(`SELECT count(*)::int AS n FROM ${t}_order WHERE expires_at > now()`),
-        count(`SELECT count(*)::int AS n FROM ${t}_order_fact WHERE expires_at > now()`),
-        count(`SELECT count(*)::int AS n FROM ${inbox} WHERE state = 'done' AND expires_at > now()`),
-        rows<{ bytes: number }>(
-          `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::float8 AS bytes FROM pg_class c WHERE c.relkind = 'r' AND c.relname = ANY($1::text[])`,
-          [[t, `${t}_order`, `${t}_order_lock`, `${t}_order_fact`, inbox]],
-        ),
-      ])
+    async overview(_now, retentionMs, budgetMs = DEFAULT_BUDGET_MS): Promise<StoreFacts> {
+      await host.prepare()
+      let inFlight = 0
+      // One statement at a time, each a chunk of keys: the console holds at most one of the pool's
+      // connections, for a few milliseconds at a time (the store's host runs them in turn).
+      const done = await countInChunks(
+        async (after) => {
+          const found = await query<{ hour: number | null; n: number; in_flight: number | null; next: string | null }>(doneChunk, [
+            after,
+            retentionMs,
+          ])
+          let next: string | undefined
+          const counts: [number, number][] = []
+          for (const row of found.rows) {
+            if (row.in_flight === null) counts.push([row.hour as number, row.n])
+            else {
+              inFlight += row.in_flight
+              next = row.n === CHUNK_KEYS && row.next !== null ? row.next : undefined
+            }
+          }
+          return { counts, next }
+        },
+        budgetMs * BUDGET_SHARE.done,
+        CHUNK_PAUSE_MS,
+      )
+      const marks = await orMissing(countLive(`${t}_order`, budgetMs * BUDGET_SHARE.marks))
+      const facts = await orMissing(countLive(`${t}_order_fact`, budgetMs * BUDGET_SHARE.facts))
+      const inboxDone = await count(`SELECT count(*)::int AS n FROM ${inbox} WHERE state = 'done' AND expires_at > now()`)
+      const sizes = await rows<{ bytes: number }>(
+        `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::float8 AS bytes FROM pg_class c WHERE c.relkind = 'r' AND c.relname = ANY($1::text[])`,
+        [[t, `${t}_order`, `${t}_order_lock`, `${t}_order_fact`, inbox]],
+      )
       const missing = 'its table is missing'
       const figures: StoreFigure[] = [
-        { label: 'Events remembered as done', value: hours.reduce((sum, h) => sum + h.n, 0), note: 'records not yet past their retention' },
-        { label: 'Claims in flight', value: inFlight ?? null, note: 'leases held now' },
-        { label: 'Emails with an order mark', value: marks ?? null, note: marks === undefined ? missing : 'ordering: true' },
-        { label: 'Facts (email, type, created_at)', value: facts ?? null, note: facts === undefined ? missing : undefined },
+        { label: 'Events remembered as done', value: countedFigure(done), note: 'records not yet past their retention' },
+        {
+          label: 'Claims in flight',
+          value: done.whole ? inFlight : `at least ${inFlight.toLocaleString('en-US')}`,
+          note: 'leases held now',
+        },
+        {
+          label: 'Emails with an order mark',
+          value: marks ? countedFigure(marks) : null,
+          note: marks === undefined ? missing : 'ordering: true',
+        },
+        {
+          label: 'Facts (email, type, created_at)',
+          value: facts ? countedFigure(facts) : null,
+          note: facts === undefined ? missing : undefined,
+        },
         { label: 'Inbox entries handled and remembered', value: inboxDone ?? null, note: inboxDone === undefined ? missing : undefined },
         { label: 'Tables and indexes', value: bytes(sizes[0]?.bytes ?? 0), note: `${t} and its tables` },
       ]
-      return { figures, recordedByHour: hours.map((h) => ({ hour: h.hour, count: h.n })), notes: [] }
+      const partly = [done, marks, facts].some((c) => c !== undefined && !c.whole)
+      return {
+        figures,
+        recordedByHour: [...done.counts].sort(([a], [b]) => a - b).map(([hour, n]) => ({ hour, count: n })),
+        notes: partly ? [partialCountNote(budgetMs)] : [],
+      }
     },
     async record(key) {
       const row = (

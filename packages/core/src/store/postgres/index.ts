@@ -92,6 +92,8 @@ export class PostgresDedupStore implements DedupStore {
   readonly #orderSql: PostgresOrderSql
   readonly #tables: OrderTables
   readonly #purges = new PurgeSchedule()
+  /** The console's last read, which the next one waits for (#consoleRead). */
+  #consoleReads: Promise<unknown> = Promise.resolve()
   /** Named prepared statements in use (off when asked, or once the server refused one). */
   #prepared: boolean
   /** Statement names by text, made once each. */
@@ -134,10 +136,21 @@ export class PostgresDedupStore implements DedupStore {
       postgresConsoleSource({
         table,
         location: locationOf(target),
-        query: (text, values) => this.#query(text, values),
+        query: (text, values) => this.#consoleRead(text, values),
         prepare: () => this.#prepare(),
       }),
     )
+  }
+
+  /**
+   * The operator's console reads one statement at a time, as new work: it holds at most one of the
+   * pool's connections, never one of those kept for the records of handled events (a page's
+   * statements used to go out together, six connections of ten for as long as the overview counted).
+   */
+  #consoleRead<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+    const read = this.#consoleReads.then(() => this.#query<Row>(text, values, NEW_WORK))
+    this.#consoleReads = read.catch(() => {})
+    return read
   }
 
   /**

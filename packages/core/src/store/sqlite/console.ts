@@ -7,6 +7,7 @@
  * of inbox entries newest first by (time, key) keyset, and counts for the overview. Expiry is
  * judged on the store's clock. Never a payload.
  */
+import { BUDGET_SHARE, CHUNK_KEYS, countedFigure, countInChunks, DEFAULT_BUDGET_MS, partialCountNote } from '../../console/chunked-count.js'
 import { factOf } from '../../console/fact-key.js'
 import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts } from '../../console/source.js'
@@ -52,25 +53,11 @@ const IN_STATE: Record<InboxState, string> = {
   dead: `state = 'dead'`,
 }
 /**
- * Keys a read of the overview's counts covers (about 6 ms of reading): the done records, marks and
- * facts are counted a chunk at a time.
- */
-const CHUNK_KEYS = 20_000
-/**
- * The shares of the overview's time budget (what the console gives it: part of its storeTimeoutMs)
- * each count may read before it answers with what it counted ("at least"): about 2,500,000 done
- * records a second on the bench machine, so a week at 20 events a second (12 million) would take
- * the page past the console's default storeTimeoutMs (5 s).
- */
-const DEFAULT_BUDGET_MS = 3_000
-const BUDGET_SHARE = { done: 0.7, marks: 0.15, facts: 0.15 } as const
-/**
  * The pause after each chunk (countByChunks): room for the writing connection's checkpoint to copy
  * the whole WAL and start it over (one core, no checkpointer thread: the WAL stayed at 4.2 MiB with
  * overviews back to back, bench/profile/console-wal.mjs, where reads back to back took it to 13 MiB).
  */
 const CHUNK_PAUSE_MS = 2
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const TIME: Record<InboxState, string> = { pending: 'enqueued_at', running: 'enqueued_at', done: 'ended_at', dead: 'ended_at' }
 
 function summaryOf(row: EntryRow): EntrySummary {
@@ -129,9 +116,7 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
    * checkpoint came at the backstop, on the event loop (the checkpointer's thread also takes turns
    * with the reads: READ_GATE in reader.ts; the pause is for the writer's own checkpoint).
    */
-  const countByChunks = async (table: string, where: string, params: Record<string, unknown>, budgetMs: number, group = '0') => {
-    const counts = new Map<number, number>()
-    const deadline = performance.now() + budgetMs
+  const countByChunks = (table: string, where: string, params: Record<string, unknown>, budgetMs: number, group = '0') => {
     const chunk = (first: boolean) => {
       // The chunk's last key, or X'FF' (above every text) for the last chunk: a range the primary key
       // reads. Found twice (in the count, and for the next chunk): still faster than one walk that
@@ -141,23 +126,20 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
         WHERE key ${first ? '>=' : '>'} :after AND key <= coalesce((${chunkEnd}), X'FF') AND ${where} GROUP BY g`
       return { chunkEnd, counted }
     }
-    const first = chunk(true)
-    const next = chunk(false)
-    for (let after: string | undefined = '', sql = first; after !== undefined; sql = next) {
-      const [rows, end] = await readRows([step(sql.counted, { ...params, after }), count(sql.chunkEnd, { after })])
-      for (const row of rows as { g: number; n: number }[]) counts.set(row.g, (counts.get(row.g) ?? 0) + row.n)
-      after = end?.[0] as string | undefined
-      if (after === undefined) break
-      // Out of time: what was counted so far (keys are random ids, so a sample of the records).
-      if (performance.now() >= deadline) return { counts, whole: false }
-      await pause(CHUNK_PAUSE_MS)
-    }
-    return { counts, whole: true }
+    const sql = { first: chunk(true), next: chunk(false) }
+    return countInChunks(
+      async (after, first) => {
+        const { counted, chunkEnd } = first ? sql.first : sql.next
+        const [rows, end] = await readRows([step(counted, { ...params, after }), count(chunkEnd, { after })])
+        return {
+          counts: (rows as { g: number; n: number }[]).map((row) => [row.g, row.n] as const),
+          next: end?.[0] as string | undefined,
+        }
+      },
+      budgetMs,
+      CHUNK_PAUSE_MS,
+    )
   }
-  const total = (counts: Map<number, number>) => [...counts.values()].reduce((sum, n) => sum + n, 0)
-  /** A count's figure: the number, or "at least" it when the count ran out of time. */
-  const counted = ({ counts, whole }: { counts: Map<number, number>; whole: boolean }) =>
-    whole ? total(counts) : `at least ${total(counts).toLocaleString('en-US')}`
   const listSql = (state: InboxState, withType: boolean, withBefore: boolean, withCursor: boolean) => {
     const time = `coalesce(${TIME[state]}, 0)`
     return `SELECT ${SUMMARY} FROM ${inbox} WHERE ${IN_STATE[state]}${withType ? ' AND type = :type' : ''}${withBefore ? ` AND ${time} <= :before` : ''}${withCursor ? ` AND (${time} < :ct OR (${time} = :ct AND key < :ck))` : ''}
@@ -186,19 +168,15 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
       const partly = [done, marks, facts].some((c) => !c.whole)
       return {
         figures: [
-          { label: 'Events remembered as done', value: counted(done), note: 'records not yet past their retention' },
+          { label: 'Events remembered as done', value: countedFigure(done), note: 'records not yet past their retention' },
           { label: 'Claims in flight', value: first(leases), note: 'leases held now' },
-          { label: 'Emails with an order mark', value: counted(marks), note: 'ordering: true' },
-          { label: 'Facts (email, type, created_at)', value: counted(facts) },
+          { label: 'Emails with an order mark', value: countedFigure(marks), note: 'ordering: true' },
+          { label: 'Facts (email, type, created_at)', value: countedFigure(facts) },
           { label: 'Inbox entries handled and remembered', value: first(handled) },
           { label: 'File size', value: bytes(first(fileBytes)), note: 'without the WAL' },
         ],
         recordedByHour: [...done.counts].sort(([a], [b]) => a - b).map(([hour, n]) => ({ hour, count: n })),
-        notes: partly
-          ? [
-              `Counting stops after ${(budgetMs / 1000).toFixed(1)} s, so that the page answers (this store holds more than that reads): the figures marked "at least" and the chart cover the records read by then, a random sample of them, since event ids are random. The shape of the chart holds; its totals are lower.`,
-            ]
-          : [],
+        notes: partly ? [partialCountNote(budgetMs)] : [],
       }
     },
     record: (key) =>

@@ -1,0 +1,105 @@
+/**
+ * The console's reads on a PostgreSQL store that holds many records (issue 48): the overview counts
+ * a chunk of keys at a time within the time budget the console gives it, answering "at least" with
+ * a note when the budget runs out, and every console read goes out one statement at a time on one
+ * connection of the pool (a page's statements used to go out together: six connections of ten, for
+ * as long as the overview counted a week of records). The store comes from source, as its console
+ * source is found through the registry of the same module.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { registeredConsoleSource } from '../../packages/core/src/console/registry.js'
+import type { ConsoleSource } from '../../packages/core/src/console/source.js'
+import { PostgresDedupStore } from '../../packages/core/src/store/postgres/index.js'
+import { type RunningServer, startPostgres } from '../services/servers.js'
+
+const WEEK_MS = 7 * 24 * 3_600_000
+const OPTIONS = { leaseMs: 60_000, retentionMs: WEEK_MS }
+let server: RunningServer
+let admin: pg.Client
+
+beforeAll(async () => {
+  server = await startPostgres()
+  admin = new pg.Client({ connectionString: server.url })
+  await admin.connect()
+}, 120_000)
+afterAll(async () => {
+  await admin?.end()
+  await server?.stop()
+})
+
+function sourceOf(store: PostgresDedupStore): ConsoleSource {
+  const factory = registeredConsoleSource(store)
+  if (!factory) throw new Error('the store registered no console source')
+  return factory()
+}
+
+describe('the PostgreSQL console', () => {
+  it('counts the overview a chunk of keys at a time: "at least" with a note when out of time, all of them and the leases in flight within it', async () => {
+    const store = new PostgresDedupStore({ connectionString: server.url, table: 'console_chunks' })
+    try {
+      // Three claims in flight and two expired records, all with keys after every done record's.
+      for (const name of ['zz-lease-1', 'zz-lease-2', 'zz-lease-3']) {
+        expect((await store.claim(`default:${name}`, OPTIONS)).status).toBe('acquired')
+      }
+      await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
+        SELECT 'default:' || gen_random_uuid(), true, NULL, 1, now() + random() * interval '7 days' FROM generate_series(1, 50000)`)
+      await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
+        VALUES ('default:zz-expired-1', true, NULL, 1, now() - interval '1 hour'), ('default:zz-expired-2', true, NULL, 1, now() - interval '1 day')`)
+      const source = sourceOf(store)
+
+      // No time: one chunk (20,000 keys, all done records), then the count answers what it read.
+      const partly = await source.overview(Date.now(), WEEK_MS, 0)
+      expect(partly.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 'at least 20,000' })
+      expect(partly.figures[1]).toMatchObject({ label: 'Claims in flight', value: 'at least 0' })
+      expect(partly.recordedByHour?.reduce((sum, hour) => sum + hour.count, 0)).toBe(20_000)
+      expect(partly.notes).toHaveLength(1)
+      expect(partly.notes[0]).toMatch(/^Counting stops after [\d.]+ s, so that the page answers/)
+
+      // A minute: every chunk, the expired records left out, the leases counted exactly.
+      const whole = await source.overview(Date.now(), WEEK_MS, 60_000)
+      expect(whole.figures[0]).toMatchObject({ value: 50_000 })
+      expect(whole.figures[1]).toMatchObject({ value: 3 })
+      expect(whole.recordedByHour?.reduce((sum, hour) => sum + hour.count, 0)).toBe(50_000)
+      expect(whole.notes).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('reads one statement at a time, on one connection of the pool', async () => {
+    const pool = new pg.Pool({ connectionString: server.url, max: 10 })
+    let out = 0
+    let most = 0
+    const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>
+    // Counts the connections checked out at once (the store takes each through connect()).
+    ;(pool as unknown as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+      const client = await connect()
+      out++
+      most = Math.max(most, out)
+      const release = client.release.bind(client)
+      client.release = (error?: Error | boolean) => {
+        out--
+        client.release = release
+        release(error)
+      }
+      return client
+    }
+    const store = new PostgresDedupStore({ pool, table: 'console_one_at_a_time' })
+    try {
+      const claimed = await store.claim('default:an-event', OPTIONS)
+      if (claimed.status !== 'acquired') throw new Error('not acquired')
+      await store.complete(claimed.claim, OPTIONS)
+      most = 0
+      const source = sourceOf(store)
+      // The overview's counts and sizes, and an email's mark, facts and entries: several statements each.
+      const [overview, email] = await Promise.all([source.overview(Date.now(), WEEK_MS, 60_000), source.email('an-email', Date.now(), 10)])
+      expect(overview.figures[0]).toMatchObject({ value: 1 })
+      expect(email.entries).toEqual([])
+      expect(most).toBe(1)
+    } finally {
+      await store.close()
+      await pool.end()
+    }
+  })
+})
