@@ -9,12 +9,14 @@
  * console's reads held at once (pg_stat_activity, sampled every 20 ms).
  *
  *   node bench/profile/pg-console.mjs [records=10000000] [seconds=20]
+ *   CORE_DISTS=/tmp/old-dist,packages/core/dist node bench/profile/pg-console.mjs
  *
- * Build first (`npx -y pnpm@12 build`).
+ * CORE_DISTS: folders of core builds (each with console.js and postgres.js) measured on the same
+ * filled table, in turn A B A B. Build first (`npx -y pnpm@12 build`).
  */
 import { randomUUID } from 'node:crypto'
-import { emailWebhookConsole } from '@email-webhooks/core/console'
-import { PostgresDedupStore } from '@email-webhooks/core/postgres'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { fillPostgresTable } from '../src/fill.js'
 import { startPostgres } from '../src/services.js'
@@ -29,16 +31,27 @@ const server = await startPostgres()
 const admin = new pg.Client({ connectionString: server.url })
 await admin.connect()
 const warnings = []
-const store = new PostgresDedupStore({ connectionString: server.url, warn: (line) => warnings.push(line) })
-const first = await store.claim(`default:${randomUUID()}`, OPTIONS)
-await store.complete(first.claim, OPTIONS)
+const builds = await Promise.all(
+  (process.env.CORE_DISTS ? process.env.CORE_DISTS.split(',') : ['']).map(async (dir) => {
+    const from = (name) => (dir ? pathToFileURL(resolve(dir, `${name}.js`)).href : `@email-webhooks/core/${name}`)
+    const { PostgresDedupStore } = await import(from('postgres'))
+    const { emailWebhookConsole } = await import(from('console'))
+    const store = new PostgresDedupStore({ connectionString: server.url, warn: (line) => warnings.push(line) })
+    const first = await store.claim(`default:${randomUUID()}`, OPTIONS)
+    await store.complete(first.claim, OPTIONS)
+    return {
+      name: dir || '@email-webhooks/core',
+      store,
+      handler: emailWebhookConsole({ store, auth: { username: 'ops', password: PASSWORD } }),
+    }
+  }),
+)
 const fillStarted = Date.now()
 await fillPostgresTable(admin, { table: 'email_webhook_dedup', count: records })
 console.log(`${records.toLocaleString('en')} done records in ${Math.round((Date.now() - fillStarted) / 1000)} s`)
-const handler = emailWebhookConsole({ store, auth: { username: 'ops', password: PASSWORD } })
 
 /** Claim + complete on 10 lanes until `until`: per-event ms, and failures by message. */
-async function traffic(until) {
+async function traffic(store, until) {
   const times = []
   const failures = new Map()
   const lane = async () => {
@@ -60,7 +73,7 @@ async function traffic(until) {
 }
 
 /** The overview opened back to back until `until`: each one's ms and status. */
-async function overviews(until) {
+async function overviews(handler, until) {
   const opened = []
   while (performance.now() < until) {
     const started = performance.now()
@@ -95,18 +108,22 @@ function summary(label, { times, failures }, elapsed) {
   )
 }
 
-await traffic(performance.now() + 2_000)
-const quiet = await traffic(performance.now() + seconds * 1000)
-summary('without the console', quiet, seconds)
-const until = performance.now() + seconds * 1000
-const [busy, opened, most] = await Promise.all([traffic(until), overviews(until), consoleConnections(until)])
-summary('with the overview opened back to back', busy, seconds)
-const ms = opened.map((o) => o.ms).sort((a, b) => a - b)
-console.log(
-  `overview: opened ${opened.length} times, median ${ms[Math.floor(ms.length / 2)]?.toFixed(0)} ms, slowest ${ms.at(-1)?.toFixed(0)} ms, failed ${opened.filter((o) => o.failed).length}; console statements running at once, at most ${most}`,
-)
+for (const build of builds) await traffic(build.store, performance.now() + 2_000)
+const turns = builds.length > 1 ? [...builds, ...builds] : builds
+for (const build of turns) {
+  console.log(`${build.name}:`)
+  const quiet = await traffic(build.store, performance.now() + seconds * 1000)
+  summary('  without the console', quiet, seconds)
+  const until = performance.now() + seconds * 1000
+  const [busy, opened, most] = await Promise.all([traffic(build.store, until), overviews(build.handler, until), consoleConnections(until)])
+  summary('  with the overview opened back to back', busy, seconds)
+  const ms = opened.map((o) => o.ms).sort((a, b) => a - b)
+  console.log(
+    `  overview: opened ${opened.length} times, median ${ms[Math.floor(ms.length / 2)]?.toFixed(0)} ms, slowest ${ms.at(-1)?.toFixed(0)} ms, failed ${opened.filter((o) => o.failed).length}; console statements running at once, at most ${most}`,
+  )
+}
 if (warnings.length > 0) console.log(`store warnings: ${warnings.length}, first: ${warnings[0]}`)
-await store.close()
+for (const build of builds) await build.store.close()
 await admin.end()
 await server.stop()
 process.exit(0)

@@ -178,10 +178,22 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
         { label: 'Tables and indexes', value: bytes(sizes[0]?.bytes ?? 0), note: `${t} and its tables` },
       ]
       const partly = [done, marks, facts].some((c) => c !== undefined && !c.whole)
+      const notes = partly ? [partialCountNote(budgetMs)] : []
+      if (!done.whole) {
+        // PostgreSQL's own estimate of the table's rows (as of its last ANALYZE or VACUUM): a size the chunks did not reach.
+        const estimate = (
+          await rows<{ n: number | null }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [t])
+        )[0]?.n
+        if (estimate !== null && estimate !== undefined && estimate > 0) {
+          notes.push(
+            `PostgreSQL estimates ${t} at about ${Math.round(estimate).toLocaleString('en-US')} rows (pg_class.reltuples, as of its last ANALYZE or VACUUM; expired records and leases included).`,
+          )
+        }
+      }
       return {
         figures,
         recordedByHour: [...done.counts].sort(([a], [b]) => a - b).map(([hour, n]) => ({ hour, count: n })),
-        notes: partly ? [partialCountNote(budgetMs)] : [],
+        notes,
       }
     },
     async record(key) {
