@@ -80,7 +80,8 @@ async function overviews(handler, until) {
     const response = await handler(new Request('http://profile/', { headers: { authorization: AUTH } }))
     const body = await response.text()
     const failed = response.status !== 200 || /did not answer|queryTimeoutMs|timeout: |connection_failed/.test(body)
-    opened.push({ ms: performance.now() - started, status: response.status, failed })
+    const figure = /Events remembered as done<\/th><td>([^<]*)</.exec(body)?.[1]
+    opened.push({ ms: performance.now() - started, status: response.status, failed, figure })
   }
   return opened
 }
@@ -119,7 +120,7 @@ for (const build of turns) {
   summary('  with the overview opened back to back', busy, seconds)
   const ms = opened.map((o) => o.ms).sort((a, b) => a - b)
   console.log(
-    `  overview: opened ${opened.length} times, median ${ms[Math.floor(ms.length / 2)]?.toFixed(0)} ms, slowest ${ms.at(-1)?.toFixed(0)} ms, failed ${opened.filter((o) => o.failed).length}; console statements running at once, at most ${most}`,
+    `  overview: opened ${opened.length} times, median ${ms[Math.floor(ms.length / 2)]?.toFixed(0)} ms, slowest ${ms.at(-1)?.toFixed(0)} ms, failed ${opened.filter((o) => o.failed).length}; console statements running at once, at most ${most}; last said: ${opened.at(-1)?.figure ?? '(no figure)'}`,
   )
 }
 if (warnings.length > 0) console.log(`store warnings: ${warnings.length}, first: ${warnings[0]}`)

@@ -6,11 +6,26 @@
  * first by (time, key) keyset (microsecond cursors, exact), counts and sizes for the overview.
  * A missing order or inbox table (ordering never used, `createTable: false`) is said, not thrown.
  */
-import { BUDGET_SHARE, CHUNK_KEYS, countedFigure, countInChunks, DEFAULT_BUDGET_MS, partialCountNote } from '../../console/chunked-count.js'
+import {
+  BUDGET_SHARE,
+  CHUNK_KEYS,
+  countedFigure,
+  countInChunks,
+  DEFAULT_BUDGET_MS,
+  partialCountNote,
+  total,
+} from '../../console/chunked-count.js'
 import { factOf } from '../../console/fact-key.js'
 import { bytes } from '../../console/format.js'
 import type { ConsoleSource, EntryPage, EntryQuery, EntrySummary, StoreFacts, StoreFigure } from '../../console/source.js'
 import type { InboxState } from '../inbox.js'
+
+/** `n` to three significant digits: an estimate shown no more precisely than it is. */
+function roughly(n: number): number {
+  if (n < 1_000) return Math.round(n)
+  const unit = 10 ** (Math.floor(Math.log10(n)) - 2)
+  return Math.round(n / unit) * unit
+}
 
 /** The pause between two chunks of a count: room for the receivers' statements on the database. */
 const CHUNK_PAUSE_MS = 2
@@ -127,6 +142,7 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
     async overview(_now, retentionMs, budgetMs = DEFAULT_BUDGET_MS): Promise<StoreFacts> {
       await host.prepare()
       let inFlight = 0
+      let rowsRead = 0
       // One statement at a time, each a chunk of keys: the console holds at most one of the pool's
       // connections, for a few milliseconds at a time (the store's host runs them in turn).
       const done = await countInChunks(
@@ -141,6 +157,7 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
             if (row.in_flight === null) counts.push([row.hour as number, row.n])
             else {
               inFlight += row.in_flight
+              rowsRead += row.n
               next = row.n === CHUNK_KEYS && row.next !== null ? row.next : undefined
             }
           }
@@ -156,9 +173,19 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
         `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::float8 AS bytes FROM pg_class c WHERE c.relkind = 'r' AND c.relname = ANY($1::text[])`,
         [[t, `${t}_order`, `${t}_order_lock`, `${t}_order_fact`, inbox]],
       )
+      // Out of time on a table larger than what was read: the share of live done records among the
+      // rows read, times PostgreSQL's own estimate of the table's rows (as of its last ANALYZE or VACUUM).
+      const estimate = done.whole
+        ? undefined
+        : (await rows<{ n: number | null }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [t]))[0]?.n
+      const scaled = estimate && rowsRead > 0 && estimate > rowsRead ? roughly((total(done) * estimate) / rowsRead) : undefined
       const missing = 'its table is missing'
       const figures: StoreFigure[] = [
-        { label: 'Events remembered as done', value: countedFigure(done), note: 'records not yet past their retention' },
+        {
+          label: 'Events remembered as done',
+          value: scaled === undefined ? countedFigure(done) : `${countedFigure(done)} (about ${scaled.toLocaleString('en-US')})`,
+          note: 'records not yet past their retention',
+        },
         {
           label: 'Claims in flight',
           value: done.whole ? inFlight : `at least ${inFlight.toLocaleString('en-US')}`,
@@ -179,16 +206,10 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
       ]
       const partly = [done, marks, facts].some((c) => c !== undefined && !c.whole)
       const notes = partly ? [partialCountNote(budgetMs)] : []
-      if (!done.whole) {
-        // PostgreSQL's own estimate of the table's rows (as of its last ANALYZE or VACUUM): a size the chunks did not reach.
-        const estimate = (
-          await rows<{ n: number | null }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [t])
-        )[0]?.n
-        if (estimate !== null && estimate !== undefined && estimate > 0) {
-          notes.push(
-            `PostgreSQL estimates ${t} at about ${Math.round(estimate).toLocaleString('en-US')} rows (pg_class.reltuples, as of its last ANALYZE or VACUUM; expired records and leases included).`,
-          )
-        }
+      if (scaled !== undefined && estimate) {
+        notes.push(
+          `"About": the share of records remembered as done among the ${rowsRead.toLocaleString('en-US')} rows read, times PostgreSQL's estimate of ${t} (${Math.round(estimate).toLocaleString('en-US')} rows in pg_class.reltuples, as of its last ANALYZE or VACUUM).`,
+        )
       }
       return {
         figures,
