@@ -111,8 +111,8 @@ const HANDLING_STATUS: Record<WebhookHandlingErrorCode, 409 | 500 | 503> = {
   handler_timeout: 503,
   /**
    * The dedup store failed or timed out. On the claim: nothing ran and nothing was marked done (a
-   * claim the store took just as it failed holds the event until its lease ends: retries get 409
-   * `in_flight` until then). On
+   * claim the store took all the same holds the event until its lease ends, or until a late answer
+   * gives it back: retries get 409 `in_flight` until then). On
    * the complete, after the handler succeeded: the event is not released, the receiver keeps trying
    * to record it in the background (retries get 409 `in_flight`, then a duplicate 200), and the
    * handler does not run again.

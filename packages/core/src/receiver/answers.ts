@@ -84,12 +84,13 @@ export function notRecorded(cause: unknown, timedOutAfterMs?: number): WebhookHa
 
 /**
  * A 503 `store_unavailable` keeping the store's failure as cause; `claim` when it was the claim that
- * failed (one the store took just before it failed holds the event until its lease ends).
+ * failed or was given up on (one the store took all the same holds the event until its lease ends,
+ * or until it is given back: a late answer is).
  */
 export function storeUnavailable(cause: unknown, timedOutAfterMs?: number, claim = false): WebhookHandlingError {
   const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
   const held = claim
-    ? ' Had the claim reached the store before it failed, the event stays claimed until its lease ends (leaseMs), and the retries until then get 409 in_flight.'
+    ? ' Should the claim have reached the store all the same, the event stays claimed until its lease ends (leaseMs) unless a late answer gives it back, and the retries until then get 409 in_flight.'
     : ''
   return new WebhookHandlingError(
     'store_unavailable',

@@ -139,8 +139,9 @@ async function ask<Ctx>(
       return new Error(`store claim took longer than ${p.storeTimeoutMs} ms`)
     })
   } catch (cause) {
-    // A timed-out claim that lands later is given back above; one the store took as it failed is not known here.
-    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined, !timedOut), event, 1000)
+    // A timed-out claim that lands later is given back above, but one the store committed and then
+    // failed to answer (a connection cut at queryTimeoutMs) is not known here, nor is one taken as the store failed.
+    return p.fail(storeUnavailable(cause, timedOut ? p.storeTimeoutMs : undefined, true), event, 1000)
   }
   if (result.status === 'acquired') {
     const order = eventOrderOf(p, ordering, result)

@@ -117,18 +117,22 @@ export function postgresConsoleSource(host: PostgresConsoleHost): ConsoleSource 
   // A chunk of the dedup table in key order (the primary key's range after $1): its done records by
   // the hour they were recorded ($2 the retention), and one more row with its leases in flight, its
   // size and its last key. Keys are compared as the column's collation orders them, as ORDER BY does.
-  const doneChunk = `WITH chunk AS MATERIALIZED (SELECT key, done, token, expires_at FROM ${t} WHERE key > $1 ORDER BY key LIMIT ${CHUNK_KEYS})
+  const doneChunk = (first: boolean) => `WITH chunk AS MATERIALIZED (
+  SELECT key, done, token, expires_at FROM ${t} WHERE key ${first ? '>=' : '>'} $1 ORDER BY key LIMIT ${CHUNK_KEYS})
 SELECT floor(extract(epoch FROM expires_at - $2::float8 * interval '1 millisecond') / 3600)::float8 AS hour, count(*)::int AS n,
   NULL::int AS in_flight, NULL::text AS next FROM chunk WHERE done AND expires_at > now() GROUP BY 1
 UNION ALL
 SELECT NULL, count(*)::int, (count(*) FILTER (WHERE NOT done AND token IS NOT NULL AND expires_at > now()))::int, max(key) FROM chunk`
+  const doneSql = { first: doneChunk(true), next: doneChunk(false) }
   /** The live rows (not past `expires_at`) of `table`, a chunk of keys at a time within `budgetMs`. */
   const countLive = (table: string, budgetMs: number) => {
-    const text = `WITH chunk AS MATERIALIZED (SELECT key, expires_at FROM ${table} WHERE key > $1 ORDER BY key LIMIT ${CHUNK_KEYS})
+    const text = (first: boolean) => `WITH chunk AS MATERIALIZED (
+  SELECT key, expires_at FROM ${table} WHERE key ${first ? '>=' : '>'} $1 ORDER BY key LIMIT ${CHUNK_KEYS})
 SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int AS n, max(key) AS next FROM chunk`
+    const sql = { first: text(true), next: text(false) }
     return countInChunks(
-      async (after) => {
-        const row = (await query<{ live: number; n: number; next: string | null }>(text, [after])).rows[0]
+      async (after, first) => {
+        const row = (await query<{ live: number; n: number; next: string | null }>(first ? sql.first : sql.next, [after])).rows[0]
         return { counts: [[0, row?.live ?? 0]], next: row?.n === CHUNK_KEYS && row.next !== null ? row.next : undefined }
       },
       budgetMs,
@@ -146,11 +150,11 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
       // One statement at a time, each a chunk of keys: the console holds at most one of the pool's
       // connections, for a few milliseconds at a time (the store's host runs them in turn).
       const done = await countInChunks(
-        async (after) => {
-          const found = await query<{ hour: number | null; n: number; in_flight: number | null; next: string | null }>(doneChunk, [
-            after,
-            retentionMs,
-          ])
+        async (after, first) => {
+          const found = await query<{ hour: number | null; n: number; in_flight: number | null; next: string | null }>(
+            first ? doneSql.first : doneSql.next,
+            [after, retentionMs],
+          )
           let next: string | undefined
           const counts: [number, number][] = []
           for (const row of found.rows) {
@@ -178,7 +182,9 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
       const estimate = done.whole
         ? undefined
         : (await rows<{ n: number | null }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [t]))[0]?.n
-      const scaled = estimate && rowsRead > 0 && estimate > rowsRead ? roughly((total(done) * estimate) / rowsRead) : undefined
+      const rough = estimate && rowsRead > 0 && estimate > rowsRead ? roughly((total(done) * estimate) / rowsRead) : undefined
+      // Rounded, an estimate may fall below what was counted: then it says nothing more.
+      const scaled = rough !== undefined && rough > total(done) ? rough : undefined
       const missing = 'its table is missing'
       const figures: StoreFigure[] = [
         {

@@ -33,6 +33,12 @@ export interface PostgresInboxHost {
   createTable: boolean
   /** Runs one statement; rejects with the store's `DedupStoreError`. */
   query: Query
+  /**
+   * Runs one statement of an operator's read (`stats`, `list`, `get`: the console, the CLI, the
+   * OpenTelemetry gauges): one at a time, never on a connection kept for the records of handled
+   * events. Without it, `query`.
+   */
+  read?: Query
   /** Resolves once the store's own tables are there; rejects when the store is closed. */
   prepare: () => Promise<void>
 }
@@ -83,6 +89,9 @@ function entryOf(row: EntryRow): InboxEntry {
 const RECHECK_MS = 1_000
 
 /** The inbox of a PostgreSQL store. */
+/** `#query`'s flag for an operator's read. */
+const READ = true
+
 export class PostgresInbox implements InboxQueue {
   readonly #host: PostgresInboxHost
   readonly #sql: PostgresInboxSql
@@ -139,11 +148,11 @@ export class PostgresInbox implements InboxQueue {
   async list(opts: { state?: InboxState; limit?: number } = {}): Promise<InboxEntry[]> {
     const limit = opts.limit ?? 100
     if (!Number.isSafeInteger(limit) || limit < 1) throw this.#invalid(`limit must be a whole number ≥ 1, got ${String(limit)}.`)
-    return (await this.#query<EntryRow>(this.#sql.list, [opts.state ?? null, limit])).rows.map(entryOf)
+    return (await this.#query<EntryRow>(this.#sql.list, [opts.state ?? null, limit], READ)).rows.map(entryOf)
   }
 
   async get(key: string): Promise<InboxEntry | undefined> {
-    const row = (await this.#query<EntryRow>(this.#sql.get, [key])).rows[0]
+    const row = (await this.#query<EntryRow>(this.#sql.get, [key], READ)).rows[0]
     return row ? entryOf(row) : undefined
   }
 
@@ -158,7 +167,7 @@ export class PostgresInbox implements InboxQueue {
   }
 
   async stats(): Promise<InboxStats> {
-    const row = (await this.#query<InboxStats & { oldest: number | null }>(this.#sql.stats)).rows[0]
+    const row = (await this.#query<InboxStats & { oldest: number | null }>(this.#sql.stats, undefined, READ)).rows[0]
     return { pending: row?.pending ?? 0, running: row?.running ?? 0, dead: row?.dead ?? 0, oldestPendingAt: row?.oldest ?? null }
   }
 
@@ -176,14 +185,15 @@ export class PostgresInbox implements InboxQueue {
     return new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore inbox: ${problem}`)
   }
 
-  async #query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+  /** Runs `text` once the table is there; `read`: an operator's read (PostgresInboxHost.read). */
+  async #query<Row>(text: string, values?: unknown[], read = false): Promise<{ rows: Row[]; rowCount: number | null }> {
     await this.#host.prepare()
     this.#ready ??= this.#ensure().catch((error: unknown) => {
       this.#ready = undefined
       throw error
     })
     await this.#ready
-    return this.#host.query<Row>(text, values)
+    return ((read && this.#host.read) || this.#host.query)<Row>(text, values)
   }
 
   /**

@@ -129,6 +129,7 @@ export class PostgresDedupStore implements DedupStore {
       table,
       createTable,
       query: (text, values) => this.#query(text, values),
+      read: (text, values) => this.#consoleRead(text, values),
       prepare: () => this.#prepare(),
     })
     // The operator's console reads the tables through its own statements (console.ts).
@@ -143,9 +144,10 @@ export class PostgresDedupStore implements DedupStore {
   }
 
   /**
-   * The operator's console reads one statement at a time, as new work: it holds at most one of the
-   * pool's connections, never one of those kept for the records of handled events (a page's
-   * statements used to go out together, six connections of ten for as long as the overview counted).
+   * The operator's reads (the console's, and the inbox's stats, list and get) go one statement at a
+   * time, as new work: they hold at most one of the pool's connections, never one of those kept for
+   * the records of handled events (a console page's statements used to go out together, six
+   * connections of ten for as long as the overview counted).
    */
   #consoleRead<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
     const read = this.#consoleReads.then(() => this.#query<Row>(text, values, NEW_WORK))
