@@ -88,10 +88,10 @@ function entryOf(row: EntryRow): InboxEntry {
 /** How long a missing inbox table is taken as missing before the inbox looks again. */
 const RECHECK_MS = 1_000
 
-/** The inbox of a PostgreSQL store. */
 /** `#query`'s flag for an operator's read. */
 const READ = true
 
+/** The inbox of a PostgreSQL store. */
 export class PostgresInbox implements InboxQueue {
   readonly #host: PostgresInboxHost
   readonly #sql: PostgresInboxSql
