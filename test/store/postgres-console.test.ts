@@ -38,12 +38,14 @@ describe('the PostgreSQL console', () => {
   it('counts the overview a chunk of keys at a time: "at least" with a note when out of time, all of them and the leases in flight within it', async () => {
     const store = new PostgresDedupStore({ connectionString: server.url, table: 'console_chunks' })
     try {
-      // Three claims in flight and two expired records, all with keys after every done record's.
+      // Three claims in flight and two expired records, all with keys after every done record's; the
+      // done records expire an hour from now at the earliest, so none lapses while the test reads them
+      // (with expiries from now on, one of 50,000 lapsed within a slow run's seconds: 19,999 counted).
       for (const name of ['zz-lease-1', 'zz-lease-2', 'zz-lease-3']) {
         expect((await store.claim(`default:${name}`, OPTIONS)).status).toBe('acquired')
       }
       await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
-        SELECT 'default:' || gen_random_uuid(), true, NULL, 1, now() + random() * interval '7 days' FROM generate_series(1, 50000)`)
+        SELECT 'default:' || gen_random_uuid(), true, NULL, 1, now() + interval '1 hour' + random() * interval '7 days' FROM generate_series(1, 50000)`)
       await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
         VALUES ('default:zz-expired-1', true, NULL, 1, now() - interval '1 hour'), ('default:zz-expired-2', true, NULL, 1, now() - interval '1 day')`)
       const source = sourceOf(store)
