@@ -61,9 +61,14 @@ export function total(count: ChunkedCount): number {
   return sum
 }
 
+/** A figure: `n`, or "at least" `n` when what it counts was not read whole. */
+export function countFigure(n: number, whole: boolean): number | string {
+  return whole ? n : `at least ${n.toLocaleString('en-US')}`
+}
+
 /** A count's figure: the number, or "at least" it when the count ran out of time. */
 export function countedFigure(count: ChunkedCount): number | string {
-  return count.whole ? total(count) : `at least ${total(count).toLocaleString('en-US')}`
+  return countFigure(total(count), count.whole)
 }
 
 /** The overview's note when a count ran out of its budget. */

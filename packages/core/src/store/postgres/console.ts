@@ -10,6 +10,7 @@ import {
   BUDGET_SHARE,
   CHUNK_KEYS,
   countedFigure,
+  countFigure,
   countInChunks,
   DEFAULT_BUDGET_MS,
   partialCountNote,
@@ -114,26 +115,42 @@ export function postgresConsoleSource(host: PostgresConsoleHost): ConsoleSource 
     return (await query<Row>(text, values)).rows
   }
   const count = async (text: string): Promise<number | undefined> => (await orMissing(rows<{ n: number }>(text)))?.[0]?.n
-  // A chunk of the dedup table in key order (the primary key's range after $1): its done records by
-  // the hour they were recorded ($2 the retention), and one more row with its leases in flight, its
-  // size and its last key. Keys are compared as the column's collation orders them, as ORDER BY does.
-  const doneChunk = (first: boolean) => `WITH chunk AS MATERIALIZED (
-  SELECT key, done, token, expires_at FROM ${t} WHERE key ${first ? '>=' : '>'} $1 ORDER BY key LIMIT ${CHUNK_KEYS})
-SELECT floor(extract(epoch FROM expires_at - $2::float8 * interval '1 millisecond') / 3600)::float8 AS hour, count(*)::int AS n,
+  /**
+   * The statements that read `table` a chunk of keys at a time in key order (the first from its first
+   * key on, the next ones after `$1`, the chunk before's last key), `columns` of each row in the CTE
+   * `chunk`, then `select` over it. Keys are compared as the column's collation orders them, as
+   * ORDER BY and max() do.
+   */
+  const chunkSql = (table: string, columns: string, select: string) => {
+    const text = (first: boolean) => `WITH chunk AS MATERIALIZED (
+  SELECT key, ${columns} FROM ${table} WHERE key ${first ? '>=' : '>'} $1 ORDER BY key LIMIT ${CHUNK_KEYS})
+${select}`
+    return { first: text(true), next: text(false) }
+  }
+  /** The key the next chunk starts after: none once a chunk came back short. */
+  const nextAfter = (row: { n: number; next: string | null } | undefined) =>
+    row?.n === CHUNK_KEYS && row.next !== null ? row.next : undefined
+  // The dedup table's done records by the hour they were recorded ($2 the retention), and one more
+  // row with the chunk's leases in flight, its size and its last key.
+  const doneSql = chunkSql(
+    t,
+    'done, token, expires_at',
+    `SELECT floor(extract(epoch FROM expires_at - $2::float8 * interval '1 millisecond') / 3600)::float8 AS hour, count(*)::int AS n,
   NULL::int AS in_flight, NULL::text AS next FROM chunk WHERE done AND expires_at > now() GROUP BY 1
 UNION ALL
-SELECT NULL, count(*)::int, (count(*) FILTER (WHERE NOT done AND token IS NOT NULL AND expires_at > now()))::int, max(key) FROM chunk`
-  const doneSql = { first: doneChunk(true), next: doneChunk(false) }
+SELECT NULL, count(*)::int, (count(*) FILTER (WHERE NOT done AND token IS NOT NULL AND expires_at > now()))::int, max(key) FROM chunk`,
+  )
   /** The live rows (not past `expires_at`) of `table`, a chunk of keys at a time within `budgetMs`. */
   const countLive = (table: string, budgetMs: number) => {
-    const text = (first: boolean) => `WITH chunk AS MATERIALIZED (
-  SELECT key, expires_at FROM ${table} WHERE key ${first ? '>=' : '>'} $1 ORDER BY key LIMIT ${CHUNK_KEYS})
-SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int AS n, max(key) AS next FROM chunk`
-    const sql = { first: text(true), next: text(false) }
+    const sql = chunkSql(
+      table,
+      'expires_at',
+      'SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int AS n, max(key) AS next FROM chunk',
+    )
     return countInChunks(
       async (after, first) => {
         const row = (await query<{ live: number; n: number; next: string | null }>(first ? sql.first : sql.next, [after])).rows[0]
-        return { counts: [[0, row?.live ?? 0]], next: row?.n === CHUNK_KEYS && row.next !== null ? row.next : undefined }
+        return { counts: [[0, row?.live ?? 0]], next: nextAfter(row) }
       },
       budgetMs,
       CHUNK_PAUSE_MS,
@@ -162,7 +179,7 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
             else {
               inFlight += row.in_flight
               rowsRead += row.n
-              next = row.n === CHUNK_KEYS && row.next !== null ? row.next : undefined
+              next = nextAfter(row)
             }
           }
           return { counts, next }
@@ -194,7 +211,7 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
         },
         {
           label: 'Claims in flight',
-          value: done.whole ? inFlight : `at least ${inFlight.toLocaleString('en-US')}`,
+          value: countFigure(inFlight, done.whole),
           note: 'leases held now',
         },
         {
@@ -212,7 +229,7 @@ SELECT (count(*) FILTER (WHERE expires_at > now()))::int AS live, count(*)::int 
       ]
       const partly = [done, marks, facts].some((c) => c !== undefined && !c.whole)
       const notes = partly ? [partialCountNote(budgetMs)] : []
-      if (scaled !== undefined && estimate) {
+      if (scaled !== undefined && estimate !== undefined && estimate !== null) {
         notes.push(
           `"About": the share of records remembered as done among the ${rowsRead.toLocaleString('en-US')} rows read, times PostgreSQL's estimate of ${t} (${Math.round(estimate).toLocaleString('en-US')} rows in pg_class.reltuples, as of its last ANALYZE or VACUUM).`,
         )
