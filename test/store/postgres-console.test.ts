@@ -97,21 +97,42 @@ describe('the PostgreSQL console', () => {
 
   it('reads one statement at a time, on one connection of the pool', async () => {
     const pool = new pg.Pool({ connectionString: server.url, max: 10 })
-    let out = 0
-    let most = 0
+    // Each checkout of a connection (the store takes each through connect()) as it starts and ends,
+    // and whether it ran a purge: the store's background purge starts on a claim a second after the
+    // store was made (a loaded machine takes that long to make its tables), beside the console's reads.
+    const steps: { id: number; out: boolean }[] = []
+    const purges = new Set<number>()
+    let checkouts = 0
     const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>
-    // Counts the connections checked out at once (the store takes each through connect()).
     ;(pool as unknown as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
       const client = await connect()
-      out++
-      most = Math.max(most, out)
+      const id = checkouts++
+      steps.push({ id, out: true })
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown
+      client.query = ((...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text
+        if (text?.trimStart().startsWith('DELETE')) purges.add(id)
+        return query(...args)
+      }) as typeof client.query
       const release = client.release.bind(client)
       client.release = (error?: Error | boolean) => {
-        out--
+        steps.push({ id, out: false })
+        client.query = query as typeof client.query
         client.release = release
         release(error)
       }
       return client
+    }
+    /** The most connections out at once from step `from` on, a purge's not counted. */
+    const mostOut = (from: number): number => {
+      let out = 0
+      let most = 0
+      for (const step of steps.slice(from)) {
+        if (purges.has(step.id)) continue
+        out += step.out ? 1 : -1
+        most = Math.max(most, out)
+      }
+      return most
     }
     const store = new PostgresDedupStore({ pool, table: 'console_one_at_a_time' })
     try {
@@ -120,7 +141,7 @@ describe('the PostgreSQL console', () => {
       await store.complete(claimed.claim, OPTIONS)
       // The inbox finds its table once, on its first call (a statement of its own): before measuring.
       await store.inbox.stats()
-      most = 0
+      const from = steps.length
       const source = sourceOf(store)
       // The overview's counts and sizes, an email's mark, facts and entries (several statements each),
       // and the inbox's counts and list, which the overview page and the CLI ask for beside them.
@@ -134,7 +155,7 @@ describe('the PostgreSQL console', () => {
       expect(email.entries).toEqual([])
       expect(stats).toMatchObject({ pending: 0, dead: 0 })
       expect(listed).toEqual([])
-      expect(most).toBe(1)
+      expect(mostOut(from)).toBe(1)
     } finally {
       await store.close()
       await pool.end()
