@@ -53,6 +53,20 @@ export function connectWaitMs(queryTimeoutMs: number): number {
 }
 
 /**
+ * The server-side `statement_timeout` the store's own pool gives each connection: a tenth under
+ * `queryTimeoutMs`, so that PostgreSQL ends a statement (and rolls back what it would have
+ * written) before the store gives up on it. Without it, a claim that waited on a lock past
+ * `queryTimeoutMs` lost its connection here and then committed on the server all the same, a lease
+ * nobody held: the event's retries met 409 until the lease ran out. The tenth is the time the
+ * server's answer has to come back. Undefined (no server-side limit) when `queryTimeoutMs` leaves
+ * less than 1 ms.
+ */
+export function serverStatementTimeoutMs(queryTimeoutMs: number): number | undefined {
+  const ms = queryTimeoutMs - Math.ceil(queryTimeoutMs / 10)
+  return ms >= 1 ? ms : undefined
+}
+
+/**
  * Runs `run` on a connection of `connect()`: the connection must come within `connectMs`, and the
  * statement then gets its whole `queryMs` from when it is sent (a statement sent after a long wait
  * for a connection is not cut off after the server ran it). On time and without error, the

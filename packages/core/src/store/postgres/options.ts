@@ -5,7 +5,7 @@
  */
 import { optionalDriver } from '../driver.js'
 import { passwordOf, redactUrl } from '../redact.js'
-import type { PostgresPoolClient } from './deadline.js'
+import { type PostgresPoolClient, serverStatementTimeoutMs } from './deadline.js'
 import { PACKAGE } from './errors.js'
 import { assertTableName, DEFAULT_POSTGRES_TABLE } from './schema.js'
 
@@ -28,8 +28,9 @@ export interface PostgresPool {
 export interface PostgresDedupStoreOptions {
   /**
    * `postgres://user:password@host:5432/db`. The store opens its own pool (up to 10 connections,
-   * a connect timeout of `queryTimeoutMs` and at most 5 s, TCP keep-alive after 10 s idle) and
-   * ends it on `close()`. Give this or `pool`, not both.
+   * a connect timeout of `queryTimeoutMs` and at most 5 s, TCP keep-alive after 10 s idle, and a
+   * server-side `statement_timeout` a tenth under `queryTimeoutMs`) and ends it on `close()`.
+   * Give this or `pool`, not both.
    */
   connectionString?: string
   /**
@@ -38,7 +39,10 @@ export interface PostgresDedupStoreOptions {
    * `queryTimeoutMs` or less: 3000 by default; enough to open a connection) and `keepAlive: true`:
    * the store's `queryTimeoutMs` ends a statement and destroys its connection, and a wait for a
    * connection ends at half of it, but only the pool can end a connect that hangs or take a waiter
-   * the store gave up on out of its queue. The store adds an 'error' listener to each connection
+   * the store gave up on out of its queue. Give it `statement_timeout` too, a tenth under
+   * `queryTimeoutMs` (2700 for the default), if no query of yours on it needs longer: otherwise a
+   * claim that waits on a lock past `queryTimeoutMs` still commits on the server after the store
+   * gave up on it, and the event's retries meet 409 until its lease ends. The store adds an 'error' listener to each connection
    * the pool opens from then on (pg emits a server's FATAL in the very read that made a new
    * connection ready before anyone can listen, which would end the process): the statement on it
    * fails instead. Claims use at most all but a quarter of its `max` (at most two kept) at once.
@@ -82,7 +86,9 @@ export interface PostgresDedupStoreOptions {
    * queued behind it. `pg`'s own `query_timeout` does not do this: it leaves the dead connection in
    * the pool. Works on a `pg.Pool` of yours too (the store checks connections out with
    * `pool.connect()`). The store's own pool gives a new connection `queryTimeoutMs` (at most 5 s)
-   * to open: on a link where opening one takes longer (TLS and SCRAM far away), raise it.
+   * to open: on a link where opening one takes longer (TLS and SCRAM far away), raise it. It also
+   * has PostgreSQL end each statement a tenth before (`statement_timeout`), so that a statement
+   * stuck behind a lock is rolled back instead of committing after the store gave up on it.
    * @defaultValue `3000`
    */
   queryTimeoutMs?: number
@@ -95,6 +101,7 @@ interface PoolConstructor {
     connectionTimeoutMillis: number
     keepAlive: boolean
     keepAliveInitialDelayMillis: number
+    statement_timeout?: number
   }): PostgresPool & {
     on(event: 'error', listener: (error: Error) => void): unknown
   }
@@ -222,6 +229,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
   }
   const Pool = loadDriver()
+  const statementTimeout = serverStatementTimeoutMs(queryTimeoutMs)
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
@@ -233,6 +241,9 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, queryTimeoutMs),
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEP_ALIVE_DELAY_MS,
+    // Sent when each connection opens (no statement of its own): PostgreSQL ends a statement just
+    // before the store would give up on it, so nothing it gave up on commits later (deadline.ts).
+    ...(statementTimeout === undefined ? {} : { statement_timeout: statementTimeout }),
   })
   // An idle connection that the server drops emits 'error' on the pool; without a listener
   // that would end the process. The next query reports the failure instead.
