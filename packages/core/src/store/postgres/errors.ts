@@ -15,6 +15,16 @@ const NETWORK_ERRORS = new Set([
   'EPIPE',
 ])
 
+/**
+ * Whether opening a connection failed because the server refused the startup parameter
+ * `statement_timeout` the store's own pool sends: PgBouncer answers `unsupported startup parameter`
+ * (08P01) for every parameter not in its `ignore_startup_parameters`, and so do poolers built on it.
+ */
+export function refusedStatementTimeout(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message
+  return typeof message === 'string' && /startup parameter/i.test(message) && /statement_timeout/.test(message)
+}
+
 /** The code and message (with `{target}` where the redacted server goes) for an error `pg` threw. */
 export function classify(error: unknown): { code: DedupStoreErrorCode; message: string } {
   const e = (error ?? {}) as { code?: unknown; message?: unknown }

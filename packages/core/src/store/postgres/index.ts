@@ -19,8 +19,15 @@ import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
 import { locationOf, postgresConsoleSource } from './console.js'
-import { connectWaitMs, Lane, onConnection, type PostgresPoolClient, type StatementDeadlines } from './deadline.js'
-import { classify, PACKAGE } from './errors.js'
+import {
+  connectWaitMs,
+  Lane,
+  onConnection,
+  type PostgresPoolClient,
+  type StatementDeadlines,
+  serverStatementTimeoutMs,
+} from './deadline.js'
+import { classify, PACKAGE, refusedStatementTimeout } from './errors.js'
 import { PostgresInbox } from './inbox.js'
 import { connect, newWorkLimit, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
 import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
@@ -84,6 +91,12 @@ const NEW_WORK = true
 export class PostgresDedupStore implements DedupStore {
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
+  /** Takes `statement_timeout` out of the own pool's startup parameters (options.ts); undefined for a given pool. */
+  readonly #dropStatementTimeout: (() => boolean) | undefined
+  /** The server-side limit the own pool asks for (deadline.ts). */
+  readonly #statementTimeoutMs: number | undefined
+  /** Whether new connections go without `statement_timeout` since a server refused it. */
+  #withoutStatementTimeout = false
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
@@ -109,8 +122,11 @@ export class PostgresDedupStore implements DedupStore {
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs, maxConnections } = connect(options)
+    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs, maxConnections, dropStatementTimeout } =
+      connect(options)
     this.#pool = pool
+    this.#dropStatementTimeout = dropStatementTimeout
+    this.#statementTimeoutMs = serverStatementTimeoutMs(queryTimeoutMs)
     this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
     const limit = newWorkLimit(maxConnections)
     this.#newWork = limit === undefined ? undefined : new Lane(limit)
@@ -347,7 +363,7 @@ export class PostgresDedupStore implements DedupStore {
    * leaves connections to the records of handled events. A statement with parameters (the store's own, fixed texts)
    * goes as a named prepared statement while those are on: parsed and planned once per connection.
    */
-  async #query<Row>(text: string, values?: unknown[], newWork = false): Promise<{ rows: Row[]; rowCount: number | null }> {
+  async #query<Row>(text: string, values?: unknown[], newWork = false, again = false): Promise<{ rows: Row[]; rowCount: number | null }> {
     try {
       const pool = this.#pool
       const connect = pool.connect
@@ -363,8 +379,29 @@ export class PostgresDedupStore implements DedupStore {
           : await this.#send(pool, text, values)
       return result as { rows: Row[]; rowCount: number | null }
     } catch (error) {
+      // A pooler that refuses the startup parameter statement_timeout (PgBouncer): connect without it, once more.
+      if (!again && refusedStatementTimeout(error) && this.#connectWithoutStatementTimeout()) {
+        return this.#query(text, values, newWork, true)
+      }
       throw this.#wrap(error)
     }
+  }
+
+  /**
+   * After a server refused the startup parameter `statement_timeout` (PgBouncer does, unless it is
+   * in its `ignore_startup_parameters`), the store's own pool opens its connections without it,
+   * and says so once. True when the pool no longer sends it (the refused call may go again).
+   */
+  #connectWithoutStatementTimeout(): boolean {
+    if (this.#dropStatementTimeout === undefined) return false
+    if (this.#withoutStatementTimeout) return true
+    this.#withoutStatementTimeout = this.#dropStatementTimeout()
+    if (this.#withoutStatementTimeout) {
+      this.#warn(
+        `${PACKAGE} PostgresDedupStore: ${this.#target} refused the startup parameter statement_timeout (unsupported startup parameter: PgBouncer refuses every one not in its ignore_startup_parameters), so the store connects without it from now on. Without it, a statement stuck behind a lock past queryTimeoutMs can still commit after the store gave up on it, and a claim that does holds its event until its lease ends (the retries meet 409). To keep that limit, set it on the store's role: ALTER ROLE <role> SET statement_timeout = '${this.#statementTimeoutMs}ms'.`,
+      )
+    }
+    return this.#withoutStatementTimeout
   }
 
   /** Sends one statement on `target` (a connection, or a pool without connect()), named while prepared statements are on. */

@@ -153,6 +153,12 @@ export interface PostgresConnection {
   queryTimeoutMs: number
   /** How many connections the pool opens at most, when known (a `pg.Pool` says). */
   maxConnections: number | undefined
+  /**
+   * Takes the server-side `statement_timeout` out of what the store's own pool sends when it opens
+   * a connection, for the connections it opens from then on (pg-pool reads its options at each);
+   * true when the pool sent it until now. Undefined for a pool the store did not make.
+   */
+  dropStatementTimeout: (() => boolean) | undefined
 }
 
 /**
@@ -223,6 +229,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
       warn,
       queryTimeoutMs,
       maxConnections: maxOf(pool),
+      dropStatementTimeout: undefined,
     }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
@@ -260,5 +267,11 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     warn,
     queryTimeoutMs,
     maxConnections: DEFAULT_MAX_CONNECTIONS,
+    dropStatementTimeout: () => {
+      const settings = (created as { options?: { statement_timeout?: number } }).options
+      if (settings?.statement_timeout === undefined) return false
+      delete settings.statement_timeout
+      return true
+    },
   }
 }
