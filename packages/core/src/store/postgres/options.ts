@@ -88,7 +88,10 @@ export interface PostgresDedupStoreOptions {
    * `pool.connect()`). The store's own pool gives a new connection `queryTimeoutMs` (at most 5 s)
    * to open: on a link where opening one takes longer (TLS and SCRAM far away), raise it. It also
    * has PostgreSQL end each statement a tenth before (`statement_timeout`), so that a statement
-   * stuck behind a lock is rolled back instead of committing after the store gave up on it.
+   * stuck behind a lock is rolled back instead of committing after the store gave up on it; behind
+   * a pooler that refuses that startup parameter (PgBouncer, unless it is in its
+   * `ignore_startup_parameters`) the store connects without it and says once through `warn` how
+   * to set it on the role instead.
    * @defaultValue `3000`
    */
   queryTimeoutMs?: number
