@@ -6,7 +6,8 @@
  * one reply and drops its connection (test/services/fault-proxy.ts), the second run answers what
  * the first took: the claim is acquired (not in flight to itself for a whole lease), the take
  * returns the same entry with the same attempt (not a second entry, leaving the first running with
- * no holder).
+ * no holder), and a complete sent again answers false while `completedBy` tells that its claim
+ * recorded the key (the receiver's recorder then counts it as recorded).
  */
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Redis } from 'ioredis'
@@ -60,6 +61,30 @@ describe.each(Object.entries(stores))('RedisDedupStore on %s, a reply lost with 
       expect(claimed).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
       expect((await store.claim(key, LONG)).status).toBe('in_flight')
       if (claimed.status === 'acquired') expect(await store.complete(claimed.claim, LONG)).toBe(true)
+    } finally {
+      await store.close()
+      await close()
+    }
+  })
+
+  it('a complete whose reply was lost answers false when sent again, and completedBy says the claim recorded it', async () => {
+    const { store, close } = open()
+    try {
+      await warm(store)
+      const key = `resend:${crypto.randomUUID()}`
+      // One complete first, so that the reply lost next is the complete script's own (not a NOSCRIPT).
+      const first = await store.claim(`${key}:first`, LONG)
+      if (first.status !== 'acquired') throw new Error(`not acquired: ${first.status}`)
+      expect(await store.complete(first.claim, LONG)).toBe(true)
+      const claimed = await store.claim(key, LONG)
+      if (claimed.status !== 'acquired') throw new Error(`not acquired: ${claimed.status}`)
+      proxy.loseNextReply()
+      // The first run recorded the key; the resent one finds it done and answers 0.
+      expect(await store.complete(claimed.claim, LONG)).toBe(false)
+      expect(await store.completedBy(claimed.claim)).toBe(true)
+      expect(await store.lookup(key)).toBe('done')
+      // Not for a claim of the key that never was.
+      expect(await store.completedBy({ ...claimed.claim, attempt: claimed.claim.attempt + 1 })).toBe(false)
     } finally {
       await store.close()
       await close()

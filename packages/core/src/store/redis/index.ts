@@ -179,6 +179,16 @@ export class RedisDedupStore implements DedupStore {
     return state === 2 ? 'done' : state === 1 ? 'in_flight' : 'absent'
   }
 
+  /**
+   * Whether `claim`'s own complete recorded its key (a complete whose answer was lost, or that a
+   * reconnect sent twice): the done record keeps the attempt number of the claim that recorded it,
+   * for as long as it is retained. False also for a key recorded by a complete that found its
+   * lease gone with a restart (recorded as attempt 1) when the claim's attempt was later.
+   */
+  async completedBy(claim: Claim): Promise<boolean> {
+    return (await this.#run(SCRIPTS.completedBy, [claim.key], claim.attempt)) === 1
+  }
+
   /** Closes the client if the store created it (a given client stays open). */
   async close(): Promise<void> {
     if (this.#closed) return

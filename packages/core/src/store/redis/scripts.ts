@@ -150,6 +150,17 @@ if tonumber(exp) <= now then return 0 end
 if done == '1' then return 2 end
 return 1`
 
+// Completed by: KEYS[1]; ARGV the claim's attempt. 1 when the key is done, not expired, and its
+// record keeps that attempt: the claim's own complete recorded it (each claim of a key until it is
+// done takes the next attempt; a done key's record keeps its claim's). A complete that found no key
+// at all (the lease went with a restart) records attempt 1: a later claim's answer is then false.
+const COMPLETED_BY_SCRIPT = `local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+${NOW}
+local done, exp, att = string.match(cur, '^(%d):(%d+):(%d+):')
+if done ~= '1' or tonumber(exp) <= now or att ~= ARGV[1] then return 0 end
+return 1`
+
 /** A Lua script and its SHA-1, for EVALSHA. */
 export interface Script {
   source: string
@@ -164,7 +175,7 @@ export const script = (source: string): Script => ({ source, sha: createHash('sh
  * and `completeOrder` on [dedup, mark, lock, facts], `releaseOrder` and `extendOrder` on [dedup, lock].
  */
 export const SCRIPTS: Record<
-  'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'extend' | 'extendOrder' | 'lookup',
+  'claim' | 'complete' | 'claimOrder' | 'completeOrder' | 'release' | 'releaseOrder' | 'extend' | 'extendOrder' | 'lookup' | 'completedBy',
   Script
 > = {
   claim: script(CLAIM_SCRIPT),
@@ -176,4 +187,5 @@ export const SCRIPTS: Record<
   extend: script(EXTEND_SCRIPT),
   extendOrder: script(EXTEND_ORDER_SCRIPT),
   lookup: script(LOOKUP_SCRIPT),
+  completedBy: script(COMPLETED_BY_SCRIPT),
 }
