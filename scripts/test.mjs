@@ -40,13 +40,15 @@ const titles = {
 const steps = createSteps(titles[mode])
 let env = await timeScaleEnv()
 /** The one file that needs Chromium (in test:all, or when a filter picks it). */
-const BROWSER_TEST = 'test/console/browser.test.ts'
+/** The files that need Chromium or PgBouncer, which only test:all (or a filter naming them) gets. */
+const BROWSER_TESTS = ['test/console/browser.test.ts', 'test/store/pgbouncer.test.ts']
 
 await steps.step('install dependencies (pnpm, from the lockfile)', install)
 await steps.step(
-  `PostgreSQL, Redis and strace${mode === 'all' ? ', Chromium' : ''} for the store${mode === 'all' ? ' and browser' : ''} tests`,
+  `PostgreSQL, Redis and strace${mode === 'all' ? ', Chromium and PgBouncer' : ''} for the store${mode === 'all' ? ' and browser' : ''} tests`,
   async () => {
-    const browser = mode === 'all' || mode === 'matrix' || filters.some((f) => BROWSER_TEST.includes(f.replace(/^\.\//, '')))
+    const browser =
+      mode === 'all' || mode === 'matrix' || filters.some((f) => BROWSER_TESTS.some((file) => file.includes(f.replace(/^\.\//, ''))))
     env = { ...env, ...(await ensureServices({ browser })) }
   },
 )

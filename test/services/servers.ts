@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { createConnection, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
@@ -270,6 +270,102 @@ async function startRedisOnce(options: { args?: string[] }): Promise<RunningServ
     start: launch,
     async stop() {
       await stopChild('SIGTERM')
+      rmSync(dir, { recursive: true, force: true })
+      cleanups.delete(cleanup)
+    },
+  }
+}
+
+const PGBOUNCER = process.env.EMAIL_WEBHOOKS_PGBOUNCER ?? '/usr/sbin/pgbouncer'
+
+/**
+ * Starts a PgBouncer (Debian's, or EMAIL_WEBHOOKS_PGBOUNCER) in front of `server` on a free port,
+ * `poolMode` pooling and otherwise its defaults (no `ignore_startup_parameters`): `url` is the
+ * server's, through it. It refuses to run as root: as root, it runs as the `postgres` user.
+ */
+export function startPgBouncer(server: TestServer, options: { poolMode: 'transaction' | 'session' }): Promise<TestServer> {
+  return onAFreePort(() => startPgBouncerOnce(server, options))
+}
+
+async function startPgBouncerOnce(server: TestServer, options: { poolMode: 'transaction' | 'session' }): Promise<TestServer> {
+  if (!existsSync(PGBOUNCER)) {
+    throw new Error(
+      `PgBouncer is not installed (no ${PGBOUNCER}). Run the tests with \`npm run test:all\`, which installs it (scripts/services.mjs), or install the Debian/Ubuntu package pgbouncer.`,
+    )
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-pgbouncer-'))
+  const port = await freePort()
+  const target = new URL(server.url)
+  writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(target.username)}" "${server.password}"\n`, { mode: 0o600 })
+  const config = [
+    '[databases]',
+    `* = host=127.0.0.1 port=${target.port}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1',
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = plain',
+    `auth_file = ${join(dir, 'users.txt')}`,
+    `pool_mode = ${options.poolMode}`,
+    'max_client_conn = 1000',
+    // Server connections per database and user: the suites' stores run side by side, each with a pool of 10.
+    'default_pool_size = 40',
+    `logfile = ${join(dir, 'pgbouncer.log')}`,
+  ].join('\n')
+  writeFileSync(join(dir, 'pgbouncer.ini'), `${config}\n`, { mode: 0o600 })
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
+    for (const file of ['', 'users.txt', 'pgbouncer.ini']) chownSync(join(dir, file), uid, gid)
+  }
+  const [file, argv] = asServerUser(PGBOUNCER, [join(dir, 'pgbouncer.ini')])
+  const child = spawn(file, argv, { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const cleanup = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  cleanups.add(cleanup)
+  // Ready once it accepts a connection; a port taken since freePort() ends it at once.
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    if (child.exitCode !== null) {
+      const log = `${stderr}${serverLogTail(join(dir, 'pgbouncer.log'))}`
+      cleanup()
+      cleanups.delete(cleanup)
+      throw new Error(`PgBouncer exited (${child.exitCode}) before it was ready: ${log}`)
+    }
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createConnection(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) break
+    if (Date.now() > deadline) {
+      cleanup()
+      cleanups.delete(cleanup)
+      throw new Error(`PgBouncer did not accept connections within 20 s: ${stderr}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const url = new URL(server.url)
+  url.port = String(port)
+  return {
+    url: url.href,
+    password: server.password,
+    port,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve))
+        child.kill('SIGTERM')
+        await exited
+      }
       rmSync(dir, { recursive: true, force: true })
       cleanups.delete(cleanup)
     },
