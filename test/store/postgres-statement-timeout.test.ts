@@ -13,6 +13,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serverStatementTimeoutMs } from '../../packages/core/src/store/postgres/deadline.js'
 import { PostgresDedupStore } from '../../packages/core/src/store/postgres/index.js'
+import { connect } from '../../packages/core/src/store/postgres/options.js'
 import { type RunningServer, startPostgres } from '../services/servers.js'
 
 const OPTIONS = { leaseMs: 30_000, retentionMs: 3_600_000 }
@@ -101,21 +102,103 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
       warn: (message) => warnings.push(message),
     })
     try {
-      // Several first calls at once, each on a connection of its own that the pooler refuses.
+      // First calls at once: each waits for the store to open its tables, whose first statement
+      // meets the refusal, so one connection is refused and opened again without the parameter.
       const results = await Promise.all(Array.from({ length: 4 }, (_, i) => store.claim(`event-${i}`, OPTIONS)))
       expect(results.map((result) => result.status)).toEqual(['acquired', 'acquired', 'acquired', 'acquired'])
       expect(await store.claim('event-4', OPTIONS)).toMatchObject({ status: 'acquired' })
-      expect(pooler.refused).toBeGreaterThanOrEqual(1)
+      expect(pooler.refused).toBe(1)
       expect(pooler.passed).toBeGreaterThanOrEqual(1)
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain('refused the startup parameter statement_timeout')
-      expect(warnings[0]).toContain("ALTER ROLE <role> SET statement_timeout = '1800ms'")
+      expect(warnings[0]).toContain("ALTER ROLE <role> IN DATABASE <database> SET statement_timeout = '1800ms'")
       expect(warnings[0]).not.toContain(server.password)
     } finally {
       await store.close()
       await pooler.close()
     }
   })
+
+  it('a warm store whose server becomes a refusing pooler: the calls at once, each on a new connection, are all answered within their connect wait, one warning', async () => {
+    const pooler = await refusingPooler(server.port, { refusing: false })
+    const warnings: string[] = []
+    const url = new URL(server.url)
+    url.port = String(pooler.port)
+    const store = new PostgresDedupStore({
+      connectionString: url.toString(),
+      table: 'statement_timeout_switch',
+      queryTimeoutMs: 2_000,
+      warn: (message) => warnings.push(message),
+    })
+    try {
+      // Warm: the pool's connections opened with the parameter, passed through to PostgreSQL.
+      const warm = await Promise.all(Array.from({ length: 8 }, (_, i) => store.claim(`warm-${i}`, OPTIONS)))
+      expect(warm.every((result) => result.status === 'acquired')).toBe(true)
+      expect(warnings).toEqual([])
+      // Now the pooler refuses it, and every open connection is gone: each call opens a new one.
+      pooler.refuse()
+      pooler.dropAll()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const started = performance.now()
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.claim(`event-${i}`, OPTIONS)))
+      expect(results.map((result) => result.status)).toEqual(Array(12).fill('acquired'))
+      // Within the connect wait (half of queryTimeoutMs): the second try shares the first's wait and place.
+      expect(performance.now() - started).toBeLessThan(1_000)
+      expect(pooler.refused).toBeGreaterThanOrEqual(1)
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain('refused the startup parameter statement_timeout')
+    } finally {
+      await store.close()
+      await pooler.close()
+    }
+  })
+
+  it('a connection string that sets its own statement_timeout keeps it: the store adds none and never drops one', () => {
+    const own = connect({ connectionString: `${server.url}?statement_timeout=5000` })
+    const plain = connect({ connectionString: server.url })
+    try {
+      expect(own.dropStatementTimeout).toBeUndefined()
+      expect((own.pool as unknown as { options: Record<string, unknown> }).options.statement_timeout).toBeUndefined()
+      expect(plain.dropStatementTimeout).toBeTypeOf('function')
+      expect((plain.pool as unknown as { options: Record<string, unknown> }).options.statement_timeout).toBe(2_700)
+    } finally {
+      void own.pool.end()
+      void plain.pool.end()
+    }
+  })
+})
+
+describe('the inbox’s operations over the whole table, each statement within the limit', () => {
+  it('retry(dead), retry(keys) and purge go a chunk of keys (or keys) at a time, and count every entry of 50,000 they change', async () => {
+    const table = 'statement_timeout_inbox'
+    const store = new PostgresDedupStore({ connectionString: server.url, table })
+    try {
+      await store.inbox.stats()
+      // 50,000 entries over three chunks of keys: every third dead (ended an hour ago), the others done.
+      await admin.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+        SELECT 'e-' || lpad(i::text, 6, '0'), 'email.sent', '{}', 0, CASE WHEN i % 3 = 0 THEN 'dead' ELSE 'done' END, 2,
+          now(), now(), now() - interval '1 hour', now() + interval '1 day'
+        FROM generate_series(1, 50000) i`)
+      expect(await store.inbox.stats()).toMatchObject({ dead: 16_666, pending: 0 })
+      expect(await store.inbox.retry('dead')).toBe(16_666)
+      expect(await store.inbox.stats()).toMatchObject({ dead: 0, pending: 16_666 })
+      const retried = await admin.query(`SELECT count(*)::int AS n FROM ${table}_inbox WHERE retried_attempts = 2 AND attempts = 0`)
+      expect(retried.rows[0].n).toBe(16_666)
+      // Dead again; 2,500 of them retried by key (three statements of at most 1,000 keys).
+      await admin.query(`UPDATE ${table}_inbox SET state = 'dead', ended_at = now() - interval '1 hour' WHERE state = 'pending'`)
+      const keys = Array.from({ length: 2_500 }, (_, i) => `e-${String((i + 1) * 3).padStart(6, '0')}`)
+      expect(await store.inbox.retry([...keys, 'not-an-entry'])).toBe(2_500)
+      // Purge: the dead that ended an hour ago go; 10 that just ended, the pending and the done stay.
+      await admin.query(`UPDATE ${table}_inbox SET ended_at = now() WHERE key IN (
+        SELECT key FROM ${table}_inbox WHERE state = 'dead' ORDER BY key DESC LIMIT 10)`)
+      expect(await store.inbox.purge({ olderThanMs: 60_000 })).toBe(16_666 - 2_500 - 10)
+      expect(await store.inbox.stats()).toMatchObject({ dead: 10, pending: 2_500 })
+      const left = await admin.query(`SELECT count(*)::int AS n FROM ${table}_inbox`)
+      expect(left.rows[0].n).toBe(33_334 + 2_500 + 10)
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
 })
 
 /**
@@ -124,14 +207,18 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
  * "unsupported startup parameter: statement_timeout", checked against it by hand), any other
  * connection is passed through to the server.
  */
-async function refusingPooler(port: number): Promise<{ port: number; refused: number; passed: number; close(): Promise<void> }> {
+async function refusingPooler(
+  port: number,
+  { refusing = true } = {},
+): Promise<{ port: number; refused: number; passed: number; refuse(): void; dropAll(): void; close(): Promise<void> }> {
   const sockets = new Set<Socket>()
   const counts = { refused: 0, passed: 0 }
+  let refuses = refusing
   const pooler: Server = createServer((client) => {
     sockets.add(client)
     client.on('close', () => sockets.delete(client))
     client.once('data', (startup) => {
-      if (startup.includes('statement_timeout\0')) {
+      if (refuses && startup.includes('statement_timeout\0')) {
         counts.refused++
         client.end(errorResponse('FATAL', '08P01', 'unsupported startup parameter: statement_timeout'))
         return
@@ -156,6 +243,12 @@ async function refusingPooler(port: number): Promise<{ port: number; refused: nu
     },
     get passed() {
       return counts.passed
+    },
+    refuse: () => {
+      refuses = true
+    },
+    dropAll: () => {
+      for (const socket of sockets) socket.destroy()
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -42,10 +42,10 @@ export function classify(error: unknown): { code: DedupStoreErrorCode; message: 
       message: `{target} did not answer: ${detail}; the connection was destroyed (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server). Check the server and the network.`,
     }
   }
-  if (sqlState === '57014' && /statement timeout/i.test(detail)) {
+  if (sqlState === '57014') {
     return {
       code: 'timeout',
-      message: `{target} ended the statement at its statement_timeout (the store's own pool sets it a tenth under queryTimeoutMs), and kept nothing it would have written: it waited on a lock or the server is overloaded. Look for long transactions holding locks on the store's tables (pg_stat_activity) and check the server's load.`,
+      message: `{target} canceled the statement (57014: at its statement_timeout, which the store's own pool sets a tenth under queryTimeoutMs, or one set on the role or the pool; or a cancel request) and kept nothing it would have written: it waited on a lock, had too much to do, or the server is overloaded. Look for long transactions holding locks on the store's tables (pg_stat_activity) and check the server's load.`,
     }
   }
   if (NETWORK_ERRORS.has(sqlState)) {

@@ -69,15 +69,41 @@ export interface PostgresInboxSql {
   list: string
   /** $1 key. */
   get: string
-  /** $1 keys (text[]), or every dead entry with `retryAll`. */
+  /** $1 keys (text[], at most RETRY_KEYS of them). */
   retry: string
-  retryAll: string
-  /** $1 ms: dead entries that ended before then. */
-  purge: string
+  /**
+   * Every dead entry among the first INBOX_CHUNK keys ([0], $1 null) or the next after key $1 ([1]):
+   * one row, `last` the last key seen (null: none left) and `n` retried.
+   */
+  retryAll: [string, string]
+  /** As `retryAll`, the dead entries that ended $2 ms ago or more, deleted. */
+  purge: [string, string]
   stats: string
   /** A batch delete of done entries past their retention (the store's purge runs it). */
   forget: string
 }
+
+/**
+ * Keys an operator's statement over the whole inbox (`retry('dead')`, `purge`) covers at once,
+ * walking the table in key order: each statement stays well inside the server-side
+ * `statement_timeout` however many entries there are. One statement over 600,000 dead entries took
+ * 10.7 s here, and was rolled back at the limit every time; in chunks of 20,000 keys, 300,000 dead
+ * entries of 800-byte payloads were retried in 13.6 s, about 0.9 s a chunk on a busy machine, so
+ * chunks are half that.
+ */
+export const INBOX_CHUNK = 10_000
+/** Keys one `retry(keys)` statement takes. */
+export const RETRY_KEYS = 1_000
+
+/**
+ * The first INBOX_CHUNK keys of inbox table `t` ($1 null), or the next after key $1 (`after`), as CTE
+ * `chunk`: two statements, as one with `$1 IS NULL OR key > $1` would be planned once for both and
+ * lose the index range (every chunk would walk the keys from the first).
+ */
+const chunkOf = (t: string, after: boolean) =>
+  `chunk AS (SELECT key FROM ${t} WHERE ${after ? 'key > $1' : '$1::text IS NULL'} ORDER BY key LIMIT ${INBOX_CHUNK})`
+/** A statement over the whole table, chunk by chunk (`over`: its CTEs after `chunk`, then its SELECT): the first chunk's and the next ones'. */
+const chunked = (t: string, over: string): [string, string] => [`WITH ${chunkOf(t, false)},\n${over}`, `WITH ${chunkOf(t, true)},\n${over}`]
 
 /** SQL of now() + `param` ms. */
 const after = (param: string) => `now() + ${param}::float8 * interval '1 millisecond'`
@@ -89,6 +115,9 @@ const SHOWN_STATE = `CASE WHEN ${LAPSED} THEN 'pending' ELSE state END`
 const ITEM = 'key, type, payload, timestamp::float8 AS timestamp, order_key, created_at_ms::float8 AS created_at_ms'
 const ENTRY = `${ITEM}, ${SHOWN_STATE} AS state, attempts, ${ms('enqueued_at')} AS enqueued_at, ${ms('next_attempt_at')} AS next_attempt_at,
   last_error, ${ms('ended_at')} AS ended_at, ${ms('failed_at')} AS failed_at, ${ms('retried_at')} AS retried_at, retried_attempts`
+/** A dead entry made pending again: it keeps what it went through, the attempts it had and when it was retried. */
+const RETRIED = `state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = now(),
+  next_attempt_at = now(), ended_at = NULL`
 /** Done entries past their retention are forgotten, even before the purge deletes them. */
 const REMEMBERED = `NOT (state = 'done' AND expires_at <= now())`
 /** The lease of token $2 holds entry $1: running with that token, not lapsed. */
@@ -166,11 +195,18 @@ WHERE i.state = 'done' AND i.expires_at <= now()`,
 ORDER BY enqueued_at, key LIMIT $2`,
     get: `SELECT ${ENTRY} FROM ${t} WHERE key = $1 AND ${REMEMBERED}`,
     // A retried entry keeps what it went through: the attempts it had, and when it was retried.
-    retry: `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = now(),
-  next_attempt_at = now(), ended_at = NULL WHERE state = 'dead' AND key = ANY($1::text[])`,
-    retryAll: `UPDATE ${t} SET state = 'pending', retried_attempts = retried_attempts + attempts, attempts = 0, retried_at = now(),
-  next_attempt_at = now(), ended_at = NULL WHERE state = 'dead'`,
-    purge: `DELETE FROM ${t} WHERE state = 'dead' AND ended_at <= now() - $1::float8 * interval '1 millisecond'`,
+    retry: `UPDATE ${t} SET ${RETRIED} WHERE state = 'dead' AND key = ANY($1::text[])`,
+    retryAll: chunked(
+      t,
+      `changed AS (UPDATE ${t} i SET ${RETRIED} FROM chunk WHERE i.key = chunk.key AND i.state = 'dead' RETURNING 1)
+SELECT (SELECT max(key) FROM chunk) AS last, (SELECT count(*) FROM changed)::int AS n`,
+    ),
+    purge: chunked(
+      t,
+      `gone AS (DELETE FROM ${t} i USING chunk WHERE i.key = chunk.key AND i.state = 'dead'
+  AND i.ended_at <= now() - $2::float8 * interval '1 millisecond' RETURNING 1)
+SELECT (SELECT max(key) FROM chunk) AS last, (SELECT count(*) FROM gone)::int AS n`,
+    ),
     stats: `SELECT count(*) FILTER (WHERE state = 'pending' OR ${LAPSED})::int AS pending,
   count(*) FILTER (WHERE state = 'running' AND NOT ${LAPSED})::int AS running,
   count(*) FILTER (WHERE state = 'dead')::int AS dead,

@@ -22,6 +22,7 @@ import {
   postgresInboxSql,
   postgresInboxTableSql,
   postgresInboxUpgradeSql,
+  RETRY_KEYS,
 } from './inbox-sql.js'
 
 type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
@@ -157,13 +158,34 @@ export class PostgresInbox implements InboxQueue {
   }
 
   async retry(keys: string[] | 'dead'): Promise<number> {
-    const retried = keys === 'dead' ? await this.#query(this.#sql.retryAll) : await this.#query(this.#sql.retry, [keys])
-    return retried.rowCount ?? 0
+    if (keys === 'dead') return this.#inChunks(this.#sql.retryAll, [])
+    let retried = 0
+    for (let at = 0; at < keys.length; at += RETRY_KEYS) {
+      retried += (await this.#query(this.#sql.retry, [keys.slice(at, at + RETRY_KEYS)])).rowCount ?? 0
+    }
+    return retried
   }
 
   async purge(opts: { olderThanMs: number }): Promise<number> {
     this.#check(opts)
-    return (await this.#query(this.#sql.purge, [opts.olderThanMs])).rowCount ?? 0
+    return this.#inChunks(this.#sql.purge, [opts.olderThanMs])
+  }
+
+  /**
+   * Runs a chunked statement (the first chunk's, then the next ones') over the whole table INBOX_CHUNK keys at a time, in key order (each statement well
+   * inside the server's statement_timeout, each chunk committed on its own); returns the rows changed.
+   */
+  async #inChunks([first, next]: [string, string], values: unknown[]): Promise<number> {
+    let total = 0
+    let last: string | null = null
+    do {
+      const row: { last: string | null; n: number } | undefined = (
+        await this.#query<{ last: string | null; n: number }>(last === null ? first : next, [last, ...values])
+      ).rows[0]
+      total += row?.n ?? 0
+      last = row?.last ?? null
+    } while (last !== null)
+    return total
   }
 
   async stats(): Promise<InboxStats> {

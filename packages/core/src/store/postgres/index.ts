@@ -92,11 +92,17 @@ export class PostgresDedupStore implements DedupStore {
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
   /** Takes `statement_timeout` out of the own pool's startup parameters (options.ts); undefined for a given pool. */
-  readonly #dropStatementTimeout: (() => boolean) | undefined
+  readonly #dropStatementTimeout: (() => void) | undefined
   /** The server-side limit the own pool asks for (deadline.ts). */
   readonly #statementTimeoutMs: number | undefined
-  /** Whether new connections go without `statement_timeout` since a server refused it. */
-  #withoutStatementTimeout = false
+  /**
+   * The `statement_timeout` the own pool sends when it opens a connection: 'sent'; 'dropped' since
+   * a server refused it (PgBouncer); 'stuck' when a connection opened without it was refused all
+   * the same (set elsewhere, such as pg.defaults), so connects are no longer tried twice. Undefined
+   * when the store sends none (a given pool, or a connection string that sets its own).
+   */
+  #statementTimeout: 'sent' | 'dropped' | 'stuck' | undefined
+  #saidWithoutTimeout = false
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
@@ -127,6 +133,7 @@ export class PostgresDedupStore implements DedupStore {
     this.#pool = pool
     this.#dropStatementTimeout = dropStatementTimeout
     this.#statementTimeoutMs = serverStatementTimeoutMs(queryTimeoutMs)
+    this.#statementTimeout = dropStatementTimeout === undefined ? undefined : 'sent'
     this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
     const limit = newWorkLimit(maxConnections)
     this.#newWork = limit === undefined ? undefined : new Lane(limit)
@@ -354,6 +361,20 @@ export class PostgresDedupStore implements DedupStore {
       )
     }
     await this.#tables.ensure(this.#createTable, this.#sql.createTable)
+    if (this.#statementTimeout === 'sent') await this.#checkStatementTimeout()
+  }
+
+  /**
+   * Whether the `statement_timeout` the own pool sends is in effect: a pooler may drop the
+   * parameter without refusing it (PgBouncer with it in `ignore_startup_parameters`), and the
+   * server then runs the store's statements without a limit. Said once (`#sayWithoutTimeout`).
+   */
+  async #checkStatementTimeout(): Promise<void> {
+    const row = (await this.#query<{ setting: string }>(`SELECT current_setting('statement_timeout') AS setting`)).rows[0]
+    if (row?.setting !== '0' || this.#statementTimeout !== 'sent') return
+    this.#sayWithoutTimeout(
+      `the store's connections to ${this.#target} run without a statement_timeout, though its pool asks for one when it opens them: something in between drops the parameter (PgBouncer with statement_timeout in its ignore_startup_parameters).`,
+    )
   }
 
   /**
@@ -363,7 +384,7 @@ export class PostgresDedupStore implements DedupStore {
    * leaves connections to the records of handled events. A statement with parameters (the store's own, fixed texts)
    * goes as a named prepared statement while those are on: parsed and planned once per connection.
    */
-  async #query<Row>(text: string, values?: unknown[], newWork = false, again = false): Promise<{ rows: Row[]; rowCount: number | null }> {
+  async #query<Row>(text: string, values?: unknown[], newWork = false): Promise<{ rows: Row[]; rowCount: number | null }> {
     try {
       const pool = this.#pool
       const connect = pool.connect
@@ -371,7 +392,7 @@ export class PostgresDedupStore implements DedupStore {
       const result =
         typeof connect === 'function'
           ? await onConnection(
-              () => connect.call(pool),
+              this.#statementTimeout === 'sent' ? () => this.#openSendingTimeout(() => connect.call(pool)) : () => connect.call(pool),
               this.#deadlines,
               (client) => this.#send(client, text, values),
               newWork ? this.#newWork : undefined,
@@ -379,29 +400,44 @@ export class PostgresDedupStore implements DedupStore {
           : await this.#send(pool, text, values)
       return result as { rows: Row[]; rowCount: number | null }
     } catch (error) {
-      // A pooler that refuses the startup parameter statement_timeout (PgBouncer): connect without it, once more.
-      if (!again && refusedStatementTimeout(error) && this.#connectWithoutStatementTimeout()) {
-        return this.#query(text, values, newWork, true)
-      }
       throw this.#wrap(error)
     }
   }
 
   /**
-   * After a server refused the startup parameter `statement_timeout` (PgBouncer does, unless it is
-   * in its `ignore_startup_parameters`), the store's own pool opens its connections without it,
-   * and says so once. True when the pool no longer sends it (the refused call may go again).
+   * Opens a connection of the own pool while it sends `statement_timeout`. Refused for it (PgBouncer
+   * refuses startup parameters it does not track unless they are in its `ignore_startup_parameters`),
+   * the pool drops it for every connection it opens from then on and this one is opened once more,
+   * within the same connect wait and place in the lane: no statement was sent on the refused one.
    */
-  #connectWithoutStatementTimeout(): boolean {
-    if (this.#dropStatementTimeout === undefined) return false
-    if (this.#withoutStatementTimeout) return true
-    this.#withoutStatementTimeout = this.#dropStatementTimeout()
-    if (this.#withoutStatementTimeout) {
-      this.#warn(
-        `${PACKAGE} PostgresDedupStore: ${this.#target} refused the startup parameter statement_timeout (unsupported startup parameter: PgBouncer refuses every one not in its ignore_startup_parameters), so the store connects without it from now on. Without it, a statement stuck behind a lock past queryTimeoutMs can still commit after the store gave up on it, and a claim that does holds its event until its lease ends (the retries meet 409). To keep that limit, set it on the store's role: ALTER ROLE <role> SET statement_timeout = '${this.#statementTimeoutMs}ms'.`,
+  #openSendingTimeout(connect: () => Promise<PostgresPoolClient>): Promise<PostgresPoolClient> {
+    return connect().catch((error: unknown) => {
+      if (!refusedStatementTimeout(error) || this.#statementTimeout === 'stuck' || this.#dropStatementTimeout === undefined) throw error
+      this.#dropStatementTimeout()
+      if (this.#statementTimeout === 'sent') this.#statementTimeout = 'dropped'
+      return connect().then(
+        (client) => {
+          this.#sayWithoutTimeout(
+            `${this.#target} refused the startup parameter statement_timeout ("unsupported startup parameter": PgBouncer refuses those it does not track unless they are in its ignore_startup_parameters), so the store opens its connections without it from now on.`,
+          )
+          return client
+        },
+        (again: unknown) => {
+          // Refused without it too: set somewhere the store does not control (pg.defaults).
+          if (refusedStatementTimeout(again)) this.#statementTimeout = 'stuck'
+          throw again
+        },
       )
-    }
-    return this.#withoutStatementTimeout
+    })
+  }
+
+  /** Says once that the store's statements run without a server-side statement_timeout, what that risks, and how to set one. */
+  #sayWithoutTimeout(why: string): void {
+    if (this.#saidWithoutTimeout) return
+    this.#saidWithoutTimeout = true
+    this.#warn(
+      `${PACKAGE} PostgresDedupStore: ${why} Without a statement_timeout, a statement stuck behind a lock past queryTimeoutMs can still commit after the store gave up on it, and a claim that does holds its event until its lease ends (its retries get 409). To keep the limit, set it for the store's role on the server: ALTER ROLE <role> IN DATABASE <database> SET statement_timeout = '${this.#statementTimeoutMs}ms' (best on a role only the store uses: it applies to every session of that role there).`,
+    )
   }
 
   /** Sends one statement on `target` (a connection, or a pool without connect()), named while prepared statements are on. */

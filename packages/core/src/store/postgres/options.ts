@@ -159,9 +159,10 @@ export interface PostgresConnection {
   /**
    * Takes the server-side `statement_timeout` out of what the store's own pool sends when it opens
    * a connection, for the connections it opens from then on (pg-pool reads its options at each);
-   * true when the pool sent it until now. Undefined for a pool the store did not make.
+   * undefined when the store sends none (a pool it did not make, or a connection string that sets
+   * its own).
    */
-  dropStatementTimeout: (() => boolean) | undefined
+  dropStatementTimeout: (() => void) | undefined
 }
 
 /**
@@ -239,7 +240,8 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
   }
   const Pool = loadDriver()
-  const statementTimeout = serverStatementTimeoutMs(queryTimeoutMs)
+  // A connection string that sets its own (?statement_timeout=, or in ?options=) keeps it: pg would take it over this one anyway.
+  const statementTimeout = /statement_timeout/i.test(connectionString) ? undefined : serverStatementTimeoutMs(queryTimeoutMs)
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
@@ -270,11 +272,12 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     warn,
     queryTimeoutMs,
     maxConnections: DEFAULT_MAX_CONNECTIONS,
-    dropStatementTimeout: () => {
-      const settings = (created as { options?: { statement_timeout?: number } }).options
-      if (settings?.statement_timeout === undefined) return false
-      delete settings.statement_timeout
-      return true
-    },
+    dropStatementTimeout:
+      statementTimeout === undefined
+        ? undefined
+        : () => {
+            const settings = (created as { options?: { statement_timeout?: number } }).options
+            if (settings !== undefined) delete settings.statement_timeout
+          },
   }
 }
