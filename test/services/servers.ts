@@ -280,14 +280,20 @@ const PGBOUNCER = process.env.EMAIL_WEBHOOKS_PGBOUNCER ?? '/usr/sbin/pgbouncer'
 
 /**
  * Starts a PgBouncer (Debian's, or EMAIL_WEBHOOKS_PGBOUNCER) in front of `server` on a free port,
- * `poolMode` pooling and otherwise its defaults (no `ignore_startup_parameters`): `url` is the
+ * `poolMode` pooling and otherwise its defaults (unless given, no `ignore_startup_parameters`): `url` is the
  * server's, through it. It refuses to run as root: as root, it runs as the `postgres` user.
  */
-export function startPgBouncer(server: TestServer, options: { poolMode: 'transaction' | 'session' }): Promise<TestServer> {
+export function startPgBouncer(server: TestServer, options: PgBouncerOptions): Promise<TestServer> {
   return onAFreePort(() => startPgBouncerOnce(server, options))
 }
 
-async function startPgBouncerOnce(server: TestServer, options: { poolMode: 'transaction' | 'session' }): Promise<TestServer> {
+interface PgBouncerOptions {
+  poolMode: 'transaction' | 'session'
+  /** Its `ignore_startup_parameters` (none by default). */
+  ignoreStartupParameters?: string[]
+}
+
+async function startPgBouncerOnce(server: TestServer, options: PgBouncerOptions): Promise<TestServer> {
   if (!existsSync(PGBOUNCER)) {
     throw new Error(
       `PgBouncer is not installed (no ${PGBOUNCER}). Run the tests with \`npm run test:all\`, which installs it (scripts/services.mjs), or install the Debian/Ubuntu package pgbouncer.`,
@@ -311,6 +317,7 @@ async function startPgBouncerOnce(server: TestServer, options: { poolMode: 'tran
     // Server connections per database and user: the suites' stores run side by side, each with a pool of 10.
     'default_pool_size = 40',
     `logfile = ${join(dir, 'pgbouncer.log')}`,
+    ...(options.ignoreStartupParameters ? [`ignore_startup_parameters = ${options.ignoreStartupParameters.join(', ')}`] : []),
   ].join('\n')
   writeFileSync(join(dir, 'pgbouncer.ini'), `${config}\n`, { mode: 0o600 })
   if (process.getuid?.() === 0) {

@@ -3,8 +3,9 @@
  * transaction pooling and its defaults. Two things the store sends meet PgBouncer there: named
  * prepared statements (before 1.21 a statement prepared on one server connection is missing on the
  * next: the store goes on unnamed) and the startup parameter `statement_timeout` (refused unless it
- * is in `ignore_startup_parameters`: the store connects without it). Both are found on the first
- * calls and said once; nothing fails. The dedup, ordering and inbox conformance suites then pass
+ * is in `ignore_startup_parameters`: the store connects without it; when it is there, PgBouncer
+ * drops it and the store says the limit is not in effect). Each is found on the first calls and
+ * said once; nothing fails. The dedup, ordering and inbox conformance suites then pass
  * through it.
  */
 import { PostgresDedupStore } from '@email-webhooks/core/postgres'
@@ -16,13 +17,18 @@ import { conformance, ordering } from './conformance-helpers.js'
 
 let postgres: TestServer
 let bouncer: TestServer
+/** One that lets the startup parameter through by dropping it (`ignore_startup_parameters`). */
+let ignoring: TestServer
 
 beforeAll(async () => {
   postgres = await sharedPostgres()
-  bouncer = await startPgBouncer(postgres, { poolMode: 'transaction' })
+  ;[bouncer, ignoring] = await Promise.all([
+    startPgBouncer(postgres, { poolMode: 'transaction' }),
+    startPgBouncer(postgres, { poolMode: 'transaction', ignoreStartupParameters: ['statement_timeout'] }),
+  ])
 }, 120_000)
 afterAll(async () => {
-  await bouncer?.stop()
+  await Promise.all([bouncer?.stop(), ignoring?.stop()])
   await postgres?.stop()
 })
 
@@ -42,12 +48,27 @@ describe('PostgresDedupStore behind PgBouncer (transaction pooling, its defaults
       expect((await store.claim('event-0', OPTIONS)).status).toBe('duplicate')
       const timeout = warnings.filter((w) => w.includes('refused the startup parameter statement_timeout'))
       expect(timeout).toHaveLength(1)
-      expect(timeout[0]).toContain("ALTER ROLE <role> SET statement_timeout = '2700ms'")
+      expect(timeout[0]).toContain("ALTER ROLE <role> IN DATABASE <database> SET statement_timeout = '2700ms'")
       // Named statements: PgBouncer 1.18 loses them between server connections (some runs find
       // every call on one connection and never learn it); said at most once.
       expect(warnings.filter((w) => w.includes('refused a prepared statement')).length).toBeLessThanOrEqual(1)
       expect(warnings.length).toBe(timeout.length + warnings.filter((w) => w.includes('refused a prepared statement')).length)
       for (const warning of warnings) expect(warning).not.toContain(postgres.password)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('with statement_timeout in its ignore_startup_parameters: answers, and says once that the statements run without the limit', async () => {
+    const warnings: string[] = []
+    const store = new PostgresDedupStore({ connectionString: ignoring.url, table: 'pgbouncer_ignoring', warn: (m) => warnings.push(m) })
+    try {
+      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => store.claim(`event-${i}`, OPTIONS)))
+      expect(results.map((result) => result.status)).toEqual(Array(4).fill('acquired'))
+      const without = warnings.filter((w) => w.includes('run without a statement_timeout'))
+      expect(without).toHaveLength(1)
+      expect(without[0]).toContain('ignore_startup_parameters')
+      expect(warnings.filter((w) => w.includes('refused the startup parameter'))).toEqual([])
     } finally {
       await store.close()
     }
