@@ -73,7 +73,9 @@ export interface PostgresDedupStoreOptions {
    */
   preparedStatements?: boolean
   /**
-   * Where the store's one-time warnings go (prepared statements turned off by the server's answer).
+   * Where the store's one-time warnings go: prepared statements turned off by the server's answer,
+   * and (the pool the store makes) a `statement_timeout` that a pooler refused or drops, with the
+   * role-level setting that keeps the limit.
    * @defaultValue `console.warn`
    */
   warn?: (message: string) => void
@@ -88,10 +90,12 @@ export interface PostgresDedupStoreOptions {
    * `pool.connect()`). The store's own pool gives a new connection `queryTimeoutMs` (at most 5 s)
    * to open: on a link where opening one takes longer (TLS and SCRAM far away), raise it. It also
    * has PostgreSQL end each statement a tenth before (`statement_timeout`), so that a statement
-   * stuck behind a lock is rolled back instead of committing after the store gave up on it; behind
-   * a pooler that refuses that startup parameter (PgBouncer, unless it is in its
-   * `ignore_startup_parameters`) the store connects without it and says once through `warn` how
-   * to set it on the role instead.
+   * stuck behind a lock is rolled back instead of committing after the store gave up on it (a
+   * `statement_timeout` in `connectionString` is kept instead). Behind a pooler that refuses that
+   * startup parameter (PgBouncer, unless it is in its `ignore_startup_parameters`) the store
+   * connects without it; where one drops it (PgBouncer with it in `ignore_startup_parameters`) the
+   * limit is not in effect: either way the store says so once through `warn`, with the role-level
+   * setting that keeps the limit.
    * @defaultValue `3000`
    */
   queryTimeoutMs?: number
