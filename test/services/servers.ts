@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { inject } from 'vitest'
+import { afterAll, beforeAll, inject } from 'vitest'
 
 const INSTALL_HINT =
   'Run the tests with `npm test`, which installs it (scripts/services.mjs), or install the Debian/Ubuntu packages postgresql-15 and redis-server.'
@@ -483,4 +483,23 @@ export async function sharedRedis(): Promise<TestServer> {
 export async function sharedPostgresAndRedis(): Promise<{ postgres: TestServer; redis: TestServer }> {
   const [postgres, redis] = await Promise.all([sharedPostgres(), sharedRedis()])
   return { postgres, redis }
+}
+
+/**
+ * For the calling test file (or describe block): a PostgreSQL database and a client on it for the
+ * test's own SQL, ready before its tests and closed after. `own`: a server of its own
+ * (startPostgres); else a database of its own on the run's shared server (sharedPostgres).
+ */
+export function postgresWithClient(options: { own?: boolean } = {}): { server: TestServer; client: pg.Client } {
+  const ready = {} as { server: TestServer; client: pg.Client }
+  beforeAll(async () => {
+    ready.server = options.own ? await startPostgres() : await sharedPostgres()
+    ready.client = new pg.Client({ connectionString: ready.server.url })
+    await ready.client.connect()
+  }, 120_000)
+  afterAll(async () => {
+    await ready.client?.end()
+    await ready.server?.stop()
+  })
+  return ready
 }

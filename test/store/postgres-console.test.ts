@@ -7,26 +7,16 @@
  * source is found through the registry of the same module.
  */
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { registeredConsoleSource } from '../../packages/core/src/console/registry.js'
 import type { ConsoleSource } from '../../packages/core/src/console/source.js'
 import { PostgresDedupStore } from '../../packages/core/src/store/postgres/index.js'
-import { type RunningServer, startPostgres } from '../services/servers.js'
+import { postgresWithClient } from '../services/servers.js'
 
 const WEEK_MS = 7 * 24 * 3_600_000
 const OPTIONS = { leaseMs: 60_000, retentionMs: WEEK_MS }
-let server: RunningServer
-let admin: pg.Client
-
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url })
-  await admin.connect()
-}, 120_000)
-afterAll(async () => {
-  await admin?.end()
-  await server?.stop()
-})
+/** A PostgreSQL of this file's own, and a client on it for the tests' own SQL. */
+const db = postgresWithClient({ own: true })
 
 function sourceOf(store: PostgresDedupStore): ConsoleSource {
   const factory = registeredConsoleSource(store)
@@ -36,7 +26,7 @@ function sourceOf(store: PostgresDedupStore): ConsoleSource {
 
 describe('the PostgreSQL console', () => {
   it('counts the overview a chunk of keys at a time: "at least" with a note when out of time, all of them and the leases in flight within it', async () => {
-    const store = new PostgresDedupStore({ connectionString: server.url, table: 'console_chunks' })
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table: 'console_chunks' })
     try {
       // Three claims in flight and two expired records, all with keys after every done record's; the
       // done records expire an hour from now at the earliest, so none lapses while the test reads them
@@ -44,9 +34,9 @@ describe('the PostgreSQL console', () => {
       for (const name of ['zz-lease-1', 'zz-lease-2', 'zz-lease-3']) {
         expect((await store.claim(`default:${name}`, OPTIONS)).status).toBe('acquired')
       }
-      await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
+      await db.client.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
         SELECT 'default:' || gen_random_uuid(), true, NULL, 1, now() + interval '1 hour' + random() * interval '7 days' FROM generate_series(1, 50000)`)
-      await admin.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
+      await db.client.query(`INSERT INTO console_chunks (key, done, token, attempt, expires_at)
         VALUES ('default:zz-expired-1', true, NULL, 1, now() - interval '1 hour'), ('default:zz-expired-2', true, NULL, 1, now() - interval '1 day')`)
       const source = sourceOf(store)
 
@@ -60,7 +50,7 @@ describe('the PostgreSQL console', () => {
       expect(partly.notes[0]).toMatch(/^Counting stops after [\d.]+ s, so that the page answers/)
       // Once PostgreSQL has an estimate of the table (a table never analyzed has none), the count also
       // says about how many: the share of done records among the rows read, times the estimate.
-      await admin.query('ANALYZE console_chunks')
+      await db.client.query('ANALYZE console_chunks')
       const estimated = await source.overview(Date.now(), WEEK_MS, 0)
       const about = /^at least 20,000 \(about ([\d,]+)\)$/.exec(String(estimated.figures[0]?.value))
       expect(about, String(estimated.figures[0]?.value)).not.toBeNull()
@@ -83,7 +73,7 @@ describe('the PostgreSQL console', () => {
   })
 
   it('counts a record whose key is the empty string (the first chunk starts at it)', async () => {
-    const store = new PostgresDedupStore({ connectionString: server.url, table: 'console_empty_key' })
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table: 'console_empty_key' })
     try {
       const claimed = await store.claim('', OPTIONS)
       if (claimed.status !== 'acquired') throw new Error('not acquired')
@@ -96,7 +86,7 @@ describe('the PostgreSQL console', () => {
   })
 
   it('reads one statement at a time, on one connection of the pool', async () => {
-    const pool = new pg.Pool({ connectionString: server.url, max: 10 })
+    const pool = new pg.Pool({ connectionString: db.server.url, max: 10 })
     // Each checkout of a connection (the store takes each through connect()) as it starts and ends,
     // and whether it ran a purge: the store's background purge starts on a claim a second after the
     // store was made (a loaded machine takes that long to make its tables), beside the console's reads.

@@ -10,25 +10,15 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net'
 import { DedupStoreError } from '@email-webhooks/core'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { serverStatementTimeoutMs } from '../../packages/core/src/store/postgres/deadline.js'
 import { PostgresDedupStore } from '../../packages/core/src/store/postgres/index.js'
 import { connect } from '../../packages/core/src/store/postgres/options.js'
-import { type RunningServer, startPostgres } from '../services/servers.js'
+import { postgresWithClient } from '../services/servers.js'
 
 const OPTIONS = { leaseMs: 30_000, retentionMs: 3_600_000 }
-let server: RunningServer
-let admin: pg.Client
-
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url })
-  await admin.connect()
-}, 120_000)
-afterAll(async () => {
-  await admin?.end()
-  await server?.stop()
-})
+/** A PostgreSQL of this file's own, and a client on it for the tests' own SQL. */
+const db = postgresWithClient({ own: true })
 
 describe('the PostgreSQL store’s server-side statement timeout', () => {
   it('is a tenth under queryTimeoutMs, and none when that leaves less than 1 ms', () => {
@@ -41,22 +31,22 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
 
   it('a claim stuck behind a lock past queryTimeoutMs is rolled back by the server: it fails with timeout, and the key is free once the lock goes', async () => {
     const table = 'statement_timeout_lock'
-    const store = new PostgresDedupStore({ connectionString: server.url, table, queryTimeoutMs: 2_000 })
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table, queryTimeoutMs: 2_000 })
     try {
       // The tables first (the store makes them on its first call).
       const first = await store.claim('an-earlier-event', OPTIONS)
       expect(first.status).toBe('acquired')
       // Another session holds a lock that every INSERT and UPDATE of the table waits for, 2.5 s:
       // past the server's 1.8 s and the store's 2 s.
-      await admin.query('BEGIN')
-      await admin.query(`LOCK TABLE ${table} IN SHARE MODE`)
+      await db.client.query('BEGIN')
+      await db.client.query(`LOCK TABLE ${table} IN SHARE MODE`)
       const started = performance.now()
       const claimed = store.claim('the-event', OPTIONS).then(
         (result) => ({ result, error: undefined, at: performance.now() - started }),
         (error: unknown) => ({ result: undefined, error, at: performance.now() - started }),
       )
       await new Promise((resolve) => setTimeout(resolve, 2_500))
-      await admin.query('COMMIT')
+      await db.client.query('COMMIT')
       const outcome = await claimed
       expect(outcome.result).toBeUndefined()
       expect(outcome.error).toBeInstanceOf(DedupStoreError)
@@ -69,16 +59,16 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
       // Nothing was left behind: the event's retry takes it at once (before: in flight for the lease's 30 s).
       const retried = await store.claim('the-event', OPTIONS)
       expect(retried.status).toBe('acquired')
-      const rows = await admin.query(`SELECT count(*)::int AS n FROM ${table} WHERE key = 'the-event'`)
+      const rows = await db.client.query(`SELECT count(*)::int AS n FROM ${table} WHERE key = 'the-event'`)
       expect(rows.rows[0].n).toBe(1)
     } finally {
-      await admin.query('ROLLBACK').catch(() => {})
+      await db.client.query('ROLLBACK').catch(() => {})
       await store.close()
     }
   }, 30_000)
 
   it('leaves a pool you give with its own settings: no statement_timeout added', async () => {
-    const pool = new pg.Pool({ connectionString: server.url, max: 2 })
+    const pool = new pg.Pool({ connectionString: db.server.url, max: 2 })
     const store = new PostgresDedupStore({ pool, table: 'statement_timeout_given', queryTimeoutMs: 1_000 })
     try {
       expect((await store.claim('an-event', OPTIONS)).status).toBe('acquired')
@@ -91,9 +81,9 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
   })
 
   it('behind a pooler that refuses the startup parameter (PgBouncer by default), connects without it, says so once, and no call fails', async () => {
-    const pooler = await refusingPooler(server.port)
+    const pooler = await refusingPooler(db.server.port)
     const warnings: string[] = []
-    const url = new URL(server.url)
+    const url = new URL(db.server.url)
     url.port = String(pooler.port)
     const store = new PostgresDedupStore({
       connectionString: url.toString(),
@@ -112,7 +102,7 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain('refused the startup parameter statement_timeout')
       expect(warnings[0]).toContain("ALTER ROLE <role> IN DATABASE <database> SET statement_timeout = '1800ms'")
-      expect(warnings[0]).not.toContain(server.password)
+      expect(warnings[0]).not.toContain(db.server.password)
     } finally {
       await store.close()
       await pooler.close()
@@ -120,9 +110,9 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
   })
 
   it('a warm store whose server becomes a refusing pooler: the calls at once, each on a new connection, are all answered within their connect wait, one warning', async () => {
-    const pooler = await refusingPooler(server.port, { refusing: false })
+    const pooler = await refusingPooler(db.server.port, { refusing: false })
     const warnings: string[] = []
-    const url = new URL(server.url)
+    const url = new URL(db.server.url)
     url.port = String(pooler.port)
     const store = new PostgresDedupStore({
       connectionString: url.toString(),
@@ -154,8 +144,8 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
   })
 
   it('a connection string that sets its own statement_timeout keeps it: the store adds none and never drops one', () => {
-    const own = connect({ connectionString: `${server.url}?statement_timeout=5000` })
-    const plain = connect({ connectionString: server.url })
+    const own = connect({ connectionString: `${db.server.url}?statement_timeout=5000` })
+    const plain = connect({ connectionString: db.server.url })
     try {
       expect(own.dropStatementTimeout).toBeUndefined()
       expect((own.pool as unknown as { options: Record<string, unknown> }).options.statement_timeout).toBeUndefined()
@@ -171,29 +161,29 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
 describe('the inbox’s operations over the whole table, each statement within the limit', () => {
   it('retry(dead), retry(keys) and purge go a chunk of keys (or keys) at a time, and count every entry of 50,000 they change', async () => {
     const table = 'statement_timeout_inbox'
-    const store = new PostgresDedupStore({ connectionString: server.url, table })
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table })
     try {
       await store.inbox.stats()
       // 50,000 entries over three chunks of keys: every third dead (ended an hour ago), the others done.
-      await admin.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
         SELECT 'e-' || lpad(i::text, 6, '0'), 'email.sent', '{}', 0, CASE WHEN i % 3 = 0 THEN 'dead' ELSE 'done' END, 2,
           now(), now(), now() - interval '1 hour', now() + interval '1 day'
         FROM generate_series(1, 50000) i`)
       expect(await store.inbox.stats()).toMatchObject({ dead: 16_666, pending: 0 })
       expect(await store.inbox.retry('dead')).toBe(16_666)
       expect(await store.inbox.stats()).toMatchObject({ dead: 0, pending: 16_666 })
-      const retried = await admin.query(`SELECT count(*)::int AS n FROM ${table}_inbox WHERE retried_attempts = 2 AND attempts = 0`)
+      const retried = await db.client.query(`SELECT count(*)::int AS n FROM ${table}_inbox WHERE retried_attempts = 2 AND attempts = 0`)
       expect(retried.rows[0].n).toBe(16_666)
       // Dead again; 2,500 of them retried by key (three statements of at most 1,000 keys).
-      await admin.query(`UPDATE ${table}_inbox SET state = 'dead', ended_at = now() - interval '1 hour' WHERE state = 'pending'`)
+      await db.client.query(`UPDATE ${table}_inbox SET state = 'dead', ended_at = now() - interval '1 hour' WHERE state = 'pending'`)
       const keys = Array.from({ length: 2_500 }, (_, i) => `e-${String((i + 1) * 3).padStart(6, '0')}`)
       expect(await store.inbox.retry([...keys, 'not-an-entry'])).toBe(2_500)
       // Purge: the dead that ended an hour ago go; 10 that just ended, the pending and the done stay.
-      await admin.query(`UPDATE ${table}_inbox SET ended_at = now() WHERE key IN (
+      await db.client.query(`UPDATE ${table}_inbox SET ended_at = now() WHERE key IN (
         SELECT key FROM ${table}_inbox WHERE state = 'dead' ORDER BY key DESC LIMIT 10)`)
       expect(await store.inbox.purge({ olderThanMs: 60_000 })).toBe(16_666 - 2_500 - 10)
       expect(await store.inbox.stats()).toMatchObject({ dead: 10, pending: 2_500 })
-      const left = await admin.query(`SELECT count(*)::int AS n FROM ${table}_inbox`)
+      const left = await db.client.query(`SELECT count(*)::int AS n FROM ${table}_inbox`)
       expect(left.rows[0].n).toBe(33_334 + 2_500 + 10)
     } finally {
       await store.close()

@@ -21,10 +21,9 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { dedupStoreConformance, inboxConformance, orderingConformance } from '@email-webhooks/core/testing'
 import Database from 'better-sqlite3'
 import Redis from 'ioredis'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Dynalite, type DynamoProxy, startDynalite, startDynamoProxy } from '../services/dynalite.js'
-import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { postgresWithClient, sharedRedis, type TestServer } from '../services/servers.js'
 import { scaled } from '../support/time.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -184,22 +183,12 @@ describe.concurrent('SQLite: a file made by 0.1.0', () => {
 })
 
 describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
-  let server: TestServer
-  let client: pg.Client
-  beforeAll(async () => {
-    server = await sharedPostgres()
-    client = new pg.Client({ connectionString: server.url })
-    await client.connect()
-  })
-  afterAll(async () => {
-    await client?.end()
-    await server?.stop()
-  })
-  const stamp = async (table: string) => (await client.query(`SELECT version, written_by FROM ${table}_schema`)).rows
+  const db = postgresWithClient()
+  const stamp = async (table: string) => (await db.client.query(`SELECT version, written_by FROM ${table}_schema`)).rows
 
   it.sequential('are upgraded once when the store opens them, stamped version 2, with every event, mark and inbox entry kept', async () => {
-    await client.query(fixture('postgres.sql'))
-    const store = new PostgresDedupStore({ connectionString: server.url })
+    await db.client.query(fixture('postgres.sql'))
+    const store = new PostgresDedupStore({ connectionString: db.server.url })
     try {
       await expectEventsKept(store)
       expect(await stamp('email_webhook_dedup')).toEqual([{ version: 2, written_by: WRITTEN_BY }])
@@ -209,19 +198,19 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
     }
   })
 
-  const open = () => new PostgresDedupStore({ connectionString: server.url })
+  const open = () => new PostgresDedupStore({ connectionString: db.server.url })
   dedupStoreConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, checkDurations: true, shortMs })
   orderingConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, shortMs })
   inboxConformance('PostgresDedupStore on the upgraded 0.1.0 tables', oneByOne, { createStore: open, createPeerStore: open })
 
   it.sequential('refuses tables stamped by a newer release before any other statement, createTable or not', async () => {
-    const first = new PostgresDedupStore({ connectionString: server.url, table: 'newer' })
+    const first = new PostgresDedupStore({ connectionString: db.server.url, table: 'newer' })
     await first.claim('default:before', LONG)
     await first.close()
-    await client.query('UPDATE newer_schema SET version = $1, written_by = $2', [NEWER.version, NEWER.writtenBy])
-    await client.query('ALTER TABLE newer_inbox DROP COLUMN retried_attempts')
+    await db.client.query('UPDATE newer_schema SET version = $1, written_by = $2', [NEWER.version, NEWER.writtenBy])
+    await db.client.query('ALTER TABLE newer_inbox DROP COLUMN retried_attempts')
     for (const createTable of [true, false]) {
-      const store = new PostgresDedupStore({ connectionString: server.url, table: 'newer', createTable })
+      const store = new PostgresDedupStore({ connectionString: db.server.url, table: 'newer', createTable })
       try {
         expectNewerRefused(await refusal(() => store.claim('default:after', LONG)))
         expectNewerRefused(await refusal(() => store.inbox.stats()))
@@ -229,9 +218,9 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
         await store.close()
       }
     }
-    expect((await client.query(`SELECT key FROM newer`)).rows).toEqual([{ key: 'default:before' }])
+    expect((await db.client.query(`SELECT key FROM newer`)).rows).toEqual([{ key: 'default:before' }])
     // The column the newer release dropped was not added again.
-    const columns = await client.query(
+    const columns = await db.client.query(
       `SELECT 1 FROM information_schema.columns WHERE table_name = 'newer_inbox' AND column_name = 'retried_attempts'`,
     )
     expect(columns.rowCount).toBe(0)
@@ -239,7 +228,7 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
   })
 
   it.sequential('are stamped version 2 when new, with the SQL for hand-run migrations giving the same stamp', async () => {
-    const store = new PostgresDedupStore({ connectionString: server.url, table: 'fresh' })
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table: 'fresh' })
     try {
       await store.claim('default:one', LONG)
     } finally {
@@ -247,7 +236,7 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
     }
     expect(await stamp('fresh')).toEqual([{ version: 2, written_by: WRITTEN_BY }])
     const { postgresDedupTableSql } = await import('@email-webhooks/core/postgres')
-    await client.query(postgresDedupTableSql('by_hand'))
+    await db.client.query(postgresDedupTableSql('by_hand'))
     expect(await stamp('by_hand')).toEqual([{ version: 2, written_by: WRITTEN_BY }])
   })
 })
