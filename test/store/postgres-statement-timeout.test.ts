@@ -12,6 +12,7 @@ import { DedupStoreError } from '@email-webhooks/core'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { serverStatementTimeoutMs } from '../../packages/core/src/store/postgres/deadline.js'
+import { postgresInboxSql } from '../../packages/core/src/store/postgres/inbox-sql.js'
 import { PostgresDedupStore } from '../../packages/core/src/store/postgres/index.js'
 import { connect } from '../../packages/core/src/store/postgres/options.js'
 import { postgresWithClient } from '../services/servers.js'
@@ -158,7 +159,61 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
   })
 })
 
+describe('a refused or dropped limit, as the warning advises or as the connection string asks', () => {
+  it('says nothing when the role has a limit of its own behind a refusing pooler; a connection string’s own limit that the pooler refuses is misconfigured, saying what to change', async () => {
+    const pooler = await refusingPooler(db.server.port)
+    const url = new URL(db.server.url)
+    url.port = String(pooler.port)
+    const warnings: string[] = []
+    await db.client.query(`ALTER ROLE webhooks IN DATABASE postgres SET statement_timeout = '5s'`)
+    const store = new PostgresDedupStore({ connectionString: url.href, table: 'statement_timeout_role', warn: (m) => warnings.push(m) })
+    const own = new PostgresDedupStore({ connectionString: `${url.href}?statement_timeout=5000`, table: 'statement_timeout_role' })
+    try {
+      expect((await store.claim('an-event', OPTIONS)).status).toBe('acquired')
+      expect(pooler.refused).toBe(1)
+      expect(warnings).toEqual([])
+      const refused = await own.claim('another-event', OPTIONS).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(refused).toBeInstanceOf(DedupStoreError)
+      expect((refused as DedupStoreError).code).toBe('misconfigured')
+      expect((refused as DedupStoreError).message).toContain('set in the connection string, PGOPTIONS or pg.defaults')
+    } finally {
+      await db.client.query(`ALTER ROLE webhooks IN DATABASE postgres RESET statement_timeout`)
+      await store.close()
+      await own.close()
+      await pooler.close()
+    }
+  })
+})
+
 describe('the inbox’s operations over the whole table, each statement within the limit', () => {
+  it('walks each chunk as a range of the key, never a scan of the whole table (200,000 entries, 1 % dead, analyzed)', async () => {
+    const table = 'statement_timeout_plan'
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table })
+    try {
+      await store.inbox.stats()
+      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+        SELECT md5(i::text), 'email.sent', '{}', 0, CASE WHEN i % 100 = 0 THEN 'dead' ELSE 'done' END, 2,
+          now(), now(), now() - interval '1 hour', now() + interval '1 day'
+        FROM generate_series(1, 200000) i`)
+      await db.client.query(`ANALYZE ${table}_inbox`)
+      const sql = postgresInboxSql(table)
+      for (const [name, statement] of [
+        ['retry', sql.retryAll[1]],
+        ['purge', sql.purge[1]],
+      ] as const) {
+        const text = statement.replaceAll('$1', `'7'`).replaceAll('$2', '60000')
+        const plan = (await db.client.query(`EXPLAIN ${text}`)).rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n')
+        expect(plan, `${name}:\n${plan}`).not.toMatch(new RegExp(`Seq Scan on ${table}_inbox`))
+      }
+      expect(await store.inbox.retry('dead')).toBe(2_000)
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+
   it('retry(dead), retry(keys) and purge go a chunk of keys (or keys) at a time, and count every entry of 50,000 they change', async () => {
     const table = 'statement_timeout_inbox'
     const store = new PostgresDedupStore({ connectionString: db.server.url, table })

@@ -42,6 +42,12 @@ export function classify(error: unknown): { code: DedupStoreErrorCode; message: 
       message: `{target} did not answer: ${detail}; the connection was destroyed (a stalled connection after a failover, a proxy that stopped answering, or an overloaded server). Check the server and the network.`,
     }
   }
+  if (refusedStatementTimeout(error)) {
+    return {
+      code: 'misconfigured',
+      message: `{target} refused the startup parameter statement_timeout set in the connection string, PGOPTIONS or pg.defaults ("unsupported startup parameter", as PgBouncer answers for those not in its ignore_startup_parameters): remove it there (the pool the store makes asks for one a tenth under queryTimeoutMs, and goes on without it where a pooler refuses it), or set the limit on the role (ALTER ROLE … IN DATABASE … SET statement_timeout).`,
+    }
+  }
   if (sqlState === '57014') {
     return {
       code: 'timeout',

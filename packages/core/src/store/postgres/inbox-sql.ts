@@ -104,6 +104,12 @@ const chunkOf = (t: string, after: boolean) =>
   `chunk AS (SELECT key FROM ${t} WHERE ${after ? 'key > $1' : '$1::text IS NULL'} ORDER BY key LIMIT ${INBOX_CHUNK})`
 /** A statement over the whole table, chunk by chunk (`over`: its CTEs after `chunk`, then its SELECT): the first chunk's and the next ones'. */
 const chunked = (t: string, over: string): [string, string] => [`WITH ${chunkOf(t, false)},\n${over}`, `WITH ${chunkOf(t, true)},\n${over}`]
+/**
+ * The rows of the chunk, as a range of the primary key: a join with `chunk` was often planned as a
+ * hash join over a scan of the whole table (every chunk then cost the whole table: 65 s to retry
+ * 20,000 dead entries among 2 million, against 1.8 s as a range).
+ */
+const IN_CHUNK = `i.key >= (SELECT min(key) FROM chunk) AND i.key <= (SELECT max(key) FROM chunk)`
 
 /** SQL of now() + `param` ms. */
 const after = (param: string) => `now() + ${param}::float8 * interval '1 millisecond'`
@@ -198,12 +204,12 @@ ORDER BY enqueued_at, key LIMIT $2`,
     retry: `UPDATE ${t} SET ${RETRIED} WHERE state = 'dead' AND key = ANY($1::text[])`,
     retryAll: chunked(
       t,
-      `changed AS (UPDATE ${t} i SET ${RETRIED} FROM chunk WHERE i.key = chunk.key AND i.state = 'dead' RETURNING 1)
+      `changed AS (UPDATE ${t} i SET ${RETRIED} WHERE ${IN_CHUNK} AND i.state = 'dead' RETURNING 1)
 SELECT (SELECT max(key) FROM chunk) AS last, (SELECT count(*) FROM changed)::int AS n`,
     ),
     purge: chunked(
       t,
-      `gone AS (DELETE FROM ${t} i USING chunk WHERE i.key = chunk.key AND i.state = 'dead'
+      `gone AS (DELETE FROM ${t} i WHERE ${IN_CHUNK} AND i.state = 'dead'
   AND i.ended_at <= now() - $2::float8 * interval '1 millisecond' RETURNING 1)
 SELECT (SELECT max(key) FROM chunk) AS last, (SELECT count(*) FROM gone)::int AS n`,
     ),

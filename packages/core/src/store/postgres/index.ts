@@ -76,6 +76,9 @@ type MarkRow = ClaimRow & {
   reconciled: number | null
 }
 
+/** The server-side statement limit in effect on a connection ('0': none). */
+const LIMIT_IN_EFFECT = `SELECT current_setting('statement_timeout') AS setting`
+
 /** `#query`'s flag for new work (claims, purges), which leaves some of the pool's connections to the records of handled events. */
 const NEW_WORK = true
 
@@ -103,6 +106,10 @@ export class PostgresDedupStore implements DedupStore {
    */
   #statementTimeout: 'sent' | 'dropped' | 'stuck' | undefined
   #saidWithoutTimeout = false
+  /** A connection string of the own pool asks for a limit of its own (options.ts): checked at open like the store's. */
+  readonly #ownLimitAsked: boolean
+  /** The limit was looked at once on the first connection opened without the refused parameter. */
+  #checkedAfterRefusal = false
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
@@ -128,8 +135,21 @@ export class PostgresDedupStore implements DedupStore {
   #closed = false
 
   constructor(options: PostgresDedupStoreOptions) {
-    const { pool, ownsPool, target, secret, table, createTable, prepared, warn, queryTimeoutMs, maxConnections, dropStatementTimeout } =
-      connect(options)
+    const {
+      pool,
+      ownsPool,
+      target,
+      secret,
+      table,
+      createTable,
+      prepared,
+      warn,
+      queryTimeoutMs,
+      maxConnections,
+      dropStatementTimeout,
+      ownLimitAsked,
+    } = connect(options)
+    this.#ownLimitAsked = ownLimitAsked
     this.#pool = pool
     this.#dropStatementTimeout = dropStatementTimeout
     this.#statementTimeoutMs = serverStatementTimeoutMs(queryTimeoutMs)
@@ -361,19 +381,23 @@ export class PostgresDedupStore implements DedupStore {
       )
     }
     await this.#tables.ensure(this.#createTable, this.#sql.createTable)
-    if (this.#statementTimeout === 'sent') await this.#checkStatementTimeout()
+    if (this.#statementTimeout === 'sent' || this.#ownLimitAsked) await this.#checkStatementTimeout()
   }
 
   /**
-   * Whether the `statement_timeout` the own pool sends is in effect: a pooler may drop the
-   * parameter without refusing it (PgBouncer with it in `ignore_startup_parameters`), and the
-   * server then runs the store's statements without a limit. Said once (`#sayWithoutTimeout`).
+   * Whether the `statement_timeout` the own pool asks for (its own, or the connection string's) is
+   * in effect: a pooler may drop the parameter without refusing it (PgBouncer with it in
+   * `ignore_startup_parameters`), and the server then runs the store's statements without a limit.
+   * Said once (`#sayWithoutTimeout`). Only informative: a check that fails says nothing.
    */
   async #checkStatementTimeout(): Promise<void> {
-    const row = (await this.#query<{ setting: string }>(`SELECT current_setting('statement_timeout') AS setting`)).rows[0]
-    if (row?.setting !== '0' || this.#statementTimeout !== 'sent') return
+    const row = await this.#query<{ setting: string }>(LIMIT_IN_EFFECT).then(
+      (result) => result.rows[0],
+      () => undefined,
+    )
+    if (row?.setting !== '0' || this.#statementTimeout === 'dropped') return
     this.#sayWithoutTimeout(
-      `the store's connections to ${this.#target} run without a statement_timeout, though its pool asks for one when it opens them: something in between drops the parameter (PgBouncer with statement_timeout in its ignore_startup_parameters).`,
+      `the store's connections to ${this.#target} run without a statement_timeout, though ${this.#ownLimitAsked ? 'the connection string asks' : 'its pool asks'} for one when it opens them: something in between drops the parameter (PgBouncer with statement_timeout in its ignore_startup_parameters).`,
     )
   }
 
@@ -416,12 +440,7 @@ export class PostgresDedupStore implements DedupStore {
       this.#dropStatementTimeout()
       if (this.#statementTimeout === 'sent') this.#statementTimeout = 'dropped'
       return connect().then(
-        (client) => {
-          this.#sayWithoutTimeout(
-            `${this.#target} refused the startup parameter statement_timeout ("unsupported startup parameter": PgBouncer refuses those it does not track unless they are in its ignore_startup_parameters), so the store opens its connections without it from now on.`,
-          )
-          return client
-        },
+        (client) => this.#checkAfterRefusal(client).then(() => client),
         (again: unknown) => {
           // Refused without it too: set somewhere the store does not control (pg.defaults).
           if (refusedStatementTimeout(again)) this.#statementTimeout = 'stuck'
@@ -429,6 +448,23 @@ export class PostgresDedupStore implements DedupStore {
         },
       )
     })
+  }
+
+  /**
+   * On the first connection opened without the refused parameter: whether a limit is in effect all
+   * the same (set on the role, as the warning advises), else says so once. Never fails the call.
+   */
+  async #checkAfterRefusal(client: PostgresPoolClient): Promise<void> {
+    if (this.#checkedAfterRefusal) return
+    this.#checkedAfterRefusal = true
+    const setting = await client.query(LIMIT_IN_EFFECT).then(
+      (result) => (result as { rows: { setting: string }[] }).rows[0]?.setting,
+      () => undefined,
+    )
+    if (setting !== '0') return
+    this.#sayWithoutTimeout(
+      `${this.#target} refused the startup parameter statement_timeout ("unsupported startup parameter": PgBouncer refuses those it does not track unless they are in its ignore_startup_parameters), so the store opens its connections without it from now on.`,
+    )
   }
 
   /** Says once that the store's statements run without a server-side statement_timeout, what that risks, and how to set one. */

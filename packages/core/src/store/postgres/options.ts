@@ -167,6 +167,8 @@ export interface PostgresConnection {
    * its own).
    */
   dropStatementTimeout: (() => void) | undefined
+  /** Whether a connection string of the own pool (or PGOPTIONS) asks for a limit of its own, not 0: the store checks it is in effect. */
+  ownLimitAsked: boolean
 }
 
 /**
@@ -238,14 +240,18 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
       queryTimeoutMs,
       maxConnections: maxOf(pool),
       dropStatementTimeout: undefined,
+      ownLimitAsked: false,
     }
   }
   if (typeof connectionString !== 'string' || connectionString.length === 0) {
     throw new TypeError(`${PACKAGE} connectionString must be a non-empty string such as postgres://user:password@host:5432/db.`)
   }
   const Pool = loadDriver()
-  // A connection string that sets its own (?statement_timeout=, or in ?options=) keeps it: pg would take it over this one anyway.
-  const statementTimeout = /statement_timeout/i.test(connectionString) ? undefined : serverStatementTimeoutMs(queryTimeoutMs)
+  // A connection string that sets its own (?statement_timeout=, or in ?options=), or PGOPTIONS, keeps
+  // it: pg would take it over this one anyway.
+  const own = `${connectionString} ${globalThis.process?.env?.PGOPTIONS ?? ''}`
+  const statementTimeout = /statement_timeout/i.test(own) ? undefined : serverStatementTimeoutMs(queryTimeoutMs)
+  const ownLimitAsked = statementTimeout === undefined && !/statement_timeout(=|%3D)\s*0(\D|$)/i.test(own)
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
@@ -276,6 +282,7 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
     warn,
     queryTimeoutMs,
     maxConnections: DEFAULT_MAX_CONNECTIONS,
+    ownLimitAsked,
     dropStatementTimeout:
       statementTimeout === undefined
         ? undefined
