@@ -27,13 +27,14 @@ import {
   type StatementDeadlines,
   serverStatementTimeoutMs,
 } from './deadline.js'
-import { classify, PACKAGE, refusedStatementTimeout } from './errors.js'
+import { classify, PACKAGE } from './errors.js'
 import { PostgresInbox } from './inbox.js'
 import { connect, newWorkLimit, type PostgresDedupStoreOptions, type PostgresPool } from './options.js'
 import { factOfRow, markOfRow, OrderTables, orderParams, type PostgresOrderSql } from './order.js'
 import { PurgeSchedule, purgeAll } from './purge.js'
 import { type DedupSql, POSTGRES_SCHEMA_VERSION, postgresStatements, upgradeTablesSql } from './schema.js'
 import { readPostgresStamp, refuseNewerPostgresSchema } from './schema-stamp.js'
+import { StatementLimit } from './statement-limit.js'
 
 export type { PostgresDedupStoreOptions, PostgresPool } from './options.js'
 export { DEFAULT_POSTGRES_TABLE, postgresDedupTableSql } from './schema.js'
@@ -76,9 +77,6 @@ type MarkRow = ClaimRow & {
   reconciled: number | null
 }
 
-/** The server-side statement limit in effect on a connection ('0': none). */
-const LIMIT_IN_EFFECT = `SELECT current_setting('statement_timeout') AS setting`
-
 /** `#query`'s flag for new work (claims, purges), which leaves some of the pool's connections to the records of handled events. */
 const NEW_WORK = true
 
@@ -94,22 +92,8 @@ const NEW_WORK = true
 export class PostgresDedupStore implements DedupStore {
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
-  /** Takes `statement_timeout` out of the own pool's startup parameters (options.ts); undefined for a given pool. */
-  readonly #dropStatementTimeout: (() => void) | undefined
-  /** The server-side limit the own pool asks for (deadline.ts). */
-  readonly #statementTimeoutMs: number | undefined
-  /**
-   * The `statement_timeout` the own pool sends when it opens a connection: 'sent'; 'dropped' since
-   * a server refused it (PgBouncer); 'stuck' when a connection opened without it was refused all
-   * the same (set elsewhere, such as pg.defaults), so connects are no longer tried twice. Undefined
-   * when the store sends none (a given pool, or a connection string that sets its own).
-   */
-  #statementTimeout: 'sent' | 'dropped' | 'stuck' | undefined
-  #saidWithoutTimeout = false
-  /** A connection string of the own pool asks for a limit of its own (options.ts): checked at open like the store's. */
-  readonly #ownLimitAsked: boolean
-  /** The limit was looked at once on the first connection opened without the refused parameter. */
-  #checkedAfterRefusal = false
+  /** The server-side statement limit of the own pool (statement-limit.ts). */
+  readonly #limit: StatementLimit
   readonly #target: string
   readonly #secret: string | undefined
   readonly #createTable: boolean
@@ -149,11 +133,14 @@ export class PostgresDedupStore implements DedupStore {
       dropStatementTimeout,
       ownLimitAsked,
     } = connect(options)
-    this.#ownLimitAsked = ownLimitAsked
     this.#pool = pool
-    this.#dropStatementTimeout = dropStatementTimeout
-    this.#statementTimeoutMs = serverStatementTimeoutMs(queryTimeoutMs)
-    this.#statementTimeout = dropStatementTimeout === undefined ? undefined : 'sent'
+    this.#limit = new StatementLimit({
+      drop: dropStatementTimeout,
+      ms: serverStatementTimeoutMs(queryTimeoutMs),
+      ownAsked: ownLimitAsked,
+      target,
+      warn,
+    })
     this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
     const limit = newWorkLimit(maxConnections)
     this.#newWork = limit === undefined ? undefined : new Lane(limit)
@@ -381,24 +368,7 @@ export class PostgresDedupStore implements DedupStore {
       )
     }
     await this.#tables.ensure(this.#createTable, this.#sql.createTable)
-    if (this.#statementTimeout === 'sent' || this.#ownLimitAsked) await this.#checkStatementTimeout()
-  }
-
-  /**
-   * Whether the `statement_timeout` the own pool asks for (its own, or the connection string's) is
-   * in effect: a pooler may drop the parameter without refusing it (PgBouncer with it in
-   * `ignore_startup_parameters`), and the server then runs the store's statements without a limit.
-   * Said once (`#sayWithoutTimeout`). Only informative: a check that fails says nothing.
-   */
-  async #checkStatementTimeout(): Promise<void> {
-    const row = await this.#query<{ setting: string }>(LIMIT_IN_EFFECT).then(
-      (result) => result.rows[0],
-      () => undefined,
-    )
-    if (row?.setting !== '0' || this.#statementTimeout === 'dropped') return
-    this.#sayWithoutTimeout(
-      `the store's connections to ${this.#target} run without a statement_timeout, though ${this.#ownLimitAsked ? 'the connection string asks' : 'its pool asks'} for one when it opens them: something in between drops the parameter (PgBouncer with statement_timeout in its ignore_startup_parameters).`,
-    )
+    await this.#limit.checkAtOpen((text) => this.#query(text))
   }
 
   /**
@@ -416,7 +386,7 @@ export class PostgresDedupStore implements DedupStore {
       const result =
         typeof connect === 'function'
           ? await onConnection(
-              this.#statementTimeout === 'sent' ? () => this.#openSendingTimeout(() => connect.call(pool)) : () => connect.call(pool),
+              this.#limit.sending ? () => this.#limit.open(() => connect.call(pool)) : () => connect.call(pool),
               this.#deadlines,
               (client) => this.#send(client, text, values),
               newWork ? this.#newWork : undefined,
@@ -426,54 +396,6 @@ export class PostgresDedupStore implements DedupStore {
     } catch (error) {
       throw this.#wrap(error)
     }
-  }
-
-  /**
-   * Opens a connection of the own pool while it sends `statement_timeout`. Refused for it (PgBouncer
-   * refuses startup parameters it does not track unless they are in its `ignore_startup_parameters`),
-   * the pool drops it for every connection it opens from then on and this one is opened once more,
-   * within the same connect wait and place in the lane: no statement was sent on the refused one.
-   */
-  #openSendingTimeout(connect: () => Promise<PostgresPoolClient>): Promise<PostgresPoolClient> {
-    return connect().catch((error: unknown) => {
-      if (!refusedStatementTimeout(error) || this.#statementTimeout === 'stuck' || this.#dropStatementTimeout === undefined) throw error
-      this.#dropStatementTimeout()
-      if (this.#statementTimeout === 'sent') this.#statementTimeout = 'dropped'
-      return connect().then(
-        (client) => this.#checkAfterRefusal(client).then(() => client),
-        (again: unknown) => {
-          // Refused without it too: set somewhere the store does not control (pg.defaults).
-          if (refusedStatementTimeout(again)) this.#statementTimeout = 'stuck'
-          throw again
-        },
-      )
-    })
-  }
-
-  /**
-   * On the first connection opened without the refused parameter: whether a limit is in effect all
-   * the same (set on the role, as the warning advises), else says so once. Never fails the call.
-   */
-  async #checkAfterRefusal(client: PostgresPoolClient): Promise<void> {
-    if (this.#checkedAfterRefusal) return
-    this.#checkedAfterRefusal = true
-    const setting = await client.query(LIMIT_IN_EFFECT).then(
-      (result) => (result as { rows: { setting: string }[] }).rows[0]?.setting,
-      () => undefined,
-    )
-    if (setting !== '0') return
-    this.#sayWithoutTimeout(
-      `${this.#target} refused the startup parameter statement_timeout ("unsupported startup parameter": PgBouncer refuses those it does not track unless they are in its ignore_startup_parameters), so the store opens its connections without it from now on.`,
-    )
-  }
-
-  /** Says once that the store's statements run without a server-side statement_timeout, what that risks, and how to set one. */
-  #sayWithoutTimeout(why: string): void {
-    if (this.#saidWithoutTimeout) return
-    this.#saidWithoutTimeout = true
-    this.#warn(
-      `${PACKAGE} PostgresDedupStore: ${why} Without a statement_timeout, a statement stuck behind a lock past queryTimeoutMs can still commit after the store gave up on it, and a claim that does holds its event until its lease ends (its retries get 409). To keep the limit, set it for the store's role on the server: ALTER ROLE <role> IN DATABASE <database> SET statement_timeout = '${this.#statementTimeoutMs}ms' (best on a role only the store uses: it applies to every session of that role there).`,
-    )
   }
 
   /** Sends one statement on `target` (a connection, or a pool without connect()), named while prepared statements are on. */
