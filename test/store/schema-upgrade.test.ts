@@ -198,7 +198,8 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
     }
   })
 
-  const open = () => new PostgresDedupStore({ connectionString: db.server.url })
+  // A margin for the 200 concurrent claims of the suite on a loaded machine (server-conformance.test.ts says why).
+  const open = () => new PostgresDedupStore({ connectionString: db.server.url, queryTimeoutMs: scaled(4 * 3_000) })
   dedupStoreConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, checkDurations: true, shortMs })
   orderingConformance('PostgresDedupStore on the upgraded 0.1.0 tables', sideBySide, { createStore: open, shortMs })
   inboxConformance('PostgresDedupStore on the upgraded 0.1.0 tables', oneByOne, { createStore: open, createPeerStore: open })
