@@ -251,7 +251,8 @@ export function connect(options: PostgresDedupStoreOptions): PostgresConnection 
   // it: pg would take it over this one anyway.
   const own = `${connectionString} ${globalThis.process?.env?.PGOPTIONS ?? ''}`
   const statementTimeout = /statement_timeout/i.test(own) ? undefined : serverStatementTimeoutMs(queryTimeoutMs)
-  const ownLimitAsked = statementTimeout === undefined && !/statement_timeout(=|%3D)\s*0(\D|$)/i.test(own)
+  // Only a limit the string itself asks for (not 0) is checked at open; none is sent when queryTimeoutMs leaves under 1 ms.
+  const ownLimitAsked = /statement_timeout/i.test(own) && !/statement_timeout(=|%3D)\s*0(\D|$)/i.test(own)
   const created = new Pool({
     connectionString,
     max: DEFAULT_MAX_CONNECTIONS,
