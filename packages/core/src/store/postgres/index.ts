@@ -140,6 +140,7 @@ export class PostgresDedupStore implements DedupStore {
       ownAsked: ownLimitAsked,
       target,
       warn,
+      query: (text) => this.#query(text),
     })
     this.#deadlines = { connectMs: connectWaitMs(queryTimeoutMs), queryMs: queryTimeoutMs }
     const limit = newWorkLimit(maxConnections)
@@ -368,7 +369,7 @@ export class PostgresDedupStore implements DedupStore {
       )
     }
     await this.#tables.ensure(this.#createTable, this.#sql.createTable)
-    await this.#limit.checkAtOpen((text) => this.#query(text))
+    await this.#limit.checkAtOpen()
   }
 
   /**

@@ -25,6 +25,8 @@ export interface StatementLimitHost {
   /** The server in messages, redacted. */
   target: string
   warn: (message: string) => void
+  /** Runs a statement with the store's deadlines (a connection of its own, never one held without end). */
+  query: (text: string) => Promise<{ rows: unknown[] }>
 }
 
 export class StatementLimit {
@@ -60,7 +62,7 @@ export class StatementLimit {
       drop()
       if (this.#state === 'sent') this.#state = 'dropped'
       return connect().then(
-        (client) => this.#checkAfterRefusal(client).then(() => client),
+        (client) => this.#checkAfterRefusal().then(() => client),
         (again: unknown) => {
           // Refused without it too: set somewhere the store does not control (pg.defaults).
           if (refusedStatementTimeout(again)) this.#state = 'stuck'
@@ -74,30 +76,31 @@ export class StatementLimit {
    * At the store's open: whether the limit the pool asks for (its own, or the connection string's)
    * is in effect, else says so once. Only informative: a check that fails says nothing.
    */
-  async checkAtOpen(query: (text: string) => Promise<{ rows: unknown[] }>): Promise<void> {
+  async checkAtOpen(): Promise<void> {
     if (this.#state !== 'sent' && !this.#host.ownAsked) return
-    const row = await query(LIMIT_IN_EFFECT).then(
-      (result) => result.rows[0] as { setting?: string } | undefined,
-      () => undefined,
-    )
-    if (row?.setting !== '0' || this.#state === 'dropped') return
+    if ((await this.#setting()) !== '0' || this.#state === 'dropped') return
     this.#say(
       `the store's connections to ${this.#host.target} run without a statement_timeout, though ${this.#host.ownAsked ? 'the connection string asks' : 'its pool asks'} for one when it opens them: something in between drops the parameter (PgBouncer with statement_timeout in its ignore_startup_parameters).`,
     )
   }
 
-  /**
-   * On the first connection opened without the refused parameter: whether a limit is in effect all
-   * the same (set on the role, as the warning advises), else says so once. Never fails the call.
-   */
-  async #checkAfterRefusal(client: PostgresPoolClient): Promise<void> {
-    if (this.#checkedAfterRefusal) return
-    this.#checkedAfterRefusal = true
-    const setting = await client.query(LIMIT_IN_EFFECT).then(
-      (result) => (result as { rows: { setting: string }[] }).rows[0]?.setting,
+  /** The limit in effect on a connection of the store ('0': none), or undefined when the check failed (it only informs). */
+  #setting(): Promise<string | undefined> {
+    return this.#host.query(LIMIT_IN_EFFECT).then(
+      (result) => (result.rows[0] as { setting?: string } | undefined)?.setting,
       () => undefined,
     )
-    if (setting !== '0') return
+  }
+
+  /**
+   * Once a connection opened without the refused parameter: whether a limit is in effect all the
+   * same (set on the role, as the warning advises), else says so once. Asked on a connection of its
+   * own with the store's deadlines, so a check that hangs ends at them; never fails the call.
+   */
+  async #checkAfterRefusal(): Promise<void> {
+    if (this.#checkedAfterRefusal) return
+    this.#checkedAfterRefusal = true
+    if ((await this.#setting()) !== '0') return
     this.#say(
       `${this.#host.target} refused the startup parameter statement_timeout ("unsupported startup parameter": PgBouncer refuses those it does not track unless they are in its ignore_startup_parameters), so the store opens its connections without it from now on.`,
     )
