@@ -2,8 +2,9 @@
  * An inbox table made by 0.1.0 keeps working: the SQLite and PostgreSQL stores add the columns it
  * lacks (what a retried entry went through; SQLite's `ready` marks, filled in once for the entries
  * already there) when they open it, and an ordered take, a failure and a retry then work on the
- * entries 0.1.0 left, a blocked email's later entries included. The 0.1.0 tables are made here
- * from their SQL as that version shipped it.
+ * entries 0.1.0 left, a blocked email's later entries included. PostgreSQL's gets the index of its
+ * dead entries when it is small; a large one is the operator's to index, and the store says how. The
+ * 0.1.0 tables are made here from their SQL as that version shipped it.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -121,12 +122,89 @@ describe('an inbox table made by 0.1.0', () => {
       } finally {
         await client.end()
       }
-      const store = new PostgresDedupStore({ connectionString: server.url })
+      const warnings: string[] = []
+      const store = new PostgresDedupStore({ connectionString: server.url, warn: (line) => warnings.push(line) })
       try {
         await expectWorking(store.inbox)
+        // A small table gets the dead entries' index (stats() counts through it) with no word.
+        expect(await indexOf(server, 'email_webhook_dedup_inbox_dead')).toBe(
+          "CREATE INDEX email_webhook_dedup_inbox_dead ON public.email_webhook_dedup_inbox USING btree (ended_at) WHERE (state = 'dead'::text)",
+        )
+        expect(warnings).toEqual([])
+      } finally {
+        await store.close()
+      }
+    })
+
+    it('a large one is not indexed by the store, which says once how to index it without blocking writes; stats() stays right', async () => {
+      const client = new pg.Client({ connectionString: server.url })
+      await client.connect()
+      try {
+        await client.query(POSTGRES_0_1('inbox_big_inbox'))
+        // Some 70 MiB: 36,000 done entries of 1,900-byte payloads (under the size PostgreSQL moves
+        // out of the row), 40 dead, 30 pending.
+        await client.query(
+          `INSERT INTO inbox_big_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+           SELECT 'default:' || g, 'email.sent', repeat(md5(g::text), 59), 1,
+             CASE WHEN g <= 40 THEN 'dead' WHEN g <= 70 THEN 'pending' ELSE 'done' END, 1, now(), now(), now(), now() + interval '7 days'
+           FROM generate_series(1, 36000) g`,
+        )
+        expect(Number((await client.query(`SELECT pg_relation_size('inbox_big_inbox') AS n`)).rows[0].n)).toBeGreaterThan(64 * 1024 * 1024)
+      } finally {
+        await client.end()
+      }
+      // The first store makes the dedup table; the second, with createTable: false, finds it.
+      for (const createTable of [true, false]) {
+        const warnings: string[] = []
+        const store = new PostgresDedupStore({
+          connectionString: server.url,
+          table: 'inbox_big',
+          createTable,
+          warn: (line) => warnings.push(line),
+        })
+        try {
+          expect(await store.inbox.stats()).toMatchObject({ pending: 30, running: 0, dead: 40 })
+          expect(await store.inbox.stats()).toMatchObject({ pending: 30, running: 0, dead: 40 })
+          expect(await indexOf(server, 'inbox_big_inbox_dead')).toBeUndefined()
+          const said = warnings.filter((line) => line.includes('inbox_big_inbox_dead'))
+          expect(said).toHaveLength(1)
+          expect(said[0]).toContain(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS inbox_big_inbox_dead ON inbox_big_inbox (ended_at) WHERE state = 'dead'",
+          )
+          expect(said[0]).toContain(createTable ? 'MiB the store does not build it itself' : 'createTable is false')
+        } finally {
+          await store.close()
+        }
+      }
+      // The statement it gave builds the index.
+      const said = `CREATE INDEX CONCURRENTLY IF NOT EXISTS inbox_big_inbox_dead ON inbox_big_inbox (ended_at) WHERE state = 'dead'`
+      const admin = new pg.Client({ connectionString: server.url })
+      await admin.connect()
+      try {
+        await admin.query(said)
+      } finally {
+        await admin.end()
+      }
+      expect(await indexOf(server, 'inbox_big_inbox_dead')).toContain("WHERE (state = 'dead'::text)")
+      const warnings: string[] = []
+      const store = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_big', warn: (line) => warnings.push(line) })
+      try {
+        expect(await store.inbox.stats()).toMatchObject({ pending: 30, running: 0, dead: 40 })
+        expect(warnings).toEqual([])
       } finally {
         await store.close()
       }
     })
   })
 })
+
+/** The definition of index `name`, or undefined. */
+async function indexOf(server: TestServer, name: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: server.url })
+  await client.connect()
+  try {
+    return (await client.query<{ def: string }>('SELECT indexdef AS def FROM pg_indexes WHERE indexname = $1', [name])).rows[0]?.def
+  } finally {
+    await client.end()
+  }
+}

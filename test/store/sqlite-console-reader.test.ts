@@ -321,23 +321,32 @@ describe("the SQLite store's console reads", () => {
     }
   })
 
-  it('answer the overview with what it counted in its time budget (part of the console\'s storeTimeoutMs), marked "at least", with a note', async () => {
+  it('answer the overview with what it counted in its time budget (part of the console\'s storeTimeoutMs), marked "at least", with a note; the inbox\'s done entries too', async () => {
     const path = join(dir, 'budget.db')
     const store = new SqliteDedupStore({ path })
     const db = new Database(path)
     const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
     try {
       fill(path, 100_000)
+      // The inbox's done entries are counted the same way: 30,000 remembered, one past its retention, one dead.
+      await fillInbox(store, path, 30_002)
+      db.exec(`UPDATE ${TABLE}_inbox SET state = 'done', until = ${Date.now() + 3_600_000} WHERE key NOT IN ('default:backlog-1', 'default:backlog-2');
+        UPDATE ${TABLE}_inbox SET state = 'done', until = ${Date.now() - 1_000} WHERE key = 'default:backlog-1';
+        UPDATE ${TABLE}_inbox SET state = 'dead' WHERE key = 'default:backlog-2'`)
       const source = sqliteConsoleSource({ table: TABLE, path, now: Date.now, refused: () => undefined, read: readVia(reader, db) })
+      const inboxFigure = (facts: { figures: { label: string; value: unknown }[] }) =>
+        facts.figures.find((figure) => figure.label === 'Inbox entries handled and remembered')?.value
       // One chunk, then out of time.
       const partly = await source.overview(Date.now(), 3_600_000, 0)
       expect(partly.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 'at least 20,000' })
       expect(partly.recordedByHour?.reduce((sum, h) => sum + h.count, 0)).toBe(20_000)
+      expect(inboxFigure(partly)).toMatch(/^at least 19,99\d|^at least 20,000$/)
       expect(partly.notes).toHaveLength(1)
       expect(partly.notes[0]).toMatch(/^Counting stops after [\d.]+ s, so that the page answers/)
       // A budget of a minute counts them all.
       const whole = await source.overview(Date.now(), 3_600_000, 60_000)
       expect(whole.figures[0]).toMatchObject({ value: 100_000 })
+      expect(inboxFigure(whole)).toBe(30_000)
       expect(whole.notes).toEqual([])
     } finally {
       await reader.close()

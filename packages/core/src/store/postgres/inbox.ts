@@ -19,6 +19,7 @@ import { PACKAGE } from './errors.js'
 import {
   ADDED_INBOX_COLUMNS,
   type PostgresInboxSql,
+  postgresInboxDeadIndexSql,
   postgresInboxSql,
   postgresInboxTableSql,
   postgresInboxUpgradeSql,
@@ -42,7 +43,16 @@ export interface PostgresInboxHost {
   read?: Query
   /** Resolves once the store's own tables are there; rejects when the store is closed. */
   prepare: () => Promise<void>
+  /** The store's `warn` (default: `console.warn`). */
+  warn?: (line: string) => void
 }
+
+/**
+ * An inbox table made by an earlier version without the dead entries' index gets it when it is
+ * under this size (a build of that many bytes blocks enqueues for some 0.1 s); a larger one is the
+ * operator's to index, without blocking (the store says how).
+ */
+const DEAD_INDEX_BUILD_MAX_BYTES = 64 * 1024 * 1024
 
 type ItemRow = {
   key: string
@@ -244,11 +254,17 @@ export class PostgresInbox implements InboxQueue {
     this.#present = true
   }
 
+  /** Brings a table made by an earlier version up to this one: its columns, then its indexes. */
+  async #upgrade(): Promise<void> {
+    await this.#addColumns()
+    await this.#addDeadIndex()
+  }
+
   /**
    * Adds to a table made by an earlier version the columns it lacks (under the store's advisory
    * lock); when the role may not, rejects with `misconfigured` and the SQL to run.
    */
-  async #upgrade(): Promise<void> {
+  async #addColumns(): Promise<void> {
     const { table, query } = this.#host
     const found = await query<{ name: string }>(
       'SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 AND table_schema = ANY(current_schemas(false))',
@@ -269,6 +285,41 @@ export class PostgresInbox implements InboxQueue {
       throw new DedupStoreError(
         'misconfigured',
         `${PACKAGE} the inbox table ${table}_inbox was made by an earlier version and lacks ${missing.map(([name]) => name).join(', ')}, and this role could not add them (${error instanceof Error ? error.message : String(error)}): run as the table's owner: ${upgrade}`,
+      )
+    }
+  }
+
+  /**
+   * Gives a table made by an earlier version the index of its dead entries (`stats()` reads the
+   * whole table without it): built here, under the store's advisory lock, when the table is small
+   * and the store may create its tables; otherwise the store warns once with the SQL that builds it
+   * without blocking writes. Never fails the inbox: without the index `stats()` is slower, not wrong.
+   */
+  async #addDeadIndex(): Promise<void> {
+    const { table, query, createTable } = this.#host
+    const warn = this.#host.warn ?? console.warn
+    const t = `${table}_inbox`
+    const found = await query<{ there: boolean; bytes: number }>(
+      'SELECT to_regclass($1) IS NOT NULL AS there, pg_relation_size($2::regclass)::float8 AS bytes',
+      [`${t}_dead`, t],
+    )
+    const row = found.rows[0]
+    if (!row || row.there) return
+    const why = `the inbox table ${t} was made by an earlier version and has no index of its dead entries, so stats() (the console, the CLI, the OpenTelemetry gauges) reads every row of it`
+    const byHand = `run, as the table's owner (it does not block writes): ${postgresInboxDeadIndexSql(table, true)}`
+    if (!createTable) return warn(`${PACKAGE} PostgresDedupStore inbox: ${why}; createTable is false, so ${byHand}`)
+    if (row.bytes > DEAD_INDEX_BUILD_MAX_BYTES) {
+      const mib = Math.round(row.bytes / 1024 / 1024)
+      return warn(
+        `${PACKAGE} PostgresDedupStore inbox: ${why}. At ${mib} MiB the store does not build it itself (a build blocks enqueues while it reads the table); ${byHand}`,
+      )
+    }
+    try {
+      await query(`SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${postgresInboxDeadIndexSql(table)}`)
+    } catch (error) {
+      if (error instanceof DedupStoreError && (error.code === 'connection_failed' || error.code === 'auth_failed')) throw error
+      warn(
+        `${PACKAGE} PostgresDedupStore inbox: ${why}, and this role could not build it (${error instanceof Error ? error.message : String(error)}); ${byHand}`,
       )
     }
   }

@@ -162,6 +162,7 @@ export class PostgresDedupStore implements DedupStore {
       query: (text, values) => this.#query(text, values),
       read: (text, values) => this.#consoleRead(text, values),
       prepare: () => this.#prepare(),
+      warn: (line) => this.#warn(line),
     })
     // The operator's console reads the tables through its own statements (console.ts).
     registerConsoleSource(this, () =>

@@ -24,11 +24,20 @@ const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,50}$/
  * still deduplicates and ordering is `unknown`), its inbox table `<table>_inbox` (inbox mode) and
  * `<table>_schema`, the layout's version (the store refuses tables stamped newer than it knows).
  * Every statement may run again. Regular, logged tables: an `UNLOGGED` one loses its rows in a crash.
+ * The index of the inbox's dead entries (`<table>_inbox_dead`, added after 0.1.0) is built the
+ * ordinary way, which blocks writes to the inbox table while it reads it: on a large inbox table of
+ * an earlier version, build it first without blocking (`CREATE INDEX CONCURRENTLY IF NOT EXISTS
+ * <table>_inbox_dead ON <table>_inbox (ended_at) WHERE state = 'dead'`; the store's warning gives it).
  * @param table Table name; default `email_webhook_dedup`.
  * @example
  * await migrate(postgresDedupTableSql())
  */
 export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): string {
+  return tablesSql(table, true)
+}
+
+/** The store's tables; `deadIndex`: with the index of the inbox's dead entries (inbox-sql.ts). */
+function tablesSql(table: string, deadIndex: boolean): string {
   assertTableName(table)
   return `CREATE TABLE IF NOT EXISTS ${table} (
   key text PRIMARY KEY,
@@ -38,7 +47,7 @@ export function postgresDedupTableSql(table: string = DEFAULT_POSTGRES_TABLE): s
   expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at);
-${postgresOrderTableSql(table)}${postgresInboxTableSql(table)}${postgresInboxUpgradeSql(table, ADDED_INBOX_COLUMNS)}
+${postgresOrderTableSql(table)}${postgresInboxTableSql(table, deadIndex)}${postgresInboxUpgradeSql(table, ADDED_INBOX_COLUMNS)}
 ${postgresSchemaStampSql(table)}`
 }
 
@@ -56,14 +65,17 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded
 
 /**
  * The statements that bring the tables of `table` up to this version and stamp them, as one
- * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure).
+ * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure). Not the
+ * index of the inbox's dead entries: on an existing inbox table of millions of rows its build would
+ * block enqueues and meet the statement limit, and fail the store's open with it; the inbox adds it
+ * by size (inbox.ts).
  * @param table The table name.
  * @example
  * await query(upgradeTablesSql('email_webhook_dedup'))
  */
 export function upgradeTablesSql(table: string): string {
   return `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${postgresDedupTableSql(table)}`
+${tablesSql(table, false)}`
 }
 
 /**

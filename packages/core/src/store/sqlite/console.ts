@@ -160,19 +160,19 @@ export function sqliteConsoleSource(host: SqliteConsoleHost): ConsoleSource {
       )
       const marks = await countByChunks(`${t}_order`, 'expires_at > :now', { now }, budgetMs * BUDGET_SHARE.marks)
       const facts = await countByChunks(`${t}_order_fact`, 'expires_at > :now', { now }, budgetMs * BUDGET_SHARE.facts)
-      const [leases, handled, fileBytes] = await readRows([
+      const handled = await countByChunks(inbox, "state = 'done' AND until > :now", { now }, budgetMs * BUDGET_SHARE.inbox)
+      const [leases, fileBytes] = await readRows([
         count(`SELECT count(*) FROM ${t}_lease WHERE token IS NOT NULL AND expires_at > ?`, now),
-        count(`SELECT count(*) FROM ${inbox} WHERE state = 'done' AND until > ?`, now),
         count('SELECT page_size * page_count FROM pragma_page_size(), pragma_page_count()'),
       ])
-      const partly = [done, marks, facts].some((c) => !c.whole)
+      const partly = [done, marks, facts, handled].some((c) => !c.whole)
       return {
         figures: [
           { label: 'Events remembered as done', value: countedFigure(done), note: 'records not yet past their retention' },
           { label: 'Claims in flight', value: first(leases), note: 'leases held now' },
           { label: 'Emails with an order mark', value: countedFigure(marks), note: 'ordering: true' },
           { label: 'Facts (email, type, created_at)', value: countedFigure(facts) },
-          { label: 'Inbox entries handled and remembered', value: first(handled) },
+          { label: 'Inbox entries handled and remembered', value: countedFigure(handled) },
           { label: 'File size', value: bytes(first(fileBytes)), note: 'without the WAL' },
         ],
         recordedByHour: [...done.counts].sort(([a], [b]) => a - b).map(([hour, n]) => ({ hour, count: n })),
