@@ -140,7 +140,7 @@ async function killLoop(k: KillLoop, file: (name: string) => string, loopMs: num
         50,
       )
     }
-    await run.settle({ store, beforeReconcile: drained })
+    await run.settle({ store, leaseMs: k.leaseMs, beforeReconcile: drained })
     await drained()
     const figures = await measure(
       run,

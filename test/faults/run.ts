@@ -72,15 +72,20 @@ export interface Run {
   recoverIfDisabled(store?: DedupStore): Promise<RecoveryReport | undefined>
   /**
    * Waits until the sender has nothing left to try; then, while deliveries remain undelivered,
-   * recovers the endpoint (at most `rounds` times, waiting 0.5 s, 1 s, 2 s … before each, as an
+   * recovers the endpoint (`rounds` times, waiting 0.5 s, 1 s, 2 s … before each, as an
    * operator would try again later: a recovery that meets handlers still running gets 409s, and
-   * ten of them in a row disable the endpoint again); then reconciles every emitted event's email
+   * ten of them in a row disable the endpoint again; and on, 8 s apart, until `leaseMs` has passed
+   * since the first round: a claim that reached the store while its answer was lost, as a store
+   * stopped mid-call can leave, holds its event until its lease ends, and the retries of a recovery
+   * meet 409 until then, as the receiver's 503 says); then reconciles every emitted event's email
    * (unless `reconcile` is false), keeping the report in `reconciliation`. `beforeReconcile` runs
    * between the two (an inbox-mode scenario waits there for its inbox to drain).
    */
   settle(options?: {
     store?: DedupStore
     rounds?: number
+    /** The receiver's leaseMs (default: its default, 30 s). */
+    leaseMs?: number
     idleMs?: number
     reconcile?: boolean
     beforeReconcile?: () => Promise<void>
@@ -164,12 +169,14 @@ export function startRun(url: string, options: RunOptions = {}): Run {
       }
     },
     recoverIfDisabled: async (store) => (sender.endpoint(endpointId)?.enabled ? undefined : recover(store)),
-    async settle({ store, rounds = 6, idleMs = 90_000, reconcile = true, beforeReconcile } = {}) {
+    async settle({ store, rounds = 6, leaseMs = 30_000, idleMs = 90_000, reconcile = true, beforeReconcile } = {}) {
       const reports: RecoveryReport[] = []
       await sender.idle(idleMs)
-      for (let round = 0; round < rounds; round++) {
+      // Bounded: `rounds`, then one round every 8 s until a lease has passed (a round itself is bounded by idleMs).
+      const leaseOver = performance.now() + leaseMs + 1_000
+      for (let round = 0; round < rounds || performance.now() < leaseOver; round++) {
         if (undelivered().length === 0 && sender.endpoint(endpointId)?.enabled) break
-        if (round > 0) await sleep(500 * 2 ** (round - 1))
+        if (round > 0) await sleep(Math.min(8_000, 500 * 2 ** (round - 1)))
         const report = await recover(store)
         reports.push(report)
         await sender.idle(idleMs)

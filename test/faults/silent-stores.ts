@@ -99,7 +99,7 @@ async function runSilent(s: SilentScenario, file: (name: string) => string, even
     if (s.pauseMs !== undefined) traffic = run.traffic(events - run.emitted.length, PER_SECOND, s.data)
     await traffic
     store = s.openStore()
-    await run.settle({ store })
+    await run.settle({ store, leaseMs })
     const lookup = (store.lookup as NonNullable<DedupStore['lookup']>).bind(store)
     const figures = await measure(run, s.scenario, s.method, journal, (id) => lookup(`default:${id}`), fleet.logs)
     report(figures)
