@@ -17,7 +17,7 @@ export const CHUNK_KEYS = 20_000
  * console's default storeTimeoutMs (5 s).
  */
 export const DEFAULT_BUDGET_MS = 3_000
-export const BUDGET_SHARE = { done: 0.55, marks: 0.15, facts: 0.15, inbox: 0.15 } as const
+export const BUDGET_SHARE = { done: 0.7, marks: 0.1, facts: 0.1, inbox: 0.1 } as const
 
 /** A count by group (an hour, or 0 for all), and whether every chunk was read. */
 export interface ChunkedCount {
