@@ -195,6 +195,98 @@ describe('an inbox table made by 0.1.0', () => {
         await store.close()
       }
     })
+
+    it('a new database gets the index with the tables, before any inbox use', async () => {
+      const store = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_fresh' })
+      try {
+        expect((await store.claim(crypto.randomUUID(), { leaseMs: 1_000, retentionMs: 60_000 })).status).toBe('acquired')
+        expect(await indexOf(server, 'inbox_fresh_inbox_dead')).toContain("WHERE (state = 'dead'::text)")
+      } finally {
+        await store.close()
+      }
+    })
+
+    it('an index a failed CONCURRENTLY build left invalid: said once, and stats() reads in one pass, right', async () => {
+      const made = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_invalid' })
+      await made.inbox.stats()
+      await made.close()
+      const client = new pg.Client({ connectionString: server.url })
+      await client.connect()
+      try {
+        await client.query(`INSERT INTO inbox_invalid_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at)
+          SELECT 'default:' || g, 'email.sent', '{}', 1, CASE WHEN g <= 3 THEN 'dead' WHEN g <= 5 THEN 'pending' ELSE 'done' END, 1, now(), now(), now()
+          FROM generate_series(1, 100) g`)
+        // What a cancelled CREATE INDEX CONCURRENTLY leaves (the test's role is a superuser).
+        await client.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'inbox_invalid_inbox_dead'::regclass`)
+      } finally {
+        await client.end()
+      }
+      const warnings: string[] = []
+      const sent: string[] = []
+      const pool = new pg.Pool({ connectionString: server.url, max: 2 })
+      const store = new PostgresDedupStore({
+        pool: {
+          query: (text, values) => {
+            sent.push(text)
+            return pool.query(text, values)
+          },
+          end: () => Promise.resolve(),
+        },
+        table: 'inbox_invalid',
+        warn: (line) => warnings.push(line),
+      })
+      try {
+        expect(await store.inbox.stats()).toMatchObject({ pending: 2, running: 0, dead: 3 })
+        expect(await store.inbox.stats()).toMatchObject({ pending: 2, running: 0, dead: 3 })
+        expect(warnings).toHaveLength(1)
+        expect(warnings[0]).toContain('inbox_invalid_inbox_dead, is not valid')
+        expect(warnings[0]).toContain('DROP INDEX CONCURRENTLY IF EXISTS inbox_invalid_inbox_dead')
+        // Counted in one pass over the table, not through the invalid index's part.
+        const counts = sent.filter((text) => text.includes('AS dead') && text.includes('inbox_invalid_inbox'))
+        expect(counts).toHaveLength(2)
+        for (const text of counts) expect(text).toContain("WHERE state IN ('pending', 'running', 'dead')")
+      } finally {
+        await store.close()
+        await pool.end()
+      }
+    })
+
+    it('its own build waits a moment for the table, not behind a long transaction, and says why it stopped', async () => {
+      const made = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_locked' })
+      await made.inbox.stats()
+      await made.close()
+      const holder = new pg.Client({ connectionString: server.url })
+      await holder.connect()
+      try {
+        await holder.query('DROP INDEX inbox_locked_inbox_dead')
+        // A transaction that wrote to the inbox and stays open: the build needs the table's SHARE lock.
+        await holder.query('BEGIN')
+        await holder.query(`INSERT INTO inbox_locked_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at)
+          VALUES ('default:held', 'email.sent', '{}', 1, 'pending', 0, now(), now())`)
+        const warnings: string[] = []
+        const store = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_locked', warn: (line) => warnings.push(line) })
+        const other = new PostgresDedupStore({ connectionString: server.url, table: 'inbox_locked' })
+        try {
+          await other.claim(crypto.randomUUID(), { leaseMs: 1_000, retentionMs: 60_000 })
+          const started = performance.now()
+          const counted = store.inbox.stats()
+          // An enqueue of another store meanwhile is not queued behind a build that waits.
+          const item = { key: 'default:meanwhile', type: 'email.sent', payload: '{}', timestamp: 1 }
+          expect(await other.inbox.enqueue(item, { retentionMs: 60_000 })).toBe('queued')
+          expect(await counted).toMatchObject({ pending: 1, dead: 0 })
+          expect(performance.now() - started).toBeLessThan(2_500)
+          expect(warnings).toHaveLength(1)
+          expect(warnings[0]).toMatch(/Building it now did not finish in time \(the table was busy: .*lock timeout/)
+          expect(await indexOf(server, 'inbox_locked_inbox_dead')).toBeUndefined()
+        } finally {
+          await store.close()
+          await other.close()
+        }
+      } finally {
+        await holder.query('ROLLBACK')
+        await holder.end()
+      }
+    })
   })
 })
 

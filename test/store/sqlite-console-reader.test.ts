@@ -340,7 +340,7 @@ describe("the SQLite store's console reads", () => {
       const partly = await source.overview(Date.now(), 3_600_000, 0)
       expect(partly.figures[0]).toMatchObject({ label: 'Events remembered as done', value: 'at least 20,000' })
       expect(partly.recordedByHour?.reduce((sum, h) => sum + h.count, 0)).toBe(20_000)
-      expect(inboxFigure(partly)).toMatch(/^at least 19,99\d|^at least 20,000$/)
+      expect(inboxFigure(partly)).toMatch(/^at least (19,99\d|20,000)$/)
       expect(partly.notes).toHaveLength(1)
       expect(partly.notes[0]).toMatch(/^Counting stops after [\d.]+ s, so that the page answers/)
       // A budget of a minute counts them all.

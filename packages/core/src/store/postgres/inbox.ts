@@ -53,6 +53,10 @@ export interface PostgresInboxHost {
  * operator's to index, without blocking (the store says how).
  */
 const DEAD_INDEX_BUILD_MAX_BYTES = 64 * 1024 * 1024
+/** How long the store's own build of that index waits for the table's lock (behind a long transaction) before it gives up. */
+const DEAD_INDEX_LOCK_WAIT_MS = 200
+/** While that index is missing or invalid, `stats()` looks for it again at most this often. */
+const DEAD_INDEX_RECHECK_MS = 60_000
 
 type ItemRow = {
   key: string
@@ -109,6 +113,8 @@ export class PostgresInbox implements InboxQueue {
   #ready: Promise<void> | undefined
   /** The table was found (or made): the store's purge forgets done entries. */
   #present = false
+  /** Whether `<table>_inbox_dead` was found valid (or built), and when that was known. */
+  #deadIndex: { valid: boolean; at: number } | undefined
   /** Why the table could not be found or made, and when that was seen. */
   #missing: { error: DedupStoreError; at: number } | undefined
 
@@ -199,7 +205,9 @@ export class PostgresInbox implements InboxQueue {
   }
 
   async stats(): Promise<InboxStats> {
-    const row = (await this.#query<InboxStats & { oldest: number | null }>(this.#sql.stats, undefined, READ)).rows[0]
+    await this.#tableReady()
+    const text = (await this.#countsThroughIndexes()) ? this.#sql.stats : this.#sql.statsOnePass
+    const row = (await this.#query<InboxStats & { oldest: number | null }>(text, undefined, READ)).rows[0]
     return { pending: row?.pending ?? 0, running: row?.running ?? 0, dead: row?.dead ?? 0, oldestPendingAt: row?.oldest ?? null }
   }
 
@@ -217,14 +225,19 @@ export class PostgresInbox implements InboxQueue {
     return new DedupStoreError('invalid_options', `${PACKAGE} PostgresDedupStore inbox: ${problem}`)
   }
 
-  /** Runs `text` once the table is there; `read`: an operator's read (PostgresInboxHost.read). */
-  async #query<Row>(text: string, values?: unknown[], read = false): Promise<{ rows: Row[]; rowCount: number | null }> {
+  /** Resolves once the store's tables and the inbox table are there (found or made). */
+  async #tableReady(): Promise<void> {
     await this.#host.prepare()
     this.#ready ??= this.#ensure().catch((error: unknown) => {
       this.#ready = undefined
       throw error
     })
     await this.#ready
+  }
+
+  /** Runs `text` once the table is there; `read`: an operator's read (PostgresInboxHost.read). */
+  async #query<Row>(text: string, values?: unknown[], read = false): Promise<{ rows: Row[]; rowCount: number | null }> {
+    await this.#tableReady()
     return ((read && this.#host.read) || this.#host.query)<Row>(text, values)
   }
 
@@ -290,38 +303,69 @@ export class PostgresInbox implements InboxQueue {
   }
 
   /**
-   * Gives a table made by an earlier version the index of its dead entries (`stats()` reads the
-   * whole table without it): built here, under the store's advisory lock, when the table is small
-   * and the store may create its tables; otherwise the store warns once with the SQL that builds it
-   * without blocking writes. Never fails the inbox: without the index `stats()` is slower, not wrong.
+   * Gives the inbox table the index of its dead entries (`stats()` reads the whole table without
+   * it; tables made before it have none): built here, under the store's advisory lock and a short
+   * wait for the table's lock, when the table is small and the store may create its tables;
+   * otherwise the store warns once with the SQL that builds it without blocking writes. An invalid
+   * index (a CONCURRENTLY build that failed) is said, not dropped: it may be a build still running.
+   * Never fails the inbox: without the index `stats()` reads the table in one pass, as before.
    */
   async #addDeadIndex(): Promise<void> {
     const { table, query, createTable } = this.#host
     const warn = this.#host.warn ?? console.warn
     const t = `${table}_inbox`
-    const found = await query<{ there: boolean; bytes: number }>(
-      'SELECT to_regclass($1) IS NOT NULL AS there, pg_relation_size($2::regclass)::float8 AS bytes',
-      [`${t}_dead`, t],
+    const found = await query<{ valid: boolean | null; bytes: number }>(
+      `SELECT (${this.#sql.deadIndex}) AS valid, pg_relation_size($1::regclass)::float8 AS bytes`,
+      [t],
     )
     const row = found.rows[0]
-    if (!row || row.there) return
-    const why = `the inbox table ${t} was made by an earlier version and has no index of its dead entries, so stats() (the console, the CLI, the OpenTelemetry gauges) reads every row of it`
-    const byHand = `run, as the table's owner (it does not block writes): ${postgresInboxDeadIndexSql(table, true)}`
-    if (!createTable) return warn(`${PACKAGE} PostgresDedupStore inbox: ${why}; createTable is false, so ${byHand}`)
+    if (!row) return
+    this.#deadIndex = { valid: row.valid === true, at: performance.now() }
+    if (row.valid === true) return
+    const said = `${PACKAGE} PostgresDedupStore inbox:`
+    const build = postgresInboxDeadIndexSql(table, true)
+    const byHand = `run, as the table's owner, in a session without a statement limit (SET statement_timeout = 0 first: the build reads the whole table; it does not block writes): ${build}`
+    const slow = 'so stats() (the console, the CLI, the OpenTelemetry gauges) reads every row of it'
+    if (row.valid === false) {
+      return warn(
+        `${said} the index of the inbox's dead entries, ${t}_dead, is not valid (a CONCURRENTLY build that failed or was cancelled, or one still running), ${slow}. Once no build runs, drop it with DROP INDEX CONCURRENTLY IF EXISTS ${t}_dead, then ${byHand}`,
+      )
+    }
+    const why = `the inbox table ${t} has no index of its dead entries (${t}_dead; tables made before it have none), ${slow}`
+    if (!createTable) return warn(`${said} ${why}; createTable is false, so ${byHand}`)
     if (row.bytes > DEAD_INDEX_BUILD_MAX_BYTES) {
       const mib = Math.round(row.bytes / 1024 / 1024)
       return warn(
-        `${PACKAGE} PostgresDedupStore inbox: ${why}. At ${mib} MiB the store does not build it itself (a build blocks enqueues while it reads the table); ${byHand}`,
+        `${said} ${why}. At ${mib} MiB the store does not build it itself (a build blocks enqueues while it reads the table); ${byHand}`,
       )
     }
     try {
-      await query(`SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${postgresInboxDeadIndexSql(table)}`)
+      // The table's lock is waited for briefly: a build queued behind a long transaction would hold every enqueue behind it.
+      await query(
+        `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\nSET LOCAL lock_timeout = '${DEAD_INDEX_LOCK_WAIT_MS}ms';\n${postgresInboxDeadIndexSql(table)}`,
+      )
+      this.#deadIndex = { valid: true, at: performance.now() }
     } catch (error) {
       if (error instanceof DedupStoreError && (error.code === 'connection_failed' || error.code === 'auth_failed')) throw error
+      const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause
+      const detail = typeof cause?.message === 'string' ? cause.message : error instanceof Error ? error.message : String(error)
+      const busy = (error instanceof DedupStoreError && error.code === 'timeout') || cause?.code === '55P03' || cause?.code === '57014'
       warn(
-        `${PACKAGE} PostgresDedupStore inbox: ${why}, and this role could not build it (${error instanceof Error ? error.message : String(error)}); ${byHand}`,
+        busy
+          ? `${said} ${why}. Building it now did not finish in time (the table was busy: ${detail}); the store tries again when it next starts, or ${byHand}`
+          : `${said} ${why}, and this role could not build it (${detail}); ${byHand}`,
       )
     }
+  }
+
+  /** Whether `stats()` may count through the dead entries' index: known at the table's check, looked up again at most once a minute while it is not valid (an operator may build it meanwhile). */
+  async #countsThroughIndexes(): Promise<boolean> {
+    const known = this.#deadIndex
+    if (known?.valid) return true
+    if (known && performance.now() - known.at < DEAD_INDEX_RECHECK_MS) return false
+    const row = (await (this.#host.read ?? this.#host.query)<{ valid: boolean }>(this.#sql.deadIndex)).rows[0]
+    this.#deadIndex = { valid: row?.valid === true, at: performance.now() }
+    return this.#deadIndex.valid
   }
 
   /** Creates the table; why it could not, or undefined. */

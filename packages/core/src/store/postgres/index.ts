@@ -354,7 +354,10 @@ export class PostgresDedupStore implements DedupStore {
       )
     } else if (this.#createTable && found?.version !== POSTGRES_SCHEMA_VERSION) {
       try {
-        await this.#query(upgradeTablesSql(this.#table))
+        // An inbox table not there yet is made with the index of its dead entries (it is empty);
+        // one that is there gets it by size, from the inbox (inbox.ts).
+        const absent = await this.#query<{ absent: boolean }>('SELECT to_regclass($1) IS NULL AS absent', [`${this.#table}_inbox`])
+        await this.#query(upgradeTablesSql(this.#table, absent.rows[0]?.absent === true))
       } catch (error) {
         const code = error instanceof DedupStoreError ? error.code : undefined
         if (code === 'connection_failed' || code === 'auth_failed' || code === 'timeout') throw error

@@ -65,17 +65,18 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded
 
 /**
  * The statements that bring the tables of `table` up to this version and stamp them, as one
- * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure). Not the
- * index of the inbox's dead entries: on an existing inbox table of millions of rows its build would
- * block enqueues and meet the statement limit, and fail the store's open with it; the inbox adds it
- * by size (inbox.ts).
+ * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure). The
+ * index of the inbox's dead entries only with `deadIndex` (the inbox table is not there yet): on an
+ * existing inbox table of millions of rows its build would block enqueues and meet the statement
+ * limit, and fail the store's open with it; the inbox adds it by size (inbox.ts).
  * @param table The table name.
+ * @param deadIndex With the index of the inbox's dead entries.
  * @example
- * await query(upgradeTablesSql('email_webhook_dedup'))
+ * await query(upgradeTablesSql('email_webhook_dedup', false))
  */
-export function upgradeTablesSql(table: string): string {
+export function upgradeTablesSql(table: string, deadIndex: boolean): string {
   return `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${tablesSql(table, false)}`
+${tablesSql(table, deadIndex)}`
 }
 
 /**
