@@ -18,6 +18,7 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { UnansweredClaims } from '../unanswered.js'
 import { locationOf, postgresConsoleSource } from './console.js'
 import {
   connectWaitMs,
@@ -109,6 +110,8 @@ export class PostgresDedupStore implements DedupStore {
   /** Statement names by text, made once each. */
   readonly #names = new Map<string, string>()
   readonly #warn: (message: string) => void
+  /** Claims that got no answer, given back once the server answers (unanswered.ts). */
+  readonly #unanswered: UnansweredClaims
   /** The wait for a free connection (half queryTimeoutMs), and for a statement's answer from when it is sent (queryTimeoutMs). */
   readonly #deadlines: StatementDeadlines
   /** New work's share of the pool (claims, purges): the rest is kept for the records of handled events. */
@@ -147,6 +150,13 @@ export class PostgresDedupStore implements DedupStore {
     this.#newWork = limit === undefined ? undefined : new Lane(limit)
     this.#prepared = prepared
     this.#warn = warn
+    this.#unanswered = new UnansweredClaims(
+      (claim) => this.release(claim),
+      (count) =>
+        this.#warn(
+          `${PACKAGE} PostgresDedupStore: gave back ${count === 1 ? 'a claim' : `${count} claims`} the server had taken while ${count === 1 ? 'its answer was' : 'their answers were'} lost (a timeout or a dropped connection), so that the retries of ${count === 1 ? 'its event' : 'their events'} need not wait for the lease (leaseMs) to end.`,
+        ),
+    )
     this.#ownsPool = ownsPool
     this.#target = target
     this.#secret = secret
@@ -207,8 +217,35 @@ export class PostgresDedupStore implements DedupStore {
     this.#purges.claimed(() => this.#purge(true))
     if (opts.order && this.#tables.usable === false) await this.#tables.recheck()
     const order = this.#tables.usable === true ? opts.order : undefined
+    const result = await this.#claimRounds(key, opts, order)
+    // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
+    if (result.status === 'in_flight' && this.#unanswered.has(key, order?.key) && (await this.#unanswered.giveBack(key, order?.key))) {
+      return this.#claimRounds(key, opts, order)
+    }
+    return result
+  }
+
+  /** The claim's statements (`claim` checked the options and opened the tables). */
+  async #claimRounds(key: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult> {
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
+      try {
+        const decided = await this.#claimRound(key, token, opts, order)
+        if (decided !== undefined) return decided
+      } catch (error) {
+        // Sent and not answered: the server may have taken it (unanswered.ts).
+        if (mayHaveRun(error)) {
+          this.#unanswered.add(order ? { key, token, attempt: 0, orderKey: order.key } : { key, token, attempt: 0 }, opts.leaseMs)
+        }
+        throw error
+      }
+    }
+    return { status: 'in_flight', retryAfterMs: 1 }
+  }
+
+  /** One round of a claim with `token`: its answer, or undefined to go another round. */
+  async #claimRound(key: string, token: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult | undefined> {
+    {
       const won = order
         ? await this.#query<MarkRow>(
             this.#orderSql.claim,
@@ -231,16 +268,15 @@ export class PostgresDedupStore implements DedupStore {
         if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
         // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
         await this.#query(this.#orderSql.unlock, [order.key, token], NEW_WORK)
-        continue
+        return undefined
       }
       // Free when read, taken by another claim before the insert: see who holds it now.
       const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key], NEW_WORK)).rows[0]
       // Released or purged between the two statements, or the lease ended just now: claim again.
-      if (!held || held.left_ms <= 0) continue
+      if (!held || held.left_ms <= 0) return undefined
       if (held.done) return { status: 'duplicate' }
       return { status: 'in_flight', retryAfterMs: held.left_ms }
     }
-    return { status: 'in_flight', retryAfterMs: 1 }
   }
 
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
@@ -319,6 +355,7 @@ export class PostgresDedupStore implements DedupStore {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#unanswered.close()
     await this.#purges.idle()
     if (this.#ownsPool) await this.#pool.end()
   }
@@ -440,4 +477,16 @@ export class PostgresDedupStore implements DedupStore {
     const text = scrub(`${PACKAGE} ${message.replace('{target}', this.#target)}`, this.#secret)
     return new DedupStoreError(code, text, { cause: error })
   }
+}
+
+/**
+ * Whether a failed statement may have run on the server all the same: its answer was lost (past
+ * its deadline, a connection dropped with it on it). Not when it was never sent (no connection in
+ * time, a refused connection) or the server canceled it (57014: rolled back).
+ */
+function mayHaveRun(error: unknown): boolean {
+  if (!(error instanceof DedupStoreError) || (error.code !== 'timeout' && error.code !== 'connection_failed')) return false
+  const cause = error.cause as { name?: unknown; step?: unknown; code?: unknown } | undefined
+  if (cause?.name === 'QueryTimeoutError') return cause.step === 'query'
+  return cause?.code !== '57014' && cause?.code !== 'ECONNREFUSED'
 }

@@ -19,6 +19,7 @@ import { durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import { newerSchemaError, WRITTEN_BY } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { UnansweredClaims } from '../unanswered.js'
 import { redisConsoleSource } from './console.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
@@ -81,6 +82,8 @@ export class RedisDedupStore implements DedupStore {
   readonly #checkDurability: boolean
   readonly #waitFor: RedisWaitFor | undefined
   readonly #warn: (message: string) => void
+  /** Claims that got no answer, given back once the server answers (unanswered.ts). */
+  readonly #unanswered: UnansweredClaims
   /** The store's inbox (keys under `<prefix>{inbox}:`, one cluster slot), shared by every instance on the server. */
   readonly inbox: RedisInbox
   #checked: Promise<void> | undefined
@@ -101,6 +104,13 @@ export class RedisDedupStore implements DedupStore {
     this.#checkDurability = connection.checkDurability
     this.#waitFor = connection.waitFor
     this.#warn = connection.warn
+    this.#unanswered = new UnansweredClaims(
+      (claim) => this.release(claim),
+      (count) =>
+        this.#warn(
+          `${PACKAGE} RedisDedupStore: gave back ${count === 1 ? 'a claim' : `${count} claims`} the server had taken while ${count === 1 ? 'its answer was' : 'their answers were'} lost (a timeout or a dropped connection), so that the retries of ${count === 1 ? 'its event' : 'their events'} need not wait for the lease (leaseMs) to end.`,
+        ),
+    )
     if ((this.#client as { isCluster?: unknown }).isCluster !== true) this.ordering = true
     this.inbox = new RedisInbox({
       prefix: this.#prefix,
@@ -122,13 +132,31 @@ export class RedisDedupStore implements DedupStore {
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     checkDurations(opts, true)
-    const token = crypto.randomUUID()
     const order = this.ordering ? opts.order : undefined
-    const reply = (
-      order
-        ? await this.#run(SCRIPTS.claimOrder, orderedKeys(key, order.key), token, opts.leaseMs, opts.retentionMs, order.fact ?? '')
-        : await this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs)
-    ) as [number, number, ...(string | null | undefined)[]]
+    const result = await this.#claimOnce(key, opts, order)
+    // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
+    if (result.status === 'in_flight' && this.#unanswered.has(key, order?.key) && (await this.#unanswered.giveBack(key, order?.key))) {
+      return this.#claimOnce(key, opts, order)
+    }
+    return result
+  }
+
+  /** One claim script with a token of its own; one that got no answer is kept to give back (unanswered.ts). */
+  async #claimOnce(key: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult> {
+    const token = crypto.randomUUID()
+    let reply: [number, number, ...(string | null | undefined)[]]
+    try {
+      reply = (
+        order
+          ? await this.#run(SCRIPTS.claimOrder, orderedKeys(key, order.key), token, opts.leaseMs, opts.retentionMs, order.fact ?? '')
+          : await this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs)
+      ) as [number, number, ...(string | null | undefined)[]]
+    } catch (error) {
+      if (error instanceof DedupStoreError && (error.code === 'timeout' || error.code === 'connection_failed')) {
+        this.#unanswered.add(order ? { key, token, attempt: 0, orderKey: order.key } : { key, token, attempt: 0 }, opts.leaseMs)
+      }
+      throw error
+    }
     if (reply[0] === 2) {
       if (!order) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
       const claim = { key, token, attempt: reply[1], orderKey: order.key }
@@ -193,6 +221,7 @@ export class RedisDedupStore implements DedupStore {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#unanswered.close()
     await this.#checked?.catch(() => {})
     if (this.#ownsClient) {
       const client = this.#client as RedisClient & { status?: string; disconnect(): void }

@@ -1,0 +1,170 @@
+/**
+ * A claim whose answer never came back (a connection dropped after the server ran it, a reply past
+ * the store's deadline) may have been taken all the same: before, its lease held the event for the
+ * whole lease, with nobody to run it, and every retry met 409 in_flight (a PostgreSQL stop in the
+ * fault suite left three such events blocked until their 30 s lease ended). The shared stores now
+ * give such claims back with their own release, fenced by the claim's token: at once when a claim
+ * of the key meets in_flight, and in the background once the server answers again. Against real
+ * servers behind the fault proxy (test/services/fault-proxy.ts).
+ */
+import { PostgresDedupStore, type PostgresPool } from '@email-webhooks/core/postgres'
+import { RedisDedupStore } from '@email-webhooks/core/redis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { postgresStatements } from '../../packages/core/src/store/postgres/schema.js'
+import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
+import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+
+const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+
+/** Polls `check` every 50 ms for up to `ms` (a check that fails counts as not yet): true once it held. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    if (await check().catch(() => false)) return true
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return check()
+}
+
+describe('PostgresDedupStore: a claim whose answer was lost', () => {
+  let server: TestServer
+  let proxy: FaultProxy
+  let through: pg.Pool
+  let direct: pg.Pool
+  beforeAll(async () => {
+    server = await sharedPostgres()
+    proxy = await startFaultProxy(server.port)
+    const url = new URL(server.url)
+    url.port = String(proxy.port)
+    through = new pg.Pool({ connectionString: url.href, max: 2 })
+    through.on('error', () => {})
+    direct = new pg.Pool({ connectionString: server.url, max: 4 })
+  })
+  afterAll(async () => {
+    await through?.end()
+    await direct?.end()
+    await proxy?.close()
+    await server?.stop()
+  })
+
+  /** A store whose claims (only) go through the proxy, so that the reply lost is a claim's. */
+  function storeOn(table: string, warnings: string[]): PostgresDedupStore {
+    const claims = new Set([postgresStatements(table).sql.claim, postgresStatements(table).order.claim])
+    const pool: PostgresPool = {
+      query: (text, values) => (claims.has(text) ? through : direct).query(text, values),
+      end: () => Promise.resolve(),
+    }
+    return new PostgresDedupStore({ pool, table, warn: (line) => warnings.push(line) })
+  }
+  const heldBy = async (table: string, key: string) =>
+    (await direct.query<{ token: string | null }>(`SELECT token FROM ${table} WHERE key = $1`, [key])).rows[0]?.token ?? null
+
+  it('gives it back at once when the event is claimed again, instead of answering in_flight for the lease', async () => {
+    const warnings: string[] = []
+    const store = storeOn('unanswered_now', warnings)
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      const key = `default:${crypto.randomUUID()}`
+      proxy.loseNextReply()
+      const lost = await store.claim(key, LONG).then(
+        () => undefined,
+        (error: { code?: string }) => error.code,
+      )
+      expect(lost).toBe('connection_failed')
+      const again = await store.claim(key, LONG)
+      // Attempt 2: the lost claim was the first (a release carries the count on).
+      expect(again).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
+      expect(warnings.filter((line) => line.includes('gave back a claim the server had taken'))).toHaveLength(1)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('gives it back in the background once the server answers, with nothing asked', async () => {
+    const warnings: string[] = []
+    const store = storeOn('unanswered_later', warnings)
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      const key = `default:${crypto.randomUUID()}`
+      proxy.loseNextReply()
+      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
+      // The server took it; within a few of the give-back's pauses (200 ms, then doubling) it is free again.
+      expect(await within(5_000, async () => (await heldBy('unanswered_later', key)) === null)).toBe(true)
+      expect(warnings.some((line) => line.includes('gave back a claim the server had taken'))).toBe(true)
+      expect(await store.lookup(key)).toBe('absent')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('gives back an ordered claim with the email it held: the email’s next event is not blocked for the lease', async () => {
+    const warnings: string[] = []
+    const store = storeOn('unanswered_order', warnings)
+    const email = `default:email:${crypto.randomUUID()}`
+    const order = (id: string, ms: number) => ({ key: email, mark: { createdAtMs: ms, eventId: id, type: 'email.queued' } })
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      proxy.loseNextReply()
+      await expect(store.claim('default:first', { ...LONG, order: order('first', 1) })).rejects.toMatchObject({ code: 'connection_failed' })
+      // Another event of the same email: held by the lost claim's order lock, given back at once.
+      const next = await store.claim('default:second', { ...LONG, order: order('second', 2) })
+      expect(next.status).toBe('acquired')
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('gives back nothing when the claim never reached the server, and says nothing', async () => {
+    const warnings: string[] = []
+    const store = storeOn('unanswered_none', warnings)
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      proxy.mode('reset')
+      const key = `default:${crypto.randomUUID()}`
+      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
+      proxy.mode('pass')
+      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(warnings).toEqual([])
+    } finally {
+      proxy.mode('pass')
+      await store.close()
+    }
+  })
+})
+
+describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
+  let redis: TestServer
+  let proxy: FaultProxy
+  beforeAll(async () => {
+    redis = await sharedRedis()
+    proxy = await startFaultProxy(redis.port)
+  })
+  afterAll(async () => {
+    await proxy?.close()
+    await redis?.stop()
+  })
+
+  it('gives it back once the server answers in time again: the retry is acquired, not in_flight for the lease', async () => {
+    const url = new URL(redis.url)
+    url.port = String(proxy.port)
+    const warnings: string[] = []
+    const store = new RedisDedupStore({ url: url.href, prefix: 'unanswered:', commandTimeoutMs: 300, warn: (line) => warnings.push(line) })
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      const key = `default:${crypto.randomUUID()}`
+      proxy.mode('delay', { delayMs: 800 })
+      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'timeout' })
+      // The late reply (the server took the claim) arrives and is dropped; then the line is quick again.
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      proxy.mode('pass')
+      expect(await within(5_000, async () => (await store.lookup(key)) === 'absent')).toBe(true)
+      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
+      expect(warnings.some((line) => line.includes('gave back a claim the server had taken'))).toBe(true)
+    } finally {
+      proxy.mode('pass')
+      await store.close()
+    }
+  })
+})
