@@ -12,6 +12,8 @@ import { RedisDedupStore } from '@email-webhooks/core/redis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStatements } from '../../packages/core/src/store/postgres/schema.js'
+import type { Claim } from '../../packages/core/src/store/types.js'
+import { UnansweredClaims } from '../../packages/core/src/store/unanswered.js'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
 import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
 
@@ -48,11 +50,25 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
     await server?.stop()
   })
 
-  /** A store whose claims (only) go through the proxy, so that the reply lost is a claim's. */
-  function storeOn(table: string, warnings: string[]): PostgresDedupStore {
+  /**
+   * A store whose claims (only) go through the proxy, so that the reply lost is a claim's; every
+   * statement is recorded in `sent`; `refuse`: claims fail as a refused connection does, unsent.
+   */
+  function storeOn(
+    table: string,
+    warnings: string[],
+    sent: { text: string; values?: unknown[] }[] = [],
+    refuse = false,
+  ): PostgresDedupStore {
     const claims = new Set([postgresStatements(table).sql.claim, postgresStatements(table).order.claim])
     const pool: PostgresPool = {
-      query: (text, values) => (claims.has(text) ? through : direct).query(text, values),
+      query: (text, values) => {
+        sent.push({ text, values })
+        if (refuse && claims.has(text)) {
+          return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }))
+        }
+        return (claims.has(text) ? through : direct).query(text, values)
+      },
       end: () => Promise.resolve(),
     }
     return new PostgresDedupStore({ pool, table, warn: (line) => warnings.push(line) })
@@ -62,7 +78,8 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
 
   it('gives it back at once when the event is claimed again, instead of answering in_flight for the lease', async () => {
     const warnings: string[] = []
-    const store = storeOn('unanswered_now', warnings)
+    const sent: { text: string; values?: unknown[] }[] = []
+    const store = storeOn('unanswered_now', warnings, sent)
     try {
       expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
       const key = `default:${crypto.randomUUID()}`
@@ -75,7 +92,10 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
       const again = await store.claim(key, LONG)
       // Attempt 2: the lost claim was the first (a release carries the count on).
       expect(again).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
-      expect(warnings.filter((line) => line.includes('gave back a claim the server had taken'))).toHaveLength(1)
+      // Given back through the store's own release, fenced by the lost claim's token.
+      const release = postgresStatements('unanswered_now').sql.release
+      expect(sent.filter(({ text, values }) => text === release && values?.[0] === key)).toHaveLength(1)
+      expect(warnings.filter((line) => line.includes('which the server had taken while its answer was lost'))).toHaveLength(1)
     } finally {
       await store.close()
     }
@@ -91,7 +111,7 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
       await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
       // The server took it; within a few of the give-back's pauses (200 ms, then doubling) it is free again.
       expect(await within(5_000, async () => (await heldBy('unanswered_later', key)) === null)).toBe(true)
-      expect(warnings.some((line) => line.includes('gave back a claim the server had taken'))).toBe(true)
+      expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
       expect(await store.lookup(key)).toBe('absent')
     } finally {
       await store.close()
@@ -115,20 +135,25 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
     }
   })
 
-  it('gives back nothing when the claim never reached the server, and says nothing', async () => {
+  it('keeps nothing to give back for a claim that was never sent (a refused connection), and says nothing', async () => {
     const warnings: string[] = []
-    const store = storeOn('unanswered_none', warnings)
+    const sent: { text: string; values?: unknown[] }[] = []
+    const key = `default:${crypto.randomUUID()}`
+    const refusing = storeOn('unanswered_none', warnings, sent, true)
     try {
-      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
-      proxy.mode('reset')
-      const key = `default:${crypto.randomUUID()}`
-      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
-      proxy.mode('pass')
-      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      await expect(refusing.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      // No release of the key went out, in the background or otherwise.
+      const { sql, order } = postgresStatements('unanswered_none')
+      expect(sent.filter(({ text, values }) => values?.[0] === key && (text === sql.release || text === order.release))).toEqual([])
       expect(warnings).toEqual([])
     } finally {
-      proxy.mode('pass')
+      await refusing.close()
+    }
+    const store = storeOn('unanswered_none', warnings, sent)
+    try {
+      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
+    } finally {
       await store.close()
     }
   })
@@ -161,10 +186,80 @@ describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
       proxy.mode('pass')
       expect(await within(5_000, async () => (await store.lookup(key)) === 'absent')).toBe(true)
       expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
-      expect(warnings.some((line) => line.includes('gave back a claim the server had taken'))).toBe(true)
+      expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
     } finally {
       proxy.mode('pass')
       await store.close()
     }
+  })
+})
+
+describe('UnansweredClaims: the give-back asked by a claim', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  const claim = (key: string, orderKey?: string): Claim =>
+    orderKey ? { key, token: `t-${key}`, attempt: 0, orderKey } : { key, token: `t-${key}`, attempt: 0 }
+
+  it('releases its own claim at once, not after a background round busy with other keys', async () => {
+    const released: string[] = []
+    const given: string[] = []
+    const unanswered = new UnansweredClaims(
+      async (c) => {
+        if (c.key !== 'k') await sleep(1_000)
+        released.push(c.key)
+        return true
+      },
+      (c) => given.push(c.key),
+    )
+    try {
+      for (const key of ['a', 'b', 'c', 'd', 'e']) unanswered.add(claim(key), 60_000)
+      unanswered.add(claim('k'), 60_000)
+      // The background round starts after 200 ms and spends a second on each of the five others.
+      await sleep(300)
+      const started = performance.now()
+      expect(await unanswered.giveBack('k', undefined, started)).toBe(true)
+      expect(performance.now() - started).toBeLessThan(900)
+      expect(released).toContain('k')
+      expect(given).toContain('k')
+    } finally {
+      unanswered.close()
+    }
+  })
+
+  it('answers true for a claim the background gave back after the caller started, and false for one before', async () => {
+    const unanswered = new UnansweredClaims(
+      async () => true,
+      () => {},
+    )
+    try {
+      const before = performance.now()
+      unanswered.add(claim('k', 'email'), 60_000)
+      await sleep(500)
+      // Given back by the background (its first pause is 200 ms): a claim that started before that may claim again.
+      expect(await unanswered.giveBack('k', undefined, before)).toBe(true)
+      expect(await unanswered.giveBack('other', 'email', before)).toBe(true)
+      expect(await unanswered.giveBack('k', undefined, performance.now())).toBe(false)
+    } finally {
+      unanswered.close()
+    }
+  })
+
+  it('tries a release that found nothing twice more, then lets it go; and stops at close()', async () => {
+    let calls = 0
+    const unanswered = new UnansweredClaims(
+      async () => {
+        calls++
+        return false
+      },
+      () => {},
+    )
+    unanswered.add(claim('k'), 60_000)
+    // Rounds at 200 ms, then 400 ms and 800 ms later; a fourth would come 1.6 s after the third.
+    expect(await within(10_000, async () => calls >= 3)).toBe(true)
+    await sleep(2_000)
+    expect(calls).toBe(3)
+    unanswered.add(claim('later'), 60_000)
+    unanswered.close()
+    await sleep(400)
+    expect(calls).toBe(3)
   })
 })

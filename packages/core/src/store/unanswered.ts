@@ -6,7 +6,8 @@
  * by the claim's token (a random one only that call knew, so no handler holds it): in the background
  * once the store answers again (pauses from 200 ms, doubling, at most 5 s), and at once when a claim
  * of the same key, or of the same email with ordering, meets in_flight. A claim that was never taken
- * releases nothing. Kept until its lease would have ended, at most MAX_UNANSWERED (the oldest go).
+ * releases nothing; one whose release found nothing is tried again twice more (it may still be on
+ * its way, behind a lock). Kept until its lease would have ended, at most MAX_UNANSWERED (the oldest go).
  */
 import type { Claim } from './types.js'
 
@@ -14,28 +15,38 @@ import type { Claim } from './types.js'
 const MAX_UNANSWERED = 10_000
 const FIRST_PAUSE_MS = 200
 const MAX_PAUSE_MS = 5_000
+/** Releases of one claim that find nothing before it is let go (a claim behind a lock may take hold after the first). */
+const TRIES = 3
+/** How long a give-back is remembered for a claim that met its lease just before it. */
+const GIVEN_MEMORY_MS = 60_000
+const MAX_GIVEN = 1_000
 
 interface Unanswered {
   claim: Claim
   /** performance.now() past which its lease has ended anyway. */
   until: number
+  /** Releases that were answered and found nothing. */
+  tries: number
+  /** The release under way, shared by whoever asks for it meanwhile. */
+  releasing?: Promise<boolean>
 }
 
 /** The claims of a store that got no answer, and their give-back. */
 export class UnansweredClaims {
   readonly #release: (claim: Claim) => Promise<boolean>
-  readonly #given: (count: number) => void
+  readonly #given: (claim: Claim) => void
   readonly #pending: Unanswered[] = []
+  /** When a claim of a key (or `o:` + an order key) was last given back, having been taken. */
+  readonly #gaveBack = new Map<string, number>()
   #timer: ReturnType<typeof setTimeout> | undefined
   #pauseMs = FIRST_PAUSE_MS
-  #running: Promise<void> | undefined
   #closed = false
 
   /**
    * @param release The store's release (fenced by the claim's token).
-   * @param given Called after a round that gave back `count` claims the server had taken.
+   * @param given Called for each claim given back that the server had taken.
    */
-  constructor(release: (claim: Claim) => Promise<boolean>, given: (count: number) => void) {
+  constructor(release: (claim: Claim) => Promise<boolean>, given: (claim: Claim) => void) {
     this.#release = release
     this.#given = given
   }
@@ -43,23 +54,32 @@ export class UnansweredClaims {
   /** A claim sent with `leaseMs` that got no answer: given back once the store answers. */
   add(claim: Claim, leaseMs: number): void {
     if (this.#closed) return
-    this.#pending.push({ claim, until: performance.now() + leaseMs })
+    this.#pending.push({ claim, until: performance.now() + leaseMs, tries: 0 })
     if (this.#pending.length > MAX_UNANSWERED) this.#pending.shift()
     this.#pauseMs = FIRST_PAUSE_MS
     this.#schedule()
   }
 
-  /** Unanswered claims of `key` (or, with `orderKey`, of that email) are waiting to be given back. */
-  has(key: string, orderKey?: string): boolean {
-    return this.#pending.some(({ claim }) => claim.key === key || (orderKey !== undefined && claim.orderKey === orderKey))
-  }
-
   /**
-   * Gives back now the unanswered claims of `key` (or of email `orderKey`); true when one had been
-   * taken (the caller may claim again). A failure leaves them to the background.
+   * For a claim of `key` (email `orderKey`) that met in_flight, having started at `since`: gives back
+   * now the unanswered claims of that key or email (sharing a release already under way), and
+   * answers true when one had been taken, now or since `since` (the caller may claim again).
    */
-  async giveBack(key: string, orderKey?: string): Promise<boolean> {
-    return this.#run(({ claim }) => claim.key === key || (orderKey !== undefined && claim.orderKey === orderKey))
+  async giveBack(key: string, orderKey: string | undefined, since: number): Promise<boolean> {
+    const recent = (name: string) => (this.#gaveBack.get(name) ?? Number.NEGATIVE_INFINITY) >= since
+    let taken = recent(key) || (orderKey !== undefined && recent(`o:${orderKey}`))
+    const now = performance.now()
+    const mine = this.#pending.filter(
+      ({ claim, until }) => until > now && (claim.key === key || (orderKey !== undefined && claim.orderKey === orderKey)),
+    )
+    for (const entry of mine) {
+      try {
+        if (await this.#releaseOf(entry)) taken = true
+      } catch {
+        break
+      }
+    }
+    return taken
   }
 
   /** Stops the background give-back (the store closes; what is left lapses with its leases). */
@@ -70,11 +90,47 @@ export class UnansweredClaims {
     this.#pending.length = 0
   }
 
+  /** The release of `entry` (the one under way, or a new one); settles its place in the list. */
+  #releaseOf(entry: Unanswered): Promise<boolean> {
+    entry.releasing ??= this.#release(entry.claim).then(
+      (taken) => {
+        entry.releasing = undefined
+        entry.tries++
+        if (taken || entry.tries >= TRIES) this.#drop(entry)
+        if (taken) {
+          this.#remember(entry.claim)
+          if (!this.#closed) this.#given(entry.claim)
+        }
+        return taken
+      },
+      (error: unknown) => {
+        entry.releasing = undefined
+        throw error
+      },
+    )
+    return entry.releasing
+  }
+
+  #drop(entry: Unanswered): void {
+    const at = this.#pending.indexOf(entry)
+    if (at >= 0) this.#pending.splice(at, 1)
+  }
+
+  #remember(claim: Claim): void {
+    const now = performance.now()
+    if (this.#gaveBack.size >= MAX_GIVEN) {
+      for (const [name, at] of this.#gaveBack)
+        if (now - at > GIVEN_MEMORY_MS || this.#gaveBack.size >= MAX_GIVEN) this.#gaveBack.delete(name)
+    }
+    this.#gaveBack.set(claim.key, now)
+    if (claim.orderKey !== undefined) this.#gaveBack.set(`o:${claim.orderKey}`, now)
+  }
+
   #schedule(): void {
     if (this.#timer !== undefined || this.#closed || this.#pending.length === 0) return
     this.#timer = setTimeout(() => {
       this.#timer = undefined
-      void this.#run(() => true).then(() => {
+      void this.#round().then(() => {
         if (this.#pending.length > 0) {
           this.#pauseMs = Math.min(MAX_PAUSE_MS, this.#pauseMs * 2)
           this.#schedule()
@@ -85,38 +141,20 @@ export class UnansweredClaims {
     ;(this.#timer as { unref?: () => void }).unref?.()
   }
 
-  /** Releases the pending claims `which` selects, oldest first, until one call fails; true when one had been taken. */
-  async #run(which: (entry: Unanswered) => boolean): Promise<boolean> {
-    // One round at a time: a give-back at once waits for the background's round, then does its own.
-    while (this.#running) await this.#running
-    let taken = 0
-    const round = (async () => {
-      const now = performance.now()
-      const remove = (entry: Unanswered) => {
-        const at = this.#pending.indexOf(entry)
-        if (at >= 0) this.#pending.splice(at, 1)
+  /** One background round: every pending claim, oldest first, until a release fails (the store is not back). */
+  async #round(): Promise<void> {
+    const now = performance.now()
+    for (const entry of [...this.#pending]) {
+      if (this.#closed) return
+      if (entry.until <= now) {
+        this.#drop(entry)
+        continue
       }
-      for (const entry of [...this.#pending]) {
-        if (entry.until <= now) {
-          remove(entry)
-          continue
-        }
-        if (!which(entry)) continue
-        try {
-          if (await this.#release(entry.claim)) taken++
-        } catch {
-          return
-        }
-        remove(entry)
+      try {
+        await this.#releaseOf(entry)
+      } catch {
+        break
       }
-    })()
-    this.#running = round
-    try {
-      await round
-    } finally {
-      this.#running = undefined
     }
-    if (taken > 0 && !this.#closed) this.#given(taken)
-    return taken > 0
   }
 }

@@ -152,9 +152,9 @@ export class PostgresDedupStore implements DedupStore {
     this.#warn = warn
     this.#unanswered = new UnansweredClaims(
       (claim) => this.release(claim),
-      (count) =>
+      (claim) =>
         this.#warn(
-          `${PACKAGE} PostgresDedupStore: gave back ${count === 1 ? 'a claim' : `${count} claims`} the server had taken while ${count === 1 ? 'its answer was' : 'their answers were'} lost (a timeout or a dropped connection), so that the retries of ${count === 1 ? 'its event' : 'their events'} need not wait for the lease (leaseMs) to end.`,
+          `${PACKAGE} PostgresDedupStore: gave back the claim of ${claim.key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`,
         ),
     )
     this.#ownsPool = ownsPool
@@ -217,9 +217,10 @@ export class PostgresDedupStore implements DedupStore {
     this.#purges.claimed(() => this.#purge(true))
     if (opts.order && this.#tables.usable === false) await this.#tables.recheck()
     const order = this.#tables.usable === true ? opts.order : undefined
+    const started = performance.now()
     const result = await this.#claimRounds(key, opts, order)
     // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
-    if (result.status === 'in_flight' && this.#unanswered.has(key, order?.key) && (await this.#unanswered.giveBack(key, order?.key))) {
+    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, order?.key, started))) {
       return this.#claimRounds(key, opts, order)
     }
     return result

@@ -106,9 +106,9 @@ export class RedisDedupStore implements DedupStore {
     this.#warn = connection.warn
     this.#unanswered = new UnansweredClaims(
       (claim) => this.release(claim),
-      (count) =>
+      (claim) =>
         this.#warn(
-          `${PACKAGE} RedisDedupStore: gave back ${count === 1 ? 'a claim' : `${count} claims`} the server had taken while ${count === 1 ? 'its answer was' : 'their answers were'} lost (a timeout or a dropped connection), so that the retries of ${count === 1 ? 'its event' : 'their events'} need not wait for the lease (leaseMs) to end.`,
+          `${PACKAGE} RedisDedupStore: gave back the claim of ${claim.key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`,
         ),
     )
     if ((this.#client as { isCluster?: unknown }).isCluster !== true) this.ordering = true
@@ -133,9 +133,10 @@ export class RedisDedupStore implements DedupStore {
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     checkDurations(opts, true)
     const order = this.ordering ? opts.order : undefined
+    const started = performance.now()
     const result = await this.#claimOnce(key, opts, order)
     // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
-    if (result.status === 'in_flight' && this.#unanswered.has(key, order?.key) && (await this.#unanswered.giveBack(key, order?.key))) {
+    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, order?.key, started))) {
       return this.#claimOnce(key, opts, order)
     }
     return result
