@@ -113,6 +113,11 @@ export interface DynamoProxy {
   mode: ProxyMode
   /** Calls seen, by X-Amz-Target operation (`UpdateItem`, `GetItem`, …). */
   calls: Record<string, number>
+  /**
+   * Once: the next call of `operation` is forwarded and applied, and its answer lost: the
+   * connection dropped (`drop`: the SDK sends the call again) or never answered (`stall`).
+   */
+  loseNext?: { operation: string; how: 'drop' | 'stall' }
   stop(): Promise<void>
 }
 
@@ -169,6 +174,12 @@ export function startDynamoProxy(target: string, mode: ProxyMode = 'pass'): Prom
           return
         }
         const answer = await forward(upstream, req.method ?? 'POST', req.url ?? '/', req.headers, body)
+        if (proxy.loseNext?.operation === operation) {
+          const { how } = proxy.loseNext
+          proxy.loseNext = undefined
+          if (how === 'drop') req.socket.destroy()
+          return
+        }
         const input = JSON.parse(body.toString('utf8') || '{}') as {
           TableName?: string
           Key?: unknown

@@ -130,6 +130,37 @@ describe('DynamoDBDedupStore: faults name their fix', () => {
     }
   })
 
+  it('acquires a claim the SDK sent again after its first answer was lost: the item holds this very claim', async () => {
+    const store = new DynamoDBDedupStore({ client: proxied, table: TABLE })
+    proxy.mode = 'all-old'
+    proxy.loseNext = { operation: 'UpdateItem', how: 'drop' }
+    try {
+      const id = key()
+      // Before, the second send met the first one's lease and answered in_flight to itself for the whole lease.
+      expect(await store.claim(id, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
+      expect(proxy.loseNext).toBeUndefined()
+    } finally {
+      proxy.loseNext = undefined
+      proxy.mode = 'pass'
+    }
+  })
+
+  it('gives back a claim past callTimeoutMs that the table took: the next claim of the event is acquired, not in_flight for the lease', async () => {
+    const store = new DynamoDBDedupStore({ client: proxied, table: TABLE, callTimeoutMs: 300 })
+    proxy.mode = 'all-old'
+    proxy.loseNext = { operation: 'UpdateItem', how: 'stall' }
+    try {
+      const id = key()
+      expect((await failure(store.claim(id, LONG))).code).toBe('timeout')
+      expect(await store.lookup(id)).toBe('in_flight')
+      expect(await store.claim(id, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
+    } finally {
+      proxy.loseNext = undefined
+      proxy.mode = 'pass'
+      await store.close()
+    }
+  })
+
   it("rejects with 'auth_failed' when the client has no usable credentials, without printing them", async () => {
     const bad = server.client({
       endpoint: proxy.endpoint,

@@ -18,6 +18,7 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { newerSchemaError } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
+import { UnansweredClaims } from '../unanswered.js'
 import { classify, PACKAGE, type TableInfo } from './errors.js'
 import { connect, type DynamoDBClientLike, type DynamoDBDedupStoreOptions, type DynamoDBSdk } from './options.js'
 import {
@@ -69,6 +70,11 @@ export class DynamoDBDedupStore implements DedupStore {
   readonly #callTimeoutMs: number
   readonly #now: () => number
   readonly #expressions: DynamoExpressions
+  /** Claims that got no answer, given back once the service answers (unanswered.ts). */
+  readonly #unanswered: UnansweredClaims = new UnansweredClaims(
+    (claim) => this.release(claim),
+    () => {},
+  )
   #closed = false
 
   constructor(options: DynamoDBDedupStoreOptions = {}) {
@@ -89,14 +95,35 @@ export class DynamoDBDedupStore implements DedupStore {
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     this.#checkDurations(opts, true)
+    const started = performance.now()
+    const result = await this.#claimRounds(key, opts)
+    // A claim of this store's that got no answer may hold the event: give it back, claim again (unanswered.ts).
+    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, undefined, started))) return this.#claimRounds(key, opts)
+    return result
+  }
+
+  async #claimRounds(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const token = crypto.randomUUID()
       const now = this.#now()
-      const written = await this.#update(key, this.#expressions.claim(token, now, opts.leaseMs), 'UPDATED_NEW')
+      let written: { attributes: DynamoItem | undefined } | ConditionFailed
+      try {
+        written = await this.#update(key, this.#expressions.claim(token, now, opts.leaseMs), 'UPDATED_NEW')
+      } catch (error) {
+        // Past callTimeoutMs or on a dropped connection the write may have been applied all the same.
+        if (error instanceof DedupStoreError && (error.code === 'timeout' || error.code === 'connection_failed')) {
+          this.#unanswered.add({ key, token, attempt: 0 }, opts.leaseMs)
+        }
+        throw error
+      }
       if (!('failed' in written)) return { status: 'acquired', claim: { key, token, attempt: attemptOf(written.attributes) } }
       // The item as the condition saw it; without it (a server that ignores ReturnValuesOnConditionCheckFailure), read it.
       const item = written.item ?? (await this.#get(key))
       this.#refuseNewer(key, item)
+      // This very claim holds it: the SDK sent the write again after its first answer was lost.
+      if (item?.token?.S === token && stateOf(item, this.#now()).state === 'in_flight') {
+        return { status: 'acquired', claim: { key, token, attempt: attemptOf(item) } }
+      }
       const found = stateOf(item, this.#now())
       if (found.state === 'done') return { status: 'duplicate' }
       if (found.state === 'in_flight') return { status: 'in_flight', retryAfterMs: Math.max(1, found.leftMs) }
@@ -146,6 +173,7 @@ export class DynamoDBDedupStore implements DedupStore {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#unanswered.close()
     if (this.#ownsClient) this.#client.destroy?.()
   }
 
