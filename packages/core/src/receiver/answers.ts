@@ -90,7 +90,7 @@ export function notRecorded(cause: unknown, timedOutAfterMs?: number): WebhookHa
 export function storeUnavailable(cause: unknown, timedOutAfterMs?: number, claim = false): WebhookHandlingError {
   const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
   const held = claim
-    ? ' Should the claim have reached the store all the same, the event stays claimed until its lease ends (leaseMs) unless a late answer gives it back (the PostgreSQL and Redis stores also give back a claim whose answer they lost, once the server answers again), and the retries until then get 409 in_flight.'
+    ? ' Should the claim have reached the store all the same, the event stays claimed until its lease ends (leaseMs) unless a late answer gives it back (the PostgreSQL, Redis and DynamoDB stores also give back a claim whose answer they lost, once the server answers again), and the retries until then get 409 in_flight.'
     : ''
   return new WebhookHandlingError(
     'store_unavailable',
