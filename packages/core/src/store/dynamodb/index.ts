@@ -102,6 +102,7 @@ export class DynamoDBDedupStore implements DedupStore {
     return result
   }
 
+  /** The claim's conditional writes (`claim` checked the options). */
   async #claimRounds(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const token = crypto.randomUUID()
