@@ -9,7 +9,7 @@
  * releases nothing; one whose release found nothing is tried again twice more (it may still be on
  * its way, behind a lock). Kept until its lease would have ended, at most MAX_UNANSWERED (the oldest go).
  */
-import type { Claim } from './types.js'
+import type { Claim, ClaimResult } from './types.js'
 
 /** Claims kept to give back at once (an outage makes one per failed claim). */
 const MAX_UNANSWERED = 10_000
@@ -80,6 +80,17 @@ export class UnansweredClaims {
       }
     }
     return taken
+  }
+
+  /**
+   * Runs `once` (a claim's statements); when it meets in_flight and a claim of this store's that got
+   * no answer held the event (or its email, `orderKey`), gives that back and runs `once` again.
+   */
+  async claim(key: string, orderKey: string | undefined, once: () => Promise<ClaimResult>): Promise<ClaimResult> {
+    const started = performance.now()
+    const result = await once()
+    if (result.status === 'in_flight' && (await this.giveBack(key, orderKey, started))) return once()
+    return result
   }
 
   /** Stops the background give-back (the store closes; what is left lapses with its leases). */
@@ -157,4 +168,9 @@ export class UnansweredClaims {
       }
     }
   }
+}
+
+/** The warning of a store (`prefix`: its package name, `store`: its class) that gave back the claim of `key`. */
+export function gaveBackLine(prefix: string, store: string, key: string): string {
+  return `${prefix} ${store}: gave back the claim of ${key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`
 }

@@ -95,11 +95,8 @@ export class DynamoDBDedupStore implements DedupStore {
 
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     this.#checkDurations(opts, true)
-    const started = performance.now()
-    const result = await this.#claimRounds(key, opts)
-    // A claim of this store's that got no answer may hold the event: give it back, claim again (unanswered.ts).
-    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, undefined, started))) return this.#claimRounds(key, opts)
-    return result
+    // A claim of this store's that got no answer may hold the event: given back, then claimed again (unanswered.ts).
+    return this.#unanswered.claim(key, undefined, () => this.#claimRounds(key, opts))
   }
 
   /** The claim's conditional writes (`claim` checked the options). */

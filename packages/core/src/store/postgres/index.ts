@@ -18,7 +18,7 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
-import { UnansweredClaims } from '../unanswered.js'
+import { gaveBackLine, UnansweredClaims } from '../unanswered.js'
 import { locationOf, postgresConsoleSource } from './console.js'
 import {
   connectWaitMs,
@@ -152,10 +152,7 @@ export class PostgresDedupStore implements DedupStore {
     this.#warn = warn
     this.#unanswered = new UnansweredClaims(
       (claim) => this.release(claim),
-      (claim) =>
-        this.#warn(
-          `${PACKAGE} PostgresDedupStore: gave back the claim of ${claim.key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`,
-        ),
+      (claim) => this.#warn(gaveBackLine(PACKAGE, 'PostgresDedupStore', claim.key)),
     )
     this.#ownsPool = ownsPool
     this.#target = target
@@ -217,13 +214,8 @@ export class PostgresDedupStore implements DedupStore {
     this.#purges.claimed(() => this.#purge(true))
     if (opts.order && this.#tables.usable === false) await this.#tables.recheck()
     const order = this.#tables.usable === true ? opts.order : undefined
-    const started = performance.now()
-    const result = await this.#claimRounds(key, opts, order)
-    // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
-    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, order?.key, started))) {
-      return this.#claimRounds(key, opts, order)
-    }
-    return result
+    // A claim of this store's that got no answer may hold the event (or its email): given back, then claimed again.
+    return this.#unanswered.claim(key, order?.key, () => this.#claimRounds(key, opts, order))
   }
 
   /** The claim's statements (`claim` checked the options and opened the tables). */

@@ -19,7 +19,7 @@ import { durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import { newerSchemaError, WRITTEN_BY } from '../schema-version.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
-import { UnansweredClaims } from '../unanswered.js'
+import { gaveBackLine, UnansweredClaims } from '../unanswered.js'
 import { redisConsoleSource } from './console.js'
 import { awaitCopies, checkServer, type RedisServer } from './durability.js'
 import { classify, PACKAGE, withoutCommand } from './errors.js'
@@ -106,10 +106,7 @@ export class RedisDedupStore implements DedupStore {
     this.#warn = connection.warn
     this.#unanswered = new UnansweredClaims(
       (claim) => this.release(claim),
-      (claim) =>
-        this.#warn(
-          `${PACKAGE} RedisDedupStore: gave back the claim of ${claim.key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`,
-        ),
+      (claim) => this.#warn(gaveBackLine(PACKAGE, 'RedisDedupStore', claim.key)),
     )
     if ((this.#client as { isCluster?: unknown }).isCluster !== true) this.ordering = true
     this.inbox = new RedisInbox({
@@ -133,13 +130,8 @@ export class RedisDedupStore implements DedupStore {
   async claim(key: string, opts: ClaimOptions): Promise<ClaimResult> {
     checkDurations(opts, true)
     const order = this.ordering ? opts.order : undefined
-    const started = performance.now()
-    const result = await this.#claimOnce(key, opts, order)
-    // A claim of this store's that got no answer may hold the event (or its email): give it back, claim again.
-    if (result.status === 'in_flight' && (await this.#unanswered.giveBack(key, order?.key, started))) {
-      return this.#claimOnce(key, opts, order)
-    }
-    return result
+    // A claim of this store's that got no answer may hold the event (or its email): given back, then claimed again.
+    return this.#unanswered.claim(key, order?.key, () => this.#claimOnce(key, opts, order))
   }
 
   /** One claim script with a token of its own; one that got no answer is kept to give back (unanswered.ts). */
