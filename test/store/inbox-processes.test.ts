@@ -155,7 +155,8 @@ describe.each(['postgres', 'redis'] as const)('%s inbox shared by several OS pro
         }
       }
       expect(first).toBe('duplicate')
-      expect(failures.every((code) => code === 'connection_failed')).toBe(true)
+      // Refused while it is down; past the store's deadline while it loads its data (a loaded machine: CI once saw this).
+      expect(failures.filter((code) => code !== 'connection_failed' && code !== 'timeout')).toEqual([])
       await withStore(openStore(kind, name), async (after) => {
         for (const key of keys) expect({ key, state: (await after.inbox.get(key))?.state }).toEqual({ key, state: 'pending' })
         expect((await after.inbox.stats()).pending).toBe(keys.length)
