@@ -16,18 +16,9 @@ import type { Claim } from '../../packages/core/src/store/types.js'
 import { UnansweredClaims } from '../../packages/core/src/store/unanswered.js'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
 import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { scaled, sleep, until } from '../support/time.js'
 
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-
-/** Polls `check` every 50 ms for up to `ms` (a check that fails counts as not yet): true once it held. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
-  const until = performance.now() + ms
-  while (performance.now() < until) {
-    if (await check().catch(() => false)) return true
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return check()
-}
 
 describe('PostgresDedupStore: a claim whose answer was lost', () => {
   let server: TestServer
@@ -110,7 +101,7 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
       proxy.loseNextReply()
       await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
       // The server took it; within a few of the give-back's pauses (200 ms, then doubling) it is free again.
-      expect(await within(5_000, async () => (await heldBy('unanswered_later', key)) === null)).toBe(true)
+      await until(async () => (await heldBy('unanswered_later', key)) === null, 'the lost claim given back', 5_000, 50)
       expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
       expect(await store.lookup(key)).toBe('absent')
     } finally {
@@ -142,7 +133,8 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
     const refusing = storeOn('unanswered_none', warnings, sent, true)
     try {
       await expect(refusing.claim(key, LONG)).rejects.toMatchObject({ code: 'connection_failed' })
-      await new Promise((resolve) => setTimeout(resolve, 600))
+      // Nothing to wait for: a kept claim would be released 200 ms after the failure.
+      await sleep(600)
       // No release of the key went out, in the background or otherwise.
       const { sql, order } = postgresStatements('unanswered_none')
       expect(sent.filter(({ text, values }) => values?.[0] === key && (text === sql.release || text === order.release))).toEqual([])
@@ -181,10 +173,21 @@ describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
       const key = `default:${crypto.randomUUID()}`
       proxy.mode('delay', { delayMs: 800 })
       await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'timeout' })
-      // The late reply (the server took the claim) arrives and is dropped; then the line is quick again.
-      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      // The line is quick again: the store's next connection takes the claim (ioredis sends an
+      // unanswered command again), then the store gives it back, in that order on one connection.
       proxy.mode('pass')
-      expect(await within(5_000, async () => (await store.lookup(key)) === 'absent')).toBe(true)
+      await until(() => warnings.some((line) => line.includes('which the server had taken')), 'the claim given back', 5_000, 20)
+      // A lookup may fail while the line recovers: not yet.
+      await until(
+        () =>
+          store.lookup(key).then(
+            (state) => state === 'absent',
+            () => false,
+          ),
+        'the lost claim given back',
+        5_000,
+        50,
+      )
       expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
       expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
     } finally {
@@ -195,7 +198,6 @@ describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
 })
 
 describe('UnansweredClaims: the give-back asked by a claim', () => {
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
   const claim = (key: string, orderKey?: string): Claim =>
     orderKey ? { key, token: `t-${key}`, attempt: 0, orderKey } : { key, token: `t-${key}`, attempt: 0 }
 
@@ -217,7 +219,7 @@ describe('UnansweredClaims: the give-back asked by a claim', () => {
       await sleep(300)
       const started = performance.now()
       expect(await unanswered.giveBack('k', undefined, started)).toBe(true)
-      expect(performance.now() - started).toBeLessThan(900)
+      expect(performance.now() - started).toBeLessThan(scaled(900))
       expect(released).toContain('k')
       expect(given).toContain('k')
     } finally {
@@ -254,7 +256,7 @@ describe('UnansweredClaims: the give-back asked by a claim', () => {
     )
     unanswered.add(claim('k'), 60_000)
     // Rounds at 200 ms, then 400 ms and 800 ms later; a fourth would come 1.6 s after the third.
-    expect(await within(10_000, async () => calls >= 3)).toBe(true)
+    await until(() => calls >= 3, 'three releases', 10_000)
     await sleep(2_000)
     expect(calls).toBe(3)
     unanswered.add(claim('later'), 60_000)

@@ -51,6 +51,27 @@ export class UnansweredClaims {
     this.#given = given
   }
 
+  /**
+   * Runs `send`, a claim's statement with `claim`'s token; when it fails in a way `mayHaveRun` says
+   * the server may have applied (default: {@link answerLost}), keeps the claim to give back.
+   */
+  async send<T>(
+    claim: { key: string; token: string; orderKey?: string | undefined },
+    leaseMs: number,
+    send: () => Promise<T>,
+    mayHaveRun: (error: unknown) => boolean = answerLost,
+  ): Promise<T> {
+    try {
+      return await send()
+    } catch (error) {
+      if (mayHaveRun(error)) {
+        const { key, token, orderKey } = claim
+        this.add(orderKey === undefined ? { key, token, attempt: 0 } : { key, token, attempt: 0, orderKey }, leaseMs)
+      }
+      throw error
+    }
+  }
+
   /** A claim sent with `leaseMs` that got no answer: given back once the store answers. */
   add(claim: Claim, leaseMs: number): void {
     if (this.#closed) return
@@ -173,4 +194,15 @@ export class UnansweredClaims {
 /** The warning of a store (`prefix`: its package name, `store`: its class) that gave back the claim of `key`. */
 export function gaveBackLine(prefix: string, store: string, key: string): string {
   return `${prefix} ${store}: gave back the claim of ${key}, which the server had taken while its answer was lost (a timeout or a dropped connection), so that the event's retries need not wait for its lease (leaseMs) to end.`
+}
+
+/**
+ * Whether a store call's failure may have left its statement applied: the store's `timeout` (past
+ * its deadline) or `connection_failed` (a connection that dropped, perhaps with the statement on
+ * it). By name and code, not `instanceof`: this module is bundled into each store's subpath, and
+ * importing the class here would bundle a second copy of it.
+ */
+export function answerLost(error: unknown): boolean {
+  const e = error as { name?: unknown; code?: unknown } | null
+  return e?.name === 'DedupStoreError' && (e.code === 'timeout' || e.code === 'connection_failed')
 }

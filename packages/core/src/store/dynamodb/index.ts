@@ -104,16 +104,10 @@ export class DynamoDBDedupStore implements DedupStore {
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const token = crypto.randomUUID()
       const now = this.#now()
-      let written: { attributes: DynamoItem | undefined } | ConditionFailed
-      try {
-        written = await this.#update(key, this.#expressions.claim(token, now, opts.leaseMs), 'UPDATED_NEW')
-      } catch (error) {
-        // Past callTimeoutMs or on a dropped connection the write may have been applied all the same.
-        if (error instanceof DedupStoreError && (error.code === 'timeout' || error.code === 'connection_failed')) {
-          this.#unanswered.add({ key, token, attempt: 0 }, opts.leaseMs)
-        }
-        throw error
-      }
+      // Past callTimeoutMs or on a dropped connection the write may have been applied all the same.
+      const written = await this.#unanswered.send({ key, token }, opts.leaseMs, () =>
+        this.#update(key, this.#expressions.claim(token, now, opts.leaseMs), 'UPDATED_NEW'),
+      )
       if (!('failed' in written)) return { status: 'acquired', claim: { key, token, attempt: attemptOf(written.attributes) } }
       // The item as the condition saw it; without it (a server that ignores ReturnValuesOnConditionCheckFailure), read it.
       const item = written.item ?? (await this.#get(key))

@@ -18,7 +18,7 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { scrub } from '../redact.js'
 import type { Claim, ClaimOptions, ClaimOrder, ClaimResult, CompleteOptions, DedupKeyState, DedupStore, ExtendOptions } from '../types.js'
-import { gaveBackLine, UnansweredClaims } from '../unanswered.js'
+import { answerLost, gaveBackLine, UnansweredClaims } from '../unanswered.js'
 import { locationOf, postgresConsoleSource } from './console.js'
 import {
   connectWaitMs,
@@ -222,54 +222,50 @@ export class PostgresDedupStore implements DedupStore {
   async #claimRounds(key: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult> {
     for (let round = 0; round < CLAIM_ATTEMPTS; round++) {
       const token = crypto.randomUUID()
-      try {
-        const decided = await this.#claimRound(key, token, opts, order)
-        if (decided !== undefined) return decided
-      } catch (error) {
-        // Sent and not answered: the server may have taken it (unanswered.ts).
-        if (mayHaveRun(error)) {
-          this.#unanswered.add(order ? { key, token, attempt: 0, orderKey: order.key } : { key, token, attempt: 0 }, opts.leaseMs)
-        }
-        throw error
-      }
+      // Sent and not answered: the server may have taken it (unanswered.ts).
+      const decided = await this.#unanswered.send(
+        { key, token, orderKey: order?.key },
+        opts.leaseMs,
+        () => this.#claimRound(key, token, opts, order),
+        mayHaveRun,
+      )
+      if (decided !== undefined) return decided
     }
     return { status: 'in_flight', retryAfterMs: 1 }
   }
 
   /** One round of a claim with `token`: its answer, or undefined to go another round. */
   async #claimRound(key: string, token: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult | undefined> {
-    {
-      const won = order
-        ? await this.#query<MarkRow>(
-            this.#orderSql.claim,
-            [key, token, opts.leaseMs, order.key, order.fact === undefined ? null : `${order.key}|${order.fact}`],
-            NEW_WORK,
-          )
-        : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs], NEW_WORK)
-      const row = won.rows[0] as MarkRow
-      if (row.attempt !== null) {
-        if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
-        const found: ClaimOrder = { mark: markOfRow(row) }
-        if (order.fact !== undefined) found.fact = factOfRow(row)
-        return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: found }
-      }
-      if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
-      if (order) {
-        if (row.lock_left_ms !== null) return { status: 'in_flight', retryAfterMs: Math.max(1, row.lock_left_ms), reason: 'order' }
-        // The lock looked free but another claim took it first (committed after this statement's
-        // snapshot): the email is held. Its time left is unknown here; the receiver asks again soon.
-        if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
-        // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
-        await this.#query(this.#orderSql.unlock, [order.key, token], NEW_WORK)
-        return undefined
-      }
-      // Free when read, taken by another claim before the insert: see who holds it now.
-      const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key], NEW_WORK)).rows[0]
-      // Released or purged between the two statements, or the lease ended just now: claim again.
-      if (!held || held.left_ms <= 0) return undefined
-      if (held.done) return { status: 'duplicate' }
-      return { status: 'in_flight', retryAfterMs: held.left_ms }
+    const won = order
+      ? await this.#query<MarkRow>(
+          this.#orderSql.claim,
+          [key, token, opts.leaseMs, order.key, order.fact === undefined ? null : `${order.key}|${order.fact}`],
+          NEW_WORK,
+        )
+      : await this.#query<MarkRow>(this.#sql.claim, [key, token, opts.leaseMs], NEW_WORK)
+    const row = won.rows[0] as MarkRow
+    if (row.attempt !== null) {
+      if (!order) return { status: 'acquired', claim: { key, token, attempt: row.attempt } }
+      const found: ClaimOrder = { mark: markOfRow(row) }
+      if (order.fact !== undefined) found.fact = factOfRow(row)
+      return { status: 'acquired', claim: { key, token, attempt: row.attempt, orderKey: order.key }, order: found }
     }
+    if (row.done !== null) return row.done ? { status: 'duplicate' } : { status: 'in_flight', retryAfterMs: row.left_ms ?? 1 }
+    if (order) {
+      if (row.lock_left_ms !== null) return { status: 'in_flight', retryAfterMs: Math.max(1, row.lock_left_ms), reason: 'order' }
+      // The lock looked free but another claim took it first (committed after this statement's
+      // snapshot): the email is held. Its time left is unknown here; the receiver asks again soon.
+      if (row.locked === 0) return { status: 'in_flight', retryAfterMs: 1, reason: 'order' }
+      // The lock was taken, the lease insert lost a race for the key: give the lock back, look again.
+      await this.#query(this.#orderSql.unlock, [order.key, token], NEW_WORK)
+      return undefined
+    }
+    // Free when read, taken by another claim before the insert: see who holds it now.
+    const held = (await this.#query<{ done: boolean; left_ms: number }>(this.#sql.inspect, [key], NEW_WORK)).rows[0]
+    // Released or purged between the two statements, or the lease ended just now: claim again.
+    if (!held || held.left_ms <= 0) return undefined
+    if (held.done) return { status: 'duplicate' }
+    return { status: 'in_flight', retryAfterMs: held.left_ms }
   }
 
   async complete(claim: Claim, opts: CompleteOptions): Promise<boolean> {
@@ -478,8 +474,8 @@ export class PostgresDedupStore implements DedupStore {
  * time, a refused connection) or the server canceled it (57014: rolled back).
  */
 function mayHaveRun(error: unknown): boolean {
-  if (!(error instanceof DedupStoreError) || (error.code !== 'timeout' && error.code !== 'connection_failed')) return false
-  const cause = error.cause as { name?: unknown; step?: unknown; code?: unknown } | undefined
+  if (!answerLost(error)) return false
+  const cause = (error as { cause?: unknown }).cause as { name?: unknown; step?: unknown; code?: unknown } | undefined
   if (cause?.name === 'QueryTimeoutError') return cause.step === 'query'
   return cause?.code !== '57014' && cause?.code !== 'ECONNREFUSED'
 }

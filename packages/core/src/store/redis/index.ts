@@ -137,19 +137,11 @@ export class RedisDedupStore implements DedupStore {
   /** One claim script with a token of its own; one that got no answer is kept to give back (unanswered.ts). */
   async #claimOnce(key: string, opts: ClaimOptions, order: ClaimOptions['order']): Promise<ClaimResult> {
     const token = crypto.randomUUID()
-    let reply: [number, number, ...(string | null | undefined)[]]
-    try {
-      reply = (
-        order
-          ? await this.#run(SCRIPTS.claimOrder, orderedKeys(key, order.key), token, opts.leaseMs, opts.retentionMs, order.fact ?? '')
-          : await this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs)
-      ) as [number, number, ...(string | null | undefined)[]]
-    } catch (error) {
-      if (error instanceof DedupStoreError && (error.code === 'timeout' || error.code === 'connection_failed')) {
-        this.#unanswered.add(order ? { key, token, attempt: 0, orderKey: order.key } : { key, token, attempt: 0 }, opts.leaseMs)
-      }
-      throw error
-    }
+    const reply = (await this.#unanswered.send({ key, token, orderKey: order?.key }, opts.leaseMs, () =>
+      order
+        ? this.#run(SCRIPTS.claimOrder, orderedKeys(key, order.key), token, opts.leaseMs, opts.retentionMs, order.fact ?? '')
+        : this.#run(SCRIPTS.claim, [key], token, opts.leaseMs, opts.retentionMs),
+    )) as [number, number, ...(string | null | undefined)[]]
     if (reply[0] === 2) {
       if (!order) return { status: 'acquired', claim: { key, token, attempt: reply[1] } }
       const claim = { key, token, attempt: reply[1], orderKey: order.key }
