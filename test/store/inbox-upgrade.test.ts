@@ -273,7 +273,9 @@ describe('an inbox table made by 0.1.0', () => {
           // An enqueue of another store meanwhile is not queued behind a build that waits.
           const item = { key: 'default:meanwhile', type: 'email.sent', payload: '{}', timestamp: 1 }
           expect(await other.inbox.enqueue(item, { retentionMs: 60_000 })).toBe('queued')
-          expect(await counted).toMatchObject({ pending: 1, dead: 0 })
+          // Counted while the enqueue above waited behind the failed build: it may or may not be in this count.
+          expect(await counted).toMatchObject({ running: 0, dead: 0 })
+          expect(await store.inbox.stats()).toMatchObject({ pending: 1, dead: 0 })
           expect(performance.now() - started).toBeLessThan(2_500)
           expect(warnings).toHaveLength(1)
           expect(warnings[0]).toMatch(/Building it now did not finish in time \(the table was busy: .*lock timeout/)
