@@ -7,13 +7,17 @@
  * the first took: the claim is acquired (not in flight to itself for a whole lease), the take
  * returns the same entry with the same attempt (not a second entry, leaving the first running with
  * no holder), and a complete sent again answers false while `completedBy` tells that its claim
- * recorded the key (the receiver's recorder then counts it as recorded).
+ * recorded the key (the receiver's recorder then counts it as recorded). And a claim whose reply
+ * came past `commandTimeoutMs` (the store gave up on it; the server took it) is given back by the
+ * store once the line is quick again (store/unanswered.ts): the retry is acquired, not in_flight for
+ * the lease.
  */
 import { RedisDedupStore } from '@email-webhooks/core/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
 import { sharedRedis, type TestServer } from '../services/servers.js'
+import { until } from '../support/time.js'
 
 let redis: TestServer
 let proxy: FaultProxy
@@ -132,6 +136,41 @@ describe.each(Object.entries(stores))('RedisDedupStore on %s, a reply lost with 
     } finally {
       await store.close()
       await close()
+    }
+  })
+})
+
+describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
+  it('gives it back once the server answers in time again: the retry is acquired, not in_flight for the lease', async () => {
+    const url = new URL(redis.url)
+    url.port = String(proxy.port)
+    const warnings: string[] = []
+    const store = new RedisDedupStore({ url: url.href, prefix: 'unanswered:', commandTimeoutMs: 300, warn: (line) => warnings.push(line) })
+    try {
+      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
+      const key = `default:${crypto.randomUUID()}`
+      proxy.mode('delay', { delayMs: 800 })
+      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'timeout' })
+      // The line is quick again: the store's next connection takes the claim (ioredis sends an
+      // unanswered command again), then the store gives it back, in that order on one connection.
+      proxy.mode('pass')
+      await until(() => warnings.some((line) => line.includes('which the server had taken')), 'the claim given back', 5_000, 20)
+      // A lookup may fail while the line recovers: not yet.
+      await until(
+        () =>
+          store.lookup(key).then(
+            (state) => state === 'absent',
+            () => false,
+          ),
+        'the lost claim given back',
+        5_000,
+        50,
+      )
+      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
+      expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
+    } finally {
+      proxy.mode('pass')
+      await store.close()
     }
   })
 })

@@ -4,18 +4,18 @@
  * whole lease, with nobody to run it, and every retry met 409 in_flight (a PostgreSQL stop in the
  * fault suite left three such events blocked until their 30 s lease ended). The shared stores now
  * give such claims back with their own release, fenced by the claim's token: at once when a claim
- * of the key meets in_flight, and in the background once the server answers again. Against real
- * servers behind the fault proxy (test/services/fault-proxy.ts).
+ * of the key meets in_flight, and in the background once the server answers again. Against a real
+ * PostgreSQL behind the fault proxy (test/services/fault-proxy.ts); Redis's case is in
+ * redis-resend.test.ts, DynamoDB's in dynamodb-edges.test.ts.
  */
 import { PostgresDedupStore, type PostgresPool } from '@email-webhooks/core/postgres'
-import { RedisDedupStore } from '@email-webhooks/core/redis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStatements } from '../../packages/core/src/store/postgres/schema.js'
 import type { Claim } from '../../packages/core/src/store/types.js'
 import { UnansweredClaims } from '../../packages/core/src/store/unanswered.js'
 import { type FaultProxy, startFaultProxy } from '../services/fault-proxy.js'
-import { sharedPostgres, sharedRedis, type TestServer } from '../services/servers.js'
+import { sharedPostgres, type TestServer } from '../services/servers.js'
 import { scaled, sleep, until } from '../support/time.js'
 
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
@@ -146,52 +146,6 @@ describe('PostgresDedupStore: a claim whose answer was lost', () => {
     try {
       expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 1 } })
     } finally {
-      await store.close()
-    }
-  })
-})
-
-describe('RedisDedupStore: a claim whose answer came past its deadline', () => {
-  let redis: TestServer
-  let proxy: FaultProxy
-  beforeAll(async () => {
-    redis = await sharedRedis()
-    proxy = await startFaultProxy(redis.port)
-  })
-  afterAll(async () => {
-    await proxy?.close()
-    await redis?.stop()
-  })
-
-  it('gives it back once the server answers in time again: the retry is acquired, not in_flight for the lease', async () => {
-    const url = new URL(redis.url)
-    url.port = String(proxy.port)
-    const warnings: string[] = []
-    const store = new RedisDedupStore({ url: url.href, prefix: 'unanswered:', commandTimeoutMs: 300, warn: (line) => warnings.push(line) })
-    try {
-      expect((await store.claim(`default:${crypto.randomUUID()}`, LONG)).status).toBe('acquired')
-      const key = `default:${crypto.randomUUID()}`
-      proxy.mode('delay', { delayMs: 800 })
-      await expect(store.claim(key, LONG)).rejects.toMatchObject({ code: 'timeout' })
-      // The line is quick again: the store's next connection takes the claim (ioredis sends an
-      // unanswered command again), then the store gives it back, in that order on one connection.
-      proxy.mode('pass')
-      await until(() => warnings.some((line) => line.includes('which the server had taken')), 'the claim given back', 5_000, 20)
-      // A lookup may fail while the line recovers: not yet.
-      await until(
-        () =>
-          store.lookup(key).then(
-            (state) => state === 'absent',
-            () => false,
-          ),
-        'the lost claim given back',
-        5_000,
-        50,
-      )
-      expect(await store.claim(key, LONG)).toMatchObject({ status: 'acquired', claim: { attempt: 2 } })
-      expect(warnings.some((line) => line.includes('which the server had taken while its answer was lost'))).toBe(true)
-    } finally {
-      proxy.mode('pass')
       await store.close()
     }
   })
