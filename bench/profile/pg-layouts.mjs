@@ -13,8 +13,11 @@
  *             INSERT … ON CONFLICT DO NOTHING an event (../src/hand/dedup.js)
  *
  * Every statement is a named prepared statement, as the store's are. Per round: events/s, the
- * database server's CPU µs per event (/proc, 10 ms ticks) and the share of updates that were HOT
- * (pg_stat_user_tables). Medians of the rounds.
+ * database server's CPU µs per event (/proc, 10 ms ticks), the share of updates that were HOT
+ * (pg_stat_user_tables), the WAL written per event (bytes between `pg_current_wal_lsn()` before and
+ * after: exact, no statistics delay) and the checkpoints that started during the round
+ * (pg_stat_bgwriter). Medians of the rounds. BENCH_PG_OPTIONS (bench/src/services.js) tries server
+ * settings, e.g. `-c wal_compression=lz4` or `-c max_wal_size=8GB`.
  *
  *   node bench/profile/pg-layouts.mjs [retained=10000000] [rounds=5] [events=20000]
  *   LAYOUTS=ours,hand node bench/profile/pg-layouts.mjs 1000000
@@ -93,22 +96,39 @@ async function updates(table) {
   return { all: Number(row?.n_tup_upd ?? 0), hot: Number(row?.n_tup_hot_upd ?? 0) }
 }
 
+async function walAndCheckpoints() {
+  const row = (
+    await admin.query(
+      `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn AS lsn, (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS checkpoints`,
+    )
+  ).rows[0]
+  return { lsn: Number(row.lsn), checkpoints: Number(row.checkpoints) }
+}
+
 async function round(target, n) {
   let next = 0
   const lane = async () => {
     while (next++ < n) await target.event(randomUUID())
   }
   const before = await updates(target.table)
+  const wal = await walAndCheckpoints()
   const db = server.cpuMicros()
   const started = performance.now()
   await Promise.all(Array.from({ length: 10 }, lane))
   const seconds = (performance.now() - started) / 1000
   const dbMicros = (server.cpuMicros() - db) / n
+  const walAfter = await walAndCheckpoints()
   // The statistics collector reports at most every 500 ms.
   await new Promise((resolve) => setTimeout(resolve, 600))
   const after = await updates(target.table)
   const changed = after.all - before.all
-  return { rate: n / seconds, db: dbMicros, hot: changed ? (after.hot - before.hot) / changed : 0 }
+  return {
+    rate: n / seconds,
+    db: dbMicros,
+    hot: changed ? (after.hot - before.hot) / changed : 0,
+    wal: (walAfter.lsn - wal.lsn) / n,
+    checkpoints: walAfter.checkpoints - wal.checkpoints,
+  }
 }
 
 const targets = []
@@ -130,17 +150,20 @@ for (let r = 0; r < rounds; r++) {
   for (const target of targets) {
     const row = await round(target, events)
     target.rows.push(row)
-    console.error(`round ${r + 1} ${target.layout} ${target.size}: ${Math.round(row.rate)} events/s, DB ${row.db.toFixed(1)} µs/event`)
+    console.error(
+      `round ${r + 1} ${target.layout} ${target.size}: ${Math.round(row.rate)} events/s, DB ${row.db.toFixed(1)} µs/event, WAL ${Math.round(row.wal)} B/event, ${row.checkpoints} checkpoints`,
+    )
   }
 }
 const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
-console.log('| Layout | retained | events/s | DB CPU µs/event | HOT updates | size |')
-console.log('| --- | ---: | ---: | ---: | ---: | ---: |')
+console.log(`server options: ${process.env.BENCH_PG_OPTIONS ?? '(defaults)'}`)
+console.log('| Layout | retained | events/s | DB CPU µs/event | HOT updates | WAL bytes/event | checkpoints a round | size |')
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
 for (const target of targets) {
   const size = (await admin.query('SELECT pg_size_pretty(pg_total_relation_size($1)) AS s', [target.table])).rows[0].s
   const m = (field) => median(target.rows.map((row) => row[field]))
   console.log(
-    `| ${target.layout} | ${target.size.toLocaleString('en')} | ${Math.round(m('rate')).toLocaleString('en')} | ${m('db').toFixed(1)} | ${(100 * m('hot')).toFixed(0)} % | ${size} |`,
+    `| ${target.layout} | ${target.size.toLocaleString('en')} | ${Math.round(m('rate')).toLocaleString('en')} | ${m('db').toFixed(1)} | ${(100 * m('hot')).toFixed(0)} % | ${Math.round(m('wal')).toLocaleString('en')} | ${m('checkpoints')} | ${size} |`,
   )
 }
 await pool.end()
