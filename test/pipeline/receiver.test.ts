@@ -229,7 +229,11 @@ describe.each(stores)('createReceiver with %s', (_name, createStore) => {
     expect(failed).toMatchObject({ status: 500, code: 'handler_failed', outcome: 'retry' })
     expect(errorOf(failed).code).toBe('handler_failed')
     expect(errorOf(failed).message).toMatch(/threw; the event was released and the sender will retry it\./)
+    // The sender has no error object: the answer says where the cause went, the error keeps its own words.
+    expect(errorOf(failed).message).toMatch(/ The cause is in the receiver's log \(or went to its onError\)\.$/)
+    expect(errorOf(failed).message).not.toContain("See the error's cause")
     expect(errors).toHaveLength(1)
+    expect((errors[0] as WebhookHandlingError).message).toMatch(/ See the error's cause\.$/)
     expect(errors[0]).toBeInstanceOf(WebhookHandlingError)
     expect((errors[0] as WebhookHandlingError).cause).toBe(boom)
 
@@ -767,11 +771,15 @@ describe('createReceiver options', () => {
     expect(build).toThrow(new RegExp(`unknown option "${typo}": it would be ignored\\. Did you mean "${nearest}"\\?`))
   })
 
-  it('names the event type a handler key was meant to be, and the SQLite default for store: "sqlite"', () => {
+  it('names the event type a handler key was meant to be, and the SQLite default for store: "sqlite" or a file path', () => {
     expect(() =>
       createReceiver({ secret: TEST_SECRET, store: 'memory', handlers: { 'email.bounce': () => {} } } as ReceiverOptions),
     ).toThrow(/"email\.bounce" is not an email event type\. Did you mean "email\.bounced"\?/)
     expect(() => createReceiver({ secret: TEST_SECRET, store: 'sqlite' as 'memory' })).toThrow(/For the SQLite store, leave store out/)
+    // A file path given as the store: the way to a SQLite file, not only "not a store".
+    expect(() => createReceiver({ secret: TEST_SECRET, store: './x.db' as 'memory' })).toThrow(
+      /A string is not a store \(a file path is not taken here\): for a SQLite file, leave store out: .*new SqliteDedupStore\(\{ path \}\) from '@email-webhooks\/core\/sqlite'/,
+    )
   })
 
   it('refuses an option of a newer version without guessing a name for it', () => {
@@ -1141,7 +1149,7 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
     expect(warns).toHaveBeenCalledTimes(1)
     const warning = String(warns.mock.calls[0]?.[0])
     expect(warning).toMatch(/^\[@email-webhooks\/core\] 401 signature_mismatch: 1 of 2 deliveries/)
-    expect(warning).toContain('the secret is right')
+    expect(warning).toContain('the secret is right for most of them')
     for (const secret of [TEST_SECRET, good.headers['webhook-signature'], good.body, good.event.id]) expect(warning).not.toContain(secret)
     expect(receiver.stats()).toEqual({
       handled: 0,
@@ -1186,7 +1194,7 @@ describe('createReceiver logs 5xx-class failures by default and counts refusals,
     }
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatch(
-      /^\[@email-webhooks\/core\] 401 signature_mismatch: 1 of 2 deliveries .* failed the signature check while the others passed it, so the secret is right/,
+      /^\[@email-webhooks\/core\] 401 signature_mismatch: 1 of 2 deliveries .* failed the signature check while the others passed it, so the secret is right for most of them/,
     )
     expect(lines[0]).toContain('email-webhooks verify')
     expect(receiver.stats().rejected).toEqual({ signature_mismatch: 3 })

@@ -148,7 +148,7 @@ function receiverSaid(answer: Answer): string {
 /** Advice for an answer no retry changes. */
 function refusalAdvice(status: number, code: string): string {
   if (code === 'reconcile_unsupported')
-    return 'the receiver cannot recognise reconciled events: turn ordering: true on in the receiver (with a store that keeps facts: every built-in store does), then run reconcile again. Nothing ran.'
+    return 'the receiver cannot recognise reconciled events: turn ordering: true on in the receiver (with a store that keeps facts: every built-in store does). Nothing ran. Events it handled before ordering was on are unknown to it and would be handled again: then reconcile only emails created after you turned ordering on (since; --since on the command line).'
   if (code === 'timestamp_too_old' || code === 'timestamp_too_new')
     return `the receiver refused the signature's timestamp (${status} ${code}): this machine's clock is more than 5 minutes off the receiver's.`
   if (status === 401)

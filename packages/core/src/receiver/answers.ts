@@ -40,6 +40,18 @@ export function ignoredAnswer(): ReceiverResponse {
   return { status: 200, headers: jsonHeaders(), body: IGNORED_BODY, outcome: 'ignored', code: 'invalid_envelope' }
 }
 
+const SEE_CAUSE = " See the error's cause."
+
+/**
+ * An error's message as the answer's body says it: the sender (or whoever sent the request) has no
+ * error object, so "see the error's cause" there points to where the receiver said the cause.
+ */
+function answeredMessage(message: string): string {
+  return message.endsWith(SEE_CAUSE)
+    ? `${message.slice(0, -SEE_CAUSE.length)} The cause is in the receiver's log (or went to its onError).`
+    : message
+}
+
 /** The non-2xx answer for a refusal or a failure; `Retry-After` in whole seconds (at least 1) when given. */
 export function errorAnswer(
   error: WebhookVerificationError | WebhookHandlingError,
@@ -51,7 +63,7 @@ export function errorAnswer(
   const answer: ReceiverResponse = {
     status: error.status,
     headers,
-    body: JSON.stringify({ error: { code: error.code, message: error.message } }),
+    body: JSON.stringify({ error: { code: error.code, message: answeredMessage(error.message) } }),
     outcome: error instanceof WebhookVerificationError ? 'rejected' : 'retry',
     code: error.code,
   }

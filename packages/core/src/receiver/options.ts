@@ -95,7 +95,7 @@ function checkStore(store: unknown, logger: WebhookLogger | undefined): DedupSto
     typeof candidate.release !== 'function'
   ) {
     throw new TypeError(
-      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.${typeof store === 'string' && store.toLowerCase() === 'sqlite' ? " For the SQLite store, leave store out: it is the default on Node (a file at EMAIL_WEBHOOKS_DB, else ./.email-webhooks/dedup.db), or pass new SqliteDedupStore({ path }) from '@email-webhooks/core/sqlite'." : ''}`,
+      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.${typeof store === 'string' ? ` ${store.toLowerCase() === 'sqlite' ? 'For the SQLite store' : 'A string is not a store (a file path is not taken here): for a SQLite file'}, leave store out: it is the default on Node (a file at EMAIL_WEBHOOKS_DB, else ./.email-webhooks/dedup.db), or pass new SqliteDedupStore({ path }) from '@email-webhooks/core/sqlite'.` : ''}`,
     )
   }
   return candidate as DedupStore

@@ -128,7 +128,7 @@ export class Reporter {
     this.#warnedMismatch = true
     const total = this.#mismatches + this.#verified
     this.#logger?.warn(
-      `${PACKAGE} 401 signature_mismatch: ${this.#mismatches} of ${total} deliveries since this receiver started failed the signature check while the others passed it, so the secret is right and some bodies are changed on their way: a proxy or a body parser that re-encodes JSON (\\u escapes, key order, white space, a trailing newline) is the likely cause. Capture a refused request and run \`email-webhooks verify\` on it: it names the re-encoding that matches. (Said at most every ${MIXED_EVERY_MS / 60_000} minutes; all refusals are counted in stats().rejected.)`,
+      `${PACKAGE} 401 signature_mismatch: ${this.#mismatches} of ${total} deliveries since this receiver started failed the signature check while the others passed it, so the secret is right for most of them: either some bodies are changed on their way (a proxy or a body parser that re-encodes JSON: \\u escapes, key order, white space, a trailing newline) or some deliveries are signed with another secret (a second endpoint or sender pointing at this URL, a secret rotated on one side only). Capture a refused request and run \`email-webhooks verify\` on it: it names the re-encoding that matches, and none matching means another secret. (Said at most every ${MIXED_EVERY_MS / 60_000} minutes; all refusals are counted in stats().rejected.)`,
     )
   }
 
