@@ -39,8 +39,13 @@ const RUNNERS = {
 const SHORT_MS = 1_000
 
 /** Registers the dedup-store conformance suite with vitest's describe/it, on a new store per test (a built-in store: durations checked too). */
-export function conformance(name: string, createStore: () => DedupStore, order: CaseOrder = 'side-by-side'): void {
-  dedupStoreConformance(name, RUNNERS[order], { createStore, checkDurations: true, shortMs: scaled(SHORT_MS) })
+export function conformance(
+  name: string,
+  createStore: () => DedupStore,
+  order: CaseOrder = 'side-by-side',
+  more: { concurrency?: number } = {},
+): void {
+  dedupStoreConformance(name, RUNNERS[order], { createStore, checkDurations: true, shortMs: scaled(SHORT_MS), ...more })
 }
 
 /** Registers the ordering conformance suite with vitest's describe/it, on a new store per test. */

@@ -146,7 +146,9 @@ describe('DynamoDBDedupStore: faults name their fix', () => {
   })
 
   it('gives back a claim past callTimeoutMs that the table took: the next claim of the event is acquired, not in_flight for the lease', async () => {
-    const store = new DynamoDBDedupStore({ client: proxied, table: TABLE, callTimeoutMs: 300 })
+    // The deadline the stalled claim runs into; the calls after it must answer within it too (300 ms
+    // was too short for them in a full run on a busy machine: the next claim timed out as well).
+    const store = new DynamoDBDedupStore({ client: proxied, table: TABLE, callTimeoutMs: scaled(1_500) })
     proxy.mode = 'all-old'
     proxy.loseNext = { operation: 'UpdateItem', how: 'stall' }
     try {

@@ -192,7 +192,7 @@ describe('emails reconcile', () => {
     // Emails in flight at once each got the 409: every row says so, the advice comes once.
     const refused = result.stdout.split('\n').filter((line) => /\srefused\s/.test(line))
     expect(refused.length).toBeGreaterThanOrEqual(1)
-    for (const line of refused) expect(line).toMatch(/409 reconcile_unsupported: the run stopped on it \(what to do: below\)$/)
+    for (const line of refused) expect(line).toMatch(/409 reconcile_unsupported: the answer the run stopped on \(what to do: below\)$/)
     expect((result.stdout + result.stderr).match(/turn ordering: true on/g)).toHaveLength(1)
     expect(result.stderr).toMatch(
       /stopped at email \S+: 409 reconcile_unsupported: the receiver cannot recognise reconciled events: turn ordering: true on.*the receiver would refuse the rest the same way; \d emails? not started/,

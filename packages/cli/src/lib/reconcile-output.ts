@@ -38,7 +38,7 @@ const EMAIL_LABEL: Record<EmailReconcileResult['status'], string> = {
 /** What a row says of a refusal or failure: its status and code, and what to do the first time they come (else where it was said). */
 function problemDetail(e: ReconciledEvent, said: Set<string>, stoppedOn: string | undefined): string {
   const status = e.status === undefined ? '' : `${e.status === 0 ? 'no answer' : e.status} ${e.code ?? ''}`.trim()
-  if (status !== '' && status === stoppedOn) return `${status}: the run stopped on it (what to do: below)`
+  if (status !== '' && status === stoppedOn) return `${status}: the answer the run stopped on (what to do: below)`
   if (status !== '' && said.has(status)) return `${status}: as above`
   said.add(status)
   return [status, e.message].filter(Boolean).join(': ')
