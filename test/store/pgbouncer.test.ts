@@ -75,13 +75,20 @@ describe('PostgresDedupStore behind PgBouncer (transaction pooling, its defaults
   })
 })
 
+/**
+ * The store's deadline is a margin here, not what the suites test: 200 concurrent claims of one key
+ * wait for the pool's 10 connections through PgBouncer beside the suite's other cases, and on a
+ * busy machine (a full run, 2026-11-28) one waited past the default connect wait (1.5 s, half of
+ * queryTimeoutMs) and failed.
+ */
+const queryTimeoutMs = scaled(10_000)
 conformance(
   'PostgresDedupStore behind PgBouncer (transaction pooling)',
-  () => new PostgresDedupStore({ connectionString: bouncer.url, table: 'hooks_pgbouncer', warn: quiet }),
+  () => new PostgresDedupStore({ connectionString: bouncer.url, table: 'hooks_pgbouncer', warn: quiet, queryTimeoutMs }),
 )
 ordering(
   'PostgresDedupStore behind PgBouncer (transaction pooling)',
-  () => new PostgresDedupStore({ connectionString: bouncer.url, table: 'hooks_pgbouncer', warn: quiet }),
+  () => new PostgresDedupStore({ connectionString: bouncer.url, table: 'hooks_pgbouncer', warn: quiet, queryTimeoutMs }),
 )
 inboxConformance(
   'PostgresDedupStore behind PgBouncer (transaction pooling, table "inbox_pgbouncer")',
