@@ -40,11 +40,12 @@ export function ignoredAnswer(): ReceiverResponse {
   return { status: 200, headers: jsonHeaders(), body: IGNORED_BODY, outcome: 'ignored', code: 'invalid_envelope' }
 }
 
-const SEE_CAUSE = " See the error's cause."
+/** The last sentence of a failure's message whose cause is the error's `cause` (those messages end with it). */
+export const SEE_CAUSE = " See the error's cause."
 
 /**
  * An error's message as the answer's body says it: the sender (or whoever sent the request) has no
- * error object, so "see the error's cause" there points to where the receiver said the cause.
+ * error object, so {@link SEE_CAUSE} there becomes where the receiver said the cause.
  */
 function answeredMessage(message: string): string {
   return message.endsWith(SEE_CAUSE)
@@ -89,7 +90,7 @@ export function notRecorded(cause: unknown, timedOutAfterMs?: number): WebhookHa
   const reason = timedOutAfterMs !== undefined ? `did not answer within storeTimeoutMs (${timedOutAfterMs} ms)` : 'failed'
   return new WebhookHandlingError(
     'store_unavailable',
-    `The event was handled, but recording it in the dedup store ${reason}. The receiver keeps trying to record it in the background: the sender's retries get 409 in_flight until it lands, then a duplicate 200, and the handler does not run again. See the error's cause.`,
+    `The event was handled, but recording it in the dedup store ${reason}. The receiver keeps trying to record it in the background: the sender's retries get 409 in_flight until it lands, then a duplicate 200, and the handler does not run again.${SEE_CAUSE}`,
     { cause },
   )
 }
@@ -106,7 +107,7 @@ export function storeUnavailable(cause: unknown, timedOutAfterMs?: number, claim
     : ''
   return new WebhookHandlingError(
     'store_unavailable',
-    `The dedup store ${reason}; nothing was marked done and the sender will retry.${held} See the error's cause.`,
+    `The dedup store ${reason}; nothing was marked done and the sender will retry.${held}${SEE_CAUSE}`,
     { cause },
   )
 }

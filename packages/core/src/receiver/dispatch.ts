@@ -7,6 +7,7 @@
 import { WebhookHandlingError } from '../errors.js'
 import { isEmailEventType, type WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
+import { SEE_CAUSE } from './answers.js'
 import { type Claimed, holdEmailUntilLeaseEnd } from './claim.js'
 import { attempt } from './deadline.js'
 import type { EventSource } from './facts.js'
@@ -122,7 +123,7 @@ export async function dispatchEvent<Extra>(
       )
     const error = new WebhookHandlingError(
       'handler_failed',
-      `The handler for ${event.type} threw; ${afterFailure(p, released)}. See the error's cause.`,
+      `The handler for ${event.type} threw; ${afterFailure(p, released)}.${SEE_CAUSE}`,
       {
         cause,
       },

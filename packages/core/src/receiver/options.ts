@@ -82,6 +82,14 @@ function checkHandlers<Ctx>(options: ReceiverOptions<Ctx>): Record<string, Webho
   return handlers
 }
 
+/** For a string given as the store ('sqlite', a file path): the way to the SQLite store. */
+function stringStoreHint(store: unknown): string {
+  if (typeof store !== 'string') return ''
+  const what =
+    store.toLowerCase() === 'sqlite' ? 'For the SQLite store' : 'A string is not a store (a file path is not taken here): for a SQLite file'
+  return ` ${what}, leave store out: it is the default on Node (a file at EMAIL_WEBHOOKS_DB, else ./.email-webhooks/dedup.db), or pass new SqliteDedupStore({ path }) from '@email-webhooks/core/sqlite'.`
+}
+
 function checkStore(store: unknown, logger: WebhookLogger | undefined): DedupStore {
   // No store given: the runtime's default, opened now so that a broken default fails here, loudly.
   if (store === undefined) return getDefaultStore(DedupStoreError, () => new MemoryDedupStore(), logger)
@@ -95,7 +103,7 @@ function checkStore(store: unknown, logger: WebhookLogger | undefined): DedupSto
     typeof candidate.release !== 'function'
   ) {
     throw new TypeError(
-      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.${typeof store === 'string' ? ` ${store.toLowerCase() === 'sqlite' ? 'For the SQLite store' : 'A string is not a store (a file path is not taken here): for a SQLite file'}, leave store out: it is the default on Node (a file at EMAIL_WEBHOOKS_DB, else ./.email-webhooks/dedup.db), or pass new SqliteDedupStore({ path }) from '@email-webhooks/core/sqlite'.` : ''}`,
+      `${PACKAGE} store must implement claim, complete and release (see DedupStore), or be 'memory' to opt into the non-durable in-process store.${stringStoreHint(store)}`,
     )
   }
   return candidate as DedupStore
