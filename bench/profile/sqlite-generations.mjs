@@ -27,7 +27,8 @@
  * two; not explained: this build's page caches are separate, no ENABLE_MEMORY_MANAGEMENT), which
  * opens the file (gens: loads the hashes from the blobs, as a store would at open), warms up with
  * 2,000 events and times `events`; rounds interleaved, medians: events/s and CPU µs per event
- * (process.cpuUsage). Also the time to load the hashes and their memory.
+ * (process.cpuUsage), and read system calls per event (/proc/self/io: pages SQLite's cache missed,
+ * a second method). Also the time to load the hashes and their memory.
  *
  *   taskset -c 0 node bench/profile/sqlite-generations.mjs [retained=10000000] [rounds=5] [events=20000]
  *
@@ -39,7 +40,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -205,6 +206,14 @@ function run(t, n) {
   }
 }
 
+/**
+ * Read system calls of this process so far (`syscr` of /proc/self/io, Linux): a second method for
+ * the growth, which is pages SQLite's cache missed and read from the OS (`pread64`).
+ */
+function readCalls() {
+  return Number(/syscr: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? Number.NaN)
+}
+
 /** One round in this process: warm-up, then `n` events timed. Prints a JSON line. */
 function round(path, layout, size, n) {
   const t = target(path, layout, size + 200_000)
@@ -215,14 +224,16 @@ function round(path, layout, size, n) {
   }
   run(t, WARM_UP)
   const probedBefore = t.probed ?? 0
+  const reads = readCalls()
   const cpu = process.cpuUsage()
   const started = performance.now()
   run(t, n)
   const seconds = (performance.now() - started) / 1000
   const used = process.cpuUsage(cpu)
+  const readsPerEvent = (readCalls() - reads) / n
   t.db.close()
   const extra = t.hashes ? { loadMs: t.loadMs, bytes: t.hashes.bytes, count: t.hashes.count, probed: (t.probed - probedBefore) / n } : {}
-  console.log(JSON.stringify({ rate: n / seconds, cpu: (used.user + used.system) / n, ...extra }))
+  console.log(JSON.stringify({ rate: n / seconds, cpu: (used.user + used.system) / n, reads: readsPerEvent, ...extra }))
 }
 
 if (process.argv[2] === '--round') {
@@ -259,9 +270,9 @@ console.log(
   `generation: ${GENERATION.toLocaleString('en')} records; batches of ${BATCH}; ${rounds} rounds of ${events.toLocaleString('en')} events, each in a process of its own`,
 )
 console.log(
-  '| Layout | retained | events/s | ratio | CPU µs/event | file | hashes in memory | hashes loaded at open | generations read for a fresh key |',
+  '| Layout | retained | events/s | ratio | CPU µs/event | read calls/event | file | hashes in memory | hashes loaded at open | generations read for a fresh key |',
 )
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
 for (const t of targets) {
   const empty = targets.find((o) => o.layout === t.layout && o.size === 0)
   const m = (field) => median(t.rows.map((row) => row[field]))
@@ -272,7 +283,7 @@ for (const t of targets) {
   const load = last.loadMs === undefined ? '—' : `${Math.round(m('loadMs'))} ms`
   const probed = last.probed === undefined ? '—' : m('probed').toFixed(4)
   console.log(
-    `| ${t.layout} | ${t.size.toLocaleString('en')} | ${Math.round(m('rate')).toLocaleString('en')} | ${ratio} | ${m('cpu').toFixed(1)} | ${mib} MiB | ${memory} | ${load} | ${probed} |`,
+    `| ${t.layout} | ${t.size.toLocaleString('en')} | ${Math.round(m('rate')).toLocaleString('en')} | ${ratio} | ${m('cpu').toFixed(1)} | ${m('reads').toFixed(2)} | ${mib} MiB | ${memory} | ${load} | ${probed} |`,
   )
 }
 rmSync(dir, { recursive: true, force: true })
