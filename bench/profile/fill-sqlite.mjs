@@ -5,7 +5,7 @@
  */
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
-import { fillSqliteTable } from '../src/fill.js'
+import { fillSqliteStore } from '../src/fill.js'
 
 const [path, countText] = process.argv.slice(2)
 const count = Number(countText)
@@ -16,7 +16,7 @@ if (!path || !Number.isInteger(count) || count < 0) {
 // The store makes its tables (and sets the file's page size), then a connection of ours fills them.
 await new SqliteDedupStore({ path }).close()
 const db = new Database(path)
-const added = fillSqliteTable(db, { table: 'email_webhook_dedup', count })
+const added = await fillSqliteStore(db, { path, count })
 db.pragma('wal_checkpoint(TRUNCATE)')
 db.close()
 console.log(`${added} done records in ${path}`)

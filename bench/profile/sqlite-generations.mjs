@@ -1,9 +1,11 @@
 /**
  * Would a SQLite layout of done records in generations keep the cost per event flat as a week of
- * records piles up (issue 48)? A prototype of the design, not the store, measured against the
- * store's layout with the same statements, without HTTP, on one thread:
+ * records piles up (issue 48)? The prototype that decided it (2026-11-28), kept as the record of
+ * that measurement: the store has since been built this way (schema version 3,
+ * packages/core/src/store/sqlite/generations.ts, measured over HTTP by bench/src/retained.js). Here
+ * the design and the one-table layout before it, with the same statements, without HTTP, on one thread:
  *
- *   ours  the store's layout (packages/core/src/store/sqlite/schema.ts): done records in one table
+ *   ours  the store's layout before schema version 3: done records in one table
  *         `key → expires_at` (WITHOUT ROWID, 1 KiB pages), leases in another; a claim reads the done
  *         record and inserts the lease, a complete deletes the lease and writes the done record.
  *         With 10 million random keys every claim and complete lands on a B-tree page no other event

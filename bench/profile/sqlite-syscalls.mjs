@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
-import { fillSqliteTable } from '../src/fill.js'
+import { fillSqliteStore } from '../src/fill.js'
 import { ipcChild, round, startServer } from '../src/http.js'
 import { detectPinning, spawnNode } from '../src/pinning.js'
 
@@ -22,7 +22,7 @@ const path = join(dir, 'filled.db')
 await new SqliteDedupStore({ path }).close()
 const db = new Database(path)
 db.pragma('cache_size = -1000000')
-fillSqliteTable(db, { table: 'email_webhook_dedup', count: size })
+await fillSqliteStore(db, { path, count: size })
 db.pragma('wal_checkpoint(TRUNCATE)')
 db.close()
 const pinning = detectPinning()

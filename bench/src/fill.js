@@ -5,9 +5,14 @@
  * `retentionMs` after its (spread) completion — so that the store cannot tell it from one it wrote
  * (bench/test/fill.test.ts reads them back with the store's `lookup()`).
  *
- *   SQLite      `<table>` (key, expires_at) WITHOUT ROWID: no lease row (a complete deletes it);
- *               `INSERT … SELECT` from a recursive CTE, in random key order (as arrivals are, so the
- *               B-tree's pages fill as the store's own writes fill them), a few transactions.
+ *   SQLite      generations (packages/core/src/store/sqlite/generations.ts): each generation's
+ *               records inserted into `<table>_now` (key, expires_at) by `INSERT … SELECT` from a
+ *               recursive CTE, in random key order (as arrivals are, so the B-tree's pages fill as
+ *               the store's own writes fill them), its last few thousand claimed and completed
+ *               through a SqliteDedupStore on the file, whose check after them seals the
+ *               generation as a receiver's store seals it (renamed, hashes stored). No lease row
+ *               (a complete deletes it). `fillSqliteTable` fills one table of that shape by SQL
+ *               alone (the one-table layout before generations, for the profiles).
  *   PostgreSQL  `<table>` (key, done true, token NULL, attempt 1, expires_at): `INSERT … SELECT`
  *               from `generate_series`, random key order, a few transactions; then VACUUM ANALYZE
  *               (what autovacuum does to a table that grew).
@@ -21,6 +26,7 @@
  * bytes-per-event comparison.
  */
 import { randomUUID } from 'node:crypto'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
 export const WEEK_MS = 7 * 24 * 3600_000
 const DAY_MS = 24 * 3600_000
@@ -51,6 +57,55 @@ export function fillSqliteTable(db, { table, count, namespace = 'default', now =
     SELECT ? || ':' || ${SQLITE_UUID}, ? + abs(random() % ?) FROM n WHERE true
     ON CONFLICT (key) DO NOTHING`)
   return fillSql(count, (rows) => db.transaction(() => insert.run(rows, namespace, low, span).changes)())
+}
+
+/**
+ * Adds `count` done records to the SQLite store's file at `path` (`db`: a better-sqlite3 Database
+ * on it, whose tables the store created) in the store's generations of `generationRecords`.
+ * Returns the records added. With `expired`, the records completed through the store expired
+ * one to two days ago (the store's clock set back two days), the others within the last day.
+ */
+export async function fillSqliteStore(
+  db,
+  { path, count, table = 'email_webhook_dedup', generationRecords = 50_000, now = Date.now(), retentionMs = WEEK_MS, expired = false },
+) {
+  const store = new SqliteDedupStore({
+    path,
+    table,
+    durability: 'normal',
+    generationRecords,
+    now: expired ? () => Date.now() - 2 * DAY_MS : Date.now,
+  })
+  const generations = db.prepare(`SELECT count(*) FROM ${table}_gen`).pluck()
+  const life = expired ? DAY_MS : retentionMs
+  let added = 0
+  try {
+    while (added < count) {
+      const want = Math.min(generationRecords, count - added)
+      // The store counts its current table every tenth of a generation it writes: that many go through it.
+      const bySql = want === generationRecords ? want - Math.floor(generationRecords / 10) : want
+      added += fillSqliteTable(db, { table: `${table}_now`, count: bySql, now, retentionMs, expired })
+      if (bySql === want) break
+      const before = generations.get()
+      // The rest of the generation through the store, then more until its check sealed it (bounded).
+      for (let left = want - bySql, rounds = 0; left > 0 || generations.get() === before; rounds++) {
+        if (rounds > 300) throw new Error(`fill: the store did not seal generation ${before + 1}`)
+        const keys = Array.from({ length: Math.min(100, left > 0 ? left : 100) }, () => `default:${randomUUID()}`)
+        await Promise.all(
+          keys.map(async (key) => {
+            const claim = await store.claim(key, { leaseMs: 60_000, retentionMs: life })
+            if (claim.status !== 'acquired') throw new Error(`fill: ${key} was ${claim.status}`)
+            await store.complete(claim.claim, { retentionMs: 1 + Math.floor(Math.random() * life) })
+          }),
+        )
+        added += keys.length
+        left -= keys.length
+      }
+    }
+  } finally {
+    await store.close()
+  }
+  return added
 }
 
 /** The hand-written SQLite receiver's table (`hand_seen`: bare webhook id → when seen). */

@@ -37,7 +37,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { fillPostgresHand, fillPostgresTable, fillRedisHand, fillRedisKeys, fillSqliteHand, fillSqliteTable, WEEK_MS } from './fill.js'
+import { fillPostgresHand, fillPostgresTable, fillRedisHand, fillRedisKeys, fillSqliteHand, fillSqliteStore, WEEK_MS } from './fill.js'
 import { median } from './harness.js'
 import { ipcChild, round, startServer } from './http.js'
 import { detectPinning, spawnNode } from './pinning.js'
@@ -139,9 +139,9 @@ async function filledStore(kind, name) {
     return {
       env: { EMAIL_WEBHOOKS_DB: path },
       handEnv: { EMAIL_WEBHOOKS_DB: join(dir, `${name}-hand.db`) },
-      fill: (count, expired = false) => fillSqliteTable(db, { table: 'email_webhook_dedup', count, expired }),
+      fill: (count, expired = false) => fillSqliteStore(db, { path, count, expired }),
       fillHand: (count) => fillSqliteHand(hand, { count }),
-      expiredLeft: () => db.prepare('SELECT count(*) FROM email_webhook_dedup WHERE expires_at <= ?').pluck().get(Date.now()),
+      expiredLeft: () => db.prepare('SELECT count(*) FROM email_webhook_dedup_done WHERE expires_at <= ?').pluck().get(Date.now()),
       bytes: () => ({ ours: sqliteBytes(db, path), hand: sqliteBytes(hand, join(dir, `${name}-hand.db`)) }),
       store: () => new SqliteDedupStore({ path, durability: 'full' }),
       close() {
@@ -237,13 +237,15 @@ function sqliteBytes(db, path) {
   const pageCount = db.pragma('page_count', { simple: true })
   const objects = db
     .prepare(
-      `SELECT name, count(*) AS pages, sum(pgsize) AS bytes, sum(payload) AS payload, sum(unused) AS unused, max(path) AS deepest
-       FROM dbstat GROUP BY name HAVING count(*) > 1 ORDER BY bytes DESC`,
+      // The store's done records are in generations (a table each): counted as one, its depth the deepest's.
+      `SELECT CASE WHEN name = 'email_webhook_dedup_now' OR name GLOB 'email_webhook_dedup_g[0-9]*' THEN 'email_webhook_dedup' ELSE name END AS name,
+         count(*) AS pages, sum(pgsize) AS bytes, sum(payload) AS payload, sum(unused) AS unused, max(path) AS deepest
+       FROM dbstat GROUP BY 1 HAVING count(*) > 1 ORDER BY bytes DESC`,
     )
     .all()
   const depth = (p) => (p ? p.split('/').length - 1 : 0)
   const rows = db
-    .prepare(`SELECT count(*) FROM ${db.name.endsWith('-hand.db') ? 'hand_seen' : 'email_webhook_dedup'}`)
+    .prepare(`SELECT count(*) FROM ${db.name.endsWith('-hand.db') ? 'hand_seen' : 'email_webhook_dedup_done'}`)
     .pluck()
     .get()
   return {

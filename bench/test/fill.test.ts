@@ -13,7 +13,7 @@ import Database from 'better-sqlite3'
 import Redis from 'ioredis'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fillPostgresHand, fillPostgresTable, fillRedisHand, fillRedisKeys, fillSqliteHand, fillSqliteTable, WEEK_MS } from '../src/fill.js'
+import { fillPostgresHand, fillPostgresTable, fillRedisHand, fillRedisKeys, fillSqliteHand, fillSqliteStore, WEEK_MS } from '../src/fill.js'
 import { lazyServices } from '../src/services.js'
 
 const COUNT = 300
@@ -48,14 +48,16 @@ describe('SQLite', () => {
     const path = join(dir, 'fill.db')
     await new SqliteDedupStore({ path }).close()
     const db = new Database(path)
-    expect(fillSqliteTable(db, { table: 'email_webhook_dedup', count: COUNT })).toBe(COUNT)
-    expect(fillSqliteTable(db, { table: 'email_webhook_dedup', count: COUNT, expired: true })).toBe(COUNT)
+    // Generations of 100: the fill seals three of each kind, as the store seals them.
+    expect(await fillSqliteStore(db, { path, count: COUNT, generationRecords: 100 })).toBe(COUNT)
+    expect(await fillSqliteStore(db, { path, count: COUNT, generationRecords: 100, expired: true })).toBe(COUNT)
+    expect(db.prepare('SELECT count(*) FROM email_webhook_dedup_gen WHERE hashes IS NOT NULL').pluck().get()).toBe(6)
     const now = Date.now()
-    const live = db.prepare('SELECT key FROM email_webhook_dedup WHERE expires_at > ?').pluck().all(now) as string[]
-    const gone = db.prepare('SELECT key FROM email_webhook_dedup WHERE expires_at <= ?').pluck().all(now) as string[]
+    const live = db.prepare('SELECT key FROM email_webhook_dedup_done WHERE expires_at > ?').pluck().all(now) as string[]
+    const gone = db.prepare('SELECT key FROM email_webhook_dedup_done WHERE expires_at <= ?').pluck().all(now) as string[]
     // Live ones expire within the retention, evenly spread (not all at one instant).
     const expiries = db
-      .prepare('SELECT min(expires_at) AS lo, max(expires_at) AS hi FROM email_webhook_dedup WHERE expires_at > ?')
+      .prepare('SELECT min(expires_at) AS lo, max(expires_at) AS hi FROM email_webhook_dedup_done WHERE expires_at > ?')
       .get(now) as {
       lo: number
       hi: number

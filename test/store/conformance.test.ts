@@ -60,6 +60,17 @@ conformance(
     new AlternatingStore([new SqliteDedupStore({ path: join(dir, 'shared.db') }), new SqliteDedupStore({ path: join(dir, 'shared.db') })]),
 )
 
+// Done records sealed into a generation every 100 (generations.ts), so that the suite's keys are
+// found in sealed generations, through the in-memory index, by the store and by another connection.
+conformance(
+  'SqliteDedupStore (a generation sealed every 100 records, two connections alternate)',
+  () =>
+    new AlternatingStore([
+      new SqliteDedupStore({ path: join(dir, 'sealing.db'), generationRecords: 100 }),
+      new SqliteDedupStore({ path: join(dir, 'sealing.db'), generationRecords: 100 }),
+    ]),
+)
+
 ordering("SqliteDedupStore (durability 'full', temp file)", () => new SqliteDedupStore({ path: join(dir, 'full.db'), durability: 'full' }))
 ordering(
   "SqliteDedupStore (durability 'normal', temp file)",

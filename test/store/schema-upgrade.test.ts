@@ -33,7 +33,7 @@ const CORE_VERSION: string = JSON.parse(readFileSync(join(ROOT, 'packages/core/p
 const WRITTEN_BY = `@email-webhooks/core ${CORE_VERSION}`
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
 /** The stamp a newer release would write. */
-const NEWER = { version: 3, writtenBy: '@email-webhooks/core 9.1.0' }
+const NEWER = { version: 4, writtenBy: '@email-webhooks/core 9.1.0' }
 
 /**
  * A fixture with its `{{t±ms}}` times made into ms, as if 0.1.0 wrote it 10 s ago: what it left
@@ -47,7 +47,7 @@ function fixture(name: string): string {
 }
 
 /** The error a store gives for the newer stamp: both versions, who wrote it, what to upgrade. */
-function expectNewerRefused(error: unknown, { version = 3, supported = 2, writtenBy = NEWER.writtenBy as string | null } = {}): void {
+function expectNewerRefused(error: unknown, { version = 4, supported = 2, writtenBy = NEWER.writtenBy as string | null } = {}): void {
   expect(error).toBeInstanceOf(DedupStoreError)
   expect((error as DedupStoreError).code).toBe('misconfigured')
   const { message } = error as DedupStoreError
@@ -143,13 +143,13 @@ describe.concurrent('SQLite: a file made by 0.1.0', () => {
     }
   }
 
-  it.sequential('is upgraded once when the store opens it, stamped version 2, with every event, mark and inbox entry kept', async () => {
+  it.sequential('is upgraded once when the store opens it, stamped version 3, with every event, mark and inbox entry kept', async () => {
     const db = new Database(path)
     db.exec(fixture('sqlite.sql'))
     db.close()
     const store = new SqliteDedupStore({ path })
     try {
-      expect(stamp(path)).toEqual([{ version: 2, written_by: WRITTEN_BY }])
+      expect(stamp(path)).toEqual([{ version: 3, written_by: WRITTEN_BY }])
       await expectEventsKept(store)
       await expectInboxKept(store.inbox as InboxQueue)
     } finally {
@@ -157,7 +157,7 @@ describe.concurrent('SQLite: a file made by 0.1.0', () => {
     }
     // A second store on the upgraded file changes nothing.
     await new SqliteDedupStore({ path }).close()
-    expect(stamp(path)).toEqual([{ version: 2, written_by: WRITTEN_BY }])
+    expect(stamp(path)).toEqual([{ version: 3, written_by: WRITTEN_BY }])
   })
 
   const open = () => new SqliteDedupStore({ path })
@@ -172,9 +172,9 @@ describe.concurrent('SQLite: a file made by 0.1.0', () => {
     db.prepare('UPDATE email_webhook_dedup_schema SET version = ?, written_by = ?').run(NEWER.version, NEWER.writtenBy)
     db.exec('DROP TABLE email_webhook_dedup_order_fact')
     db.close()
-    expectNewerRefused(await refusal(() => new SqliteDedupStore({ path: newer })))
-    expectNewerRefused(await refusal(() => new SqliteDedupStore({ path: newer, readOnly: true })))
-    expect(stamp(newer)).toEqual([{ version: 3, written_by: NEWER.writtenBy }])
+    expectNewerRefused(await refusal(() => new SqliteDedupStore({ path: newer })), { supported: 3 })
+    expectNewerRefused(await refusal(() => new SqliteDedupStore({ path: newer, readOnly: true })), { supported: 3 })
+    expect(stamp(newer)).toEqual([{ version: NEWER.version, written_by: NEWER.writtenBy }])
     const check = new Database(newer, { readonly: true })
     // The table the newer release dropped was not made again.
     expect(check.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'email_webhook_dedup_order_fact'`).get()).toEqual({ n: 0 })
@@ -225,7 +225,7 @@ describe.concurrent('PostgreSQL: tables made by 0.1.0', () => {
       `SELECT 1 FROM information_schema.columns WHERE table_name = 'newer_inbox' AND column_name = 'retried_attempts'`,
     )
     expect(columns.rowCount).toBe(0)
-    expect(await stamp('newer')).toEqual([{ version: 3, written_by: NEWER.writtenBy }])
+    expect(await stamp('newer')).toEqual([{ version: NEWER.version, written_by: NEWER.writtenBy }])
   })
 
   it.sequential('are stamped version 2 when new, with the SQL for hand-run migrations giving the same stamp', async () => {

@@ -17,5 +17,5 @@ for (let i = 0; i < Number(count); i++) {
 }
 await store.close()
 const db = new Database(path, { readonly: true })
-console.log(JSON.stringify({ rows: db.prepare('SELECT count(*) FROM email_webhook_dedup').pluck().get() }))
+console.log(JSON.stringify({ rows: db.prepare('SELECT count(*) FROM email_webhook_dedup_done').pluck().get() }))
 db.close()

@@ -580,7 +580,7 @@ async function runBusy(
 function expectRows(path: string, events: number): void {
   const db = new (Database as unknown as new (path: string) => { prepare(s: string): { get(): unknown }; close(): void })(path)
   try {
-    expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup').get()).toEqual({ n: events })
+    expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup_done').get()).toEqual({ n: events })
     expect(db.prepare('SELECT count(*) AS n FROM email_webhook_dedup_inbox').get()).toEqual({ n: 1 })
   } finally {
     db.close()
@@ -678,7 +678,7 @@ describe('SqliteDedupStore with its checkpointer', () => {
         ) => { prepare(s: string): { pluck(): { all(): unknown[] } }; close(): void }
       )(path)
       try {
-        const done = new Set(db.prepare('SELECT key FROM email_webhook_dedup').pluck().all() as string[])
+        const done = new Set(db.prepare('SELECT key FROM email_webhook_dedup_done').pluck().all() as string[])
         expect(completed.filter((key) => !done.has(key))).toEqual([])
       } finally {
         db.close()

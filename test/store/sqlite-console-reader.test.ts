@@ -43,7 +43,7 @@ function fill(path: string, count: number): void {
   try {
     db.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-       INSERT INTO ${TABLE} (key, expires_at) SELECT 'default:filled-' || i, ? + (i % 86400) * 1000 FROM n`,
+       INSERT INTO ${TABLE}_now (key, expires_at) SELECT 'default:filled-' || i, ? + (i % 86400) * 1000 FROM n`,
     ).run(count, Date.now() + 3_600_000)
   } finally {
     db.close()
@@ -207,7 +207,7 @@ describe("the SQLite store's console reads", () => {
     const reader = new SqliteReader({ path, driver: driverPath, busyTimeoutMs: 1_000, stopped: () => {} })
     try {
       fill(path, 200_000)
-      const whole = { sql: `SELECT count(*) FROM ${TABLE} WHERE expires_at > ?`, args: [0], pluck: true }
+      const whole = { sql: `SELECT count(*) FROM ${TABLE}_now WHERE expires_at > ?`, args: [0], pluck: true }
       // A read the thread drops rejects (ReaderEndedError): only the thread's answer fulfils it.
       const asked = reader.read([whole])
       expect(asked).toBeInstanceOf(Promise)
@@ -262,7 +262,7 @@ describe("the SQLite store's console reads", () => {
       // Two chunks exactly (20,000 keys each), one of them the smallest key there is.
       fill(path, 39_999)
       const db = new Database(path)
-      db.prepare(`INSERT INTO ${TABLE} (key, expires_at) VALUES ('', ?)`).run(Date.now() + 3_600_000)
+      db.prepare(`INSERT INTO ${TABLE}_now (key, expires_at) VALUES ('', ?)`).run(Date.now() + 3_600_000)
       db.close()
       const page = await timedPage(consoleOf(store), '/')
       expect(doneFigure(page.text)).toBe(40_000)

@@ -39,7 +39,7 @@ async function claimAndRelease(store: SqliteDedupStore, key: string): Promise<nu
   return claimed.claim.attempt
 }
 
-function countRows(path: string, table = 'email_webhook_dedup'): number {
+function countRows(path: string, table = 'email_webhook_dedup_done'): number {
   const db = new Database(path, { readonly: true })
   try {
     return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n

@@ -20,7 +20,9 @@ const store = await openStore()
 async function openStore() {
   if (kind === 'sqlite') {
     const { SqliteDedupStore } = await import('@email-webhooks/core/sqlite')
-    return new SqliteDedupStore({ path: target, durability: 'full' })
+    // GENERATION_RECORDS: seal done records into generations that often (sqlite-processes.test.ts).
+    const generationRecords = process.env.GENERATION_RECORDS ? Number(process.env.GENERATION_RECORDS) : undefined
+    return new SqliteDedupStore({ path: target, durability: 'full', generationRecords })
   }
   if (kind === 'postgres') {
     const { PostgresDedupStore } = await import('@email-webhooks/core/postgres')

@@ -5,6 +5,7 @@
  * frees the order key (order.ts).
  */
 import type { ClaimOrder, ClaimResult, FactCounts, StoreOrderInput } from '../types.js'
+import type { Generations } from './generations.js'
 import { advanceMark, readFact, readMark } from './order.js'
 import type { Statements } from './types.js'
 
@@ -73,10 +74,15 @@ function takeLease(sql: Statements, key: string, token: string, expiresAt: numbe
  * One claim inside the batch's transaction: duplicate, the live lease that holds the key, another
  * event's claim that holds the order key, or a new lease (holding the order key, with the mark).
  */
-function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, now: number): ClaimResult {
+function claimInBatch(
+  sql: Statements,
+  generations: Generations | undefined,
+  { key, leaseMs, order }: PendingClaim,
+  now: number,
+): ClaimResult {
   const { findDone, findLease, marks } = sql
   const done = findDone.get(key) as number | undefined
-  if (done !== undefined && done > now) return DUPLICATE
+  if ((done !== undefined && done > now) || generations?.isDone(key, now)) return DUPLICATE
   if (order) {
     const locked = marks.findLock.get(order.key) as number | undefined
     if (locked !== undefined && locked > now) {
@@ -101,14 +107,25 @@ function claimInBatch(sql: Statements, { key, leaseMs, order }: PendingClaim, no
   return { status: 'in_flight', retryAfterMs: Math.max(1, expiresAt - now) }
 }
 
-/** Runs every claim, then every complete, of one batch (call inside its transaction); fills in `result` and `done`. */
-export function commitBatch(sql: Statements, claims: PendingClaim[], completes: PendingComplete[], now: number): void {
-  for (const item of claims) item.result = claimInBatch(sql, item, now)
+/**
+ * Runs every claim, then every complete, of one batch (call inside its transaction, after the
+ * generations' `sync`); fills in `result` and `done`. Returns the done records written.
+ */
+export function commitBatch(
+  sql: Statements,
+  generations: Generations | undefined,
+  claims: PendingClaim[],
+  completes: PendingComplete[],
+  now: number,
+): number {
+  for (const item of claims) item.result = claimInBatch(sql, generations, item, now)
   const { endLease, markDone, marks } = sql
+  let written = 0
   for (const item of completes) {
     item.done = endLease.run(item.key, item.token).changes === 1
     if (!item.done) continue
     markDone.run(item.key, now + item.retentionMs)
+    written++
     const { order, factChange } = item
     if (order) advanceMark(marks, order, now + item.retentionMs, now)
     if (order?.fact !== undefined && factChange) {
@@ -117,4 +134,5 @@ export function commitBatch(sql: Statements, claims: PendingClaim[], completes: 
     }
     if (item.orderKey !== undefined) marks.freeLock.run(item.orderKey, item.token)
   }
+  return written
 }

@@ -30,6 +30,7 @@ import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type P
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
 import { closedError, commandError, fileSyncError, openError, PACKAGE } from './errors.js'
+import { Generations } from './generations.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
 import { Purger } from './purge.js'
@@ -60,6 +61,8 @@ export class SqliteDedupStore implements DedupStore {
   #fileFailure: DedupStoreError | undefined
   /** Undefined on a read-only store, which never writes. */
   readonly #purger: Purger | undefined
+  /** The sealed generations of done records (generations.ts); undefined on a read-only store, which reads them through the view. */
+  readonly #generations: Generations | undefined
   readonly #commit: (claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number) => void
   /** Gives a lease up and frees the order key it holds, in one transaction. */
   readonly #release: (claim: Claim, now: number) => boolean
@@ -85,7 +88,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly inbox: SqliteInbox | undefined
 
   constructor(options: SqliteDedupStoreOptions) {
-    const { path, durable, table, busyTimeoutMs, now, readOnly, warn } = resolveSqliteOptions(options)
+    const { path, durable, table, busyTimeoutMs, now, readOnly, warn, generationRecords } = resolveSqliteOptions(options)
     this.#now = now
     this.#path = path
     this.#readOnly = readOnly
@@ -99,7 +102,25 @@ export class SqliteDedupStore implements DedupStore {
       db.close()
       throw openError(path, error)
     }
-    this.#purger = this.#readOnly ? undefined : new Purger(statements)
+    const generations = readOnly
+      ? undefined
+      : new Generations(db, table, {
+          generationRecords,
+          sealFailed: (error) =>
+            warn(
+              `${PACKAGE} ${path}: sealing a generation of done records failed (${String((error as Error | undefined)?.message ?? error)}); nothing is lost, the current table keeps growing and the store tries again after more events. If this repeats, check the disk's free space.`,
+            ),
+        })
+    this.#generations = generations
+    try {
+      // The sealed generations' hashes are loaded now (about 1 s at 10 million records), not in the first request's batch.
+      if (generations) db.transaction(() => generations.sync())()
+    } catch (error) {
+      db.close()
+      this.#sync?.close()
+      throw openError(path, error)
+    }
+    this.#purger = generations ? new Purger(statements, generations) : undefined
     // Shared by the checkpointer's thread and the reading thread (reader.ts, READ_GATE).
     const gate = new SharedArrayBuffer(4)
     this.#checkpointer =
@@ -162,9 +183,19 @@ export class SqliteDedupStore implements DedupStore {
               this.#scheduleFlush()
             }),
         })
+    const seal = db.transaction((written: number) => generations?.wrote(written))
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void => {
-      commitBatch(statements, claims, completes, now)
+      generations?.sync()
+      const written = commitBatch(statements, generations, claims, completes, now)
       runWrites(db, writes)
+      if (written > 0) {
+        try {
+          // Its own savepoint: a seal that fails leaves the batch whole (the table is sealed later).
+          seal(written)
+        } catch (error) {
+          generations?.sealFailed(error)
+        }
+      }
     }).immediate
     this.#release = db.transaction((claim: Claim, now: number): boolean => {
       const released = statements.releaseLease.run(now, claim.key, claim.token).changes === 1
@@ -177,8 +208,9 @@ export class SqliteDedupStore implements DedupStore {
       return extended
     }).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
+      generations?.sync()
       const done = this.#sql.findDone.get(key) as number | undefined
-      if (done !== undefined && done > now) return 'done'
+      if ((done !== undefined && done > now) || generations?.isDone(key, now)) return 'done'
       const lease = this.#sql.findHeldLease.get(key) as number | undefined
       return lease !== undefined && lease > now ? 'in_flight' : 'absent'
     })
@@ -265,6 +297,7 @@ export class SqliteDedupStore implements DedupStore {
     try {
       return this.#db.transaction(() => this.#purger?.round(this.#now()) ?? 0).immediate()
     } catch (error) {
+      this.#generations?.invalidate()
       throw commandError(this.#path, error)
     }
   }
@@ -329,6 +362,7 @@ export class SqliteDedupStore implements DedupStore {
         if (byPragma) this.#db.pragma('synchronous = NORMAL')
       }
     } catch (error) {
+      this.#generations?.invalidate()
       const failure = commandError(this.#path, error)
       for (const item of claims) item.reject(failure)
       for (const item of completes) item.reject(failure)
@@ -404,6 +438,7 @@ export class SqliteDedupStore implements DedupStore {
           .immediate()
       } catch {
         // A purge that could not run (lock held by another process) is retried after the next writes.
+        this.#generations?.invalidate()
       }
     })
   }

@@ -6,6 +6,7 @@
 import type { DedupStoreError } from '@email-webhooks/core'
 import { callDurationProblem, durationProblem } from '../durations.js'
 import { invalidOption } from './errors.js'
+import { DEFAULT_GENERATION_RECORDS } from './generations.js'
 
 /** The `invalid_options` error for a call's durations, or undefined when they are whole milliseconds ≥ 1. */
 export function invalidDurations(opts: { leaseMs?: unknown; retentionMs?: unknown }, withLease: boolean): DedupStoreError | undefined {
@@ -61,10 +62,20 @@ export interface SqliteDedupStoreOptions {
   /**
    * Where the store's warnings go: the WAL checkpoint thread stopped (it could not load
    * better-sqlite3, or its checkpoints kept failing), so the store checkpoints in its own commits
-   * again, pausing the event loop for each.
+   * again, pausing the event loop for each; the reading thread stopped; a generation of done
+   * records could not be sealed (the current table then grows until a seal succeeds).
    * @defaultValue `console.warn`
    */
   warn?: (message: string) => void
+  /**
+   * Done records in the current table at which it is sealed as a generation (whole, at least 100).
+   * A claim reads only the current table and, through an in-memory index of the sealed keys' hashes
+   * (9–17 bytes a sealed record: 100 MiB at 10 million), the rare generation that may hold its key.
+   * The default keeps the current table within SQLite's page cache; a small one is for tests that
+   * seal often. The processes sharing a file may use different values.
+   * @defaultValue `50000`
+   */
+  generationRecords?: number
 }
 
 /** The options after the checks, with defaults filled in. */
@@ -76,6 +87,7 @@ export interface ResolvedSqliteOptions {
   now: () => number
   readOnly: boolean
   warn: (message: string) => void
+  generationRecords: number
 }
 
 /**
@@ -97,6 +109,9 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
   const readOnly = options.readOnly === true
   if (options.warn !== undefined && typeof options.warn !== 'function') throw invalidOption('warn must be a function such as console.warn.')
   const warn = options.warn ?? ((message: string) => console.warn(message))
+  const generationRecords = options.generationRecords ?? DEFAULT_GENERATION_RECORDS
+  if (!Number.isSafeInteger(generationRecords) || generationRecords < 100)
+    throw invalidOption('generationRecords must be a whole number ≥ 100.')
   return {
     path: options.path,
     durable: durability === 'full' && !readOnly,
@@ -105,5 +120,6 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
     now: options.now ?? Date.now,
     readOnly,
     warn,
+    generationRecords,
   }
 }

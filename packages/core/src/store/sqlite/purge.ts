@@ -8,8 +8,11 @@
  * release; only lapsed ones wait here), facts (at most one per done record) and leases are walked
  * the same way, each by a cursor of its own, as many rows per step; a lease row goes an hour after
  * it ended (released or lapsed: it carries the attempt count). Steps run after the batch that
- * triggered them has answered, in one short transaction each.
+ * triggered them has answered, in one short transaction each. The done records walked are the
+ * current table's (`<table>_now`); sealed generations are dropped whole once all their records
+ * expired, and an unhashed one from before generations is walked like a table (generations.ts).
  */
+import type { Generations } from './generations.js'
 import type { Database, Statements, Walked } from './types.js'
 
 /** Rows (done records and leases) written between two purge steps. */
@@ -31,7 +34,7 @@ export function prepareWalk(db: Database, table: string): Walked {
 }
 
 /** A cursor over one table in key order, deleting the expired rows it passes. */
-class Cursor {
+export class Cursor {
   /** The last key of the previous window; '' = from the start of the table. */
   at = ''
   constructor(private readonly statements: Walked) {}
@@ -78,7 +81,10 @@ export class Purger {
   /** All rows written since the last step (done records, leases). */
   #rows = 0
 
-  constructor(statements: Statements) {
+  readonly #generations: Generations | undefined
+
+  constructor(statements: Statements, generations?: Generations) {
+    this.#generations = generations
     this.#done = new Cursor(statements)
     this.#marks = new Cursor(statements.marks)
     this.#locks = new Cursor(statements.marks.locks)
@@ -101,7 +107,8 @@ export class Purger {
       this.#marks.window(walk, now) +
       this.#locks.window(walk, now) +
       this.#facts.window(walk, now) +
-      this.#leases.window(walk, now - LEASE_MEMORY_MS)
+      this.#leases.window(walk, now - LEASE_MEMORY_MS) +
+      (this.#generations?.purgeStep(walk, this.#writes, now) ?? 0)
     // Owed until here: a step whose statements throw is retried, with the same walk, after the next writes.
     this.#writes = 0
     this.#rows = 0
@@ -115,7 +122,8 @@ export class Purger {
       this.#marks.round(MIN_WALK, now) +
       this.#locks.round(MIN_WALK, now) +
       this.#facts.round(MIN_WALK, now) +
-      this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS)
+      this.#leases.round(MIN_WALK, now - LEASE_MEMORY_MS) +
+      (this.#generations?.purgeRound(MIN_WALK, now) ?? 0)
     this.#writes = 0
     this.#rows = 0
     return deleted

@@ -3,7 +3,8 @@
  * recovery tooling beside a running receiver. better-sqlite3 opens it `readonly` and
  * `fileMustExist`, so a mistyped path is an error, never a new empty file; no pragma that writes,
  * no table creation or upgrade, no checkpoint on close; only the two reads `lookup` needs are
- * prepared (the same SQL as schema.ts's `findDone` and `findHeldLease`). A file whose schema stamp
+ * prepared (schema.ts's `findDone` over every generation, through the view `<table>_done`, and
+ * `findHeldLease`). A file whose schema stamp
  * is newer than this build's is refused, as a writing store refuses it.
  */
 import { existsSync } from 'node:fs'
@@ -60,9 +61,12 @@ export function openReadOnly(
   }
   try {
     // A layout newer than this build's may not mean what these reads think: refused, as a writer would.
-    refuseNewerSchema(readSchemaStamp(db, table), path, table)
+    const found = readSchemaStamp(db, table)
+    refuseNewerSchema(found, path, table)
+    // From version 3 done records are in generations, all seen through the view `<table>_done`.
+    const done = found !== undefined && found.version >= 3 ? `${table}_done` : table
     const reads = {
-      findDone: db.prepare(`SELECT expires_at FROM ${table} WHERE key = ?`).pluck(),
+      findDone: db.prepare(`SELECT max(expires_at) FROM ${done} WHERE key = ?`).pluck(),
       findHeldLease: db.prepare(`SELECT expires_at FROM ${table}_lease WHERE key = ? AND token IS NOT NULL`).pluck(),
     }
     return { db, statements: reads as Statements }

@@ -1,7 +1,7 @@
 /**
- * The SQLite store's file: pragmas, the three tables, the move from the one-table layout of 0.1,
- * the schema version stamp, and the prepared statements. Done records live in `<table>` (key →
- * expiry, written once per event); leases in `<table>_lease` (a row per event in flight, deleted by
+ * The SQLite store's file: pragmas, the tables, the moves from older layouts, the schema version
+ * stamp, and the prepared statements. Done records live in `<table>_now` (key → expiry, written
+ * once per event) until it is sealed as a generation (generations.ts); leases in `<table>_lease` (a row per event in flight, deleted by
  * its complete; a released or lapsed one stays an hour, as it carries the attempt count); order
  * marks in `<table>_order` (order.ts). None has a secondary index: purge walks all three in key
  * order (purge.ts). The layout's version is in `<table>_schema` (one row: version, written_by), a
@@ -14,6 +14,7 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
 import { newerSchemaError, type SchemaStamp, WRITTEN_BY } from '../schema-version.js'
 import { openError, PACKAGE } from './errors.js'
+import { currentTableSql, moveToGenerations, recreateDoneView } from './generations.js'
 import { inboxTableSql, upgradeInbox } from './inbox.js'
 import { markTableSql, prepareMarks } from './order.js'
 import { prepareWalk } from './purge.js'
@@ -40,9 +41,12 @@ export function driverPath(): string {
 
 /**
  * The layout this build writes: 1 is 0.1.0's (no stamp); 2 adds to the inbox table the `ready`
- * marks of an ordered take and a retried entry's history (failed_at, retried_at, retried_attempts).
+ * marks of an ordered take and a retried entry's history (failed_at, retried_at, retried_attempts);
+ * 3 keeps done records in generations (`<table>_now`, `<table>_g<id>`, `<table>_gen`, the view
+ * `<table>_done`; `<table>` itself is gone, so that a process of an older release fails its claims
+ * rather than miss sealed records).
  */
-export const SQLITE_SCHEMA_VERSION = 2
+export const SQLITE_SCHEMA_VERSION = 3
 
 const JOURNAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 /** Page size of new files (SQLite's default is 4,096). */
@@ -149,7 +153,7 @@ export function refuseNewerSchema(found: SchemaStamp | undefined, path: string, 
  */
 function createTables(db: Database, table: string, path: string): void {
   const create = `
-    CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    ${currentTableSql(table)}
     CREATE TABLE IF NOT EXISTS ${table}_lease (
       key TEXT PRIMARY KEY NOT NULL, token TEXT, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
@@ -160,19 +164,26 @@ function createTables(db: Database, table: string, path: string): void {
     refuseNewerSchema(found, path, table)
     if (found?.version === SQLITE_SCHEMA_VERSION) return
     const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
-    if (!columns.includes('done')) {
-      // CREATE … IF NOT EXISTS: also adds the mark table to a file from before ordering.
-      db.exec(create)
-    } else {
+    if (columns.length > 0 && !(columns.includes('key') && columns.includes('expires_at'))) {
+      throw new DedupStoreError('misconfigured', `${PACKAGE} table ${table} exists but is not the store's; pick another table name.`)
+    }
+    if (columns.includes('done')) {
       // Before 0.1.0 leases and done records were in one table with an index on expires_at: move both over.
       db.exec(`
       ALTER TABLE ${table} RENAME TO ${table}_v1;
       DROP INDEX IF EXISTS ${table}_expires_at;
       ${create}
+      CREATE TABLE ${table} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
       INSERT INTO ${table} (key, expires_at) SELECT key, expires_at FROM ${table}_v1 WHERE done = 1;
       INSERT INTO ${table}_lease (key, token, attempt, expires_at) SELECT key, token, attempt, expires_at FROM ${table}_v1 WHERE done = 0;
       DROP TABLE ${table}_v1;`)
+    } else {
+      // CREATE … IF NOT EXISTS: also adds the tables of later layouts to an older file.
+      db.exec(create)
     }
+    // Version 2 to 3: the one table of done records becomes the first generation.
+    if (columns.length > 0) moveToGenerations(db, table)
+    recreateDoneView(db, table)
     // Version 1 to 2: the inbox's new columns and ready marks.
     upgradeInbox(db, table)
     db.exec(`CREATE TABLE IF NOT EXISTS ${table}_schema (
@@ -192,7 +203,7 @@ function createTables(db: Database, table: string, path: string): void {
 function prepare(db: Database, table: string): Statements {
   const lease = `${table}_lease`
   return {
-    findDone: db.prepare(`SELECT expires_at FROM ${table} WHERE key = ?`).pluck(),
+    findDone: db.prepare(`SELECT expires_at FROM ${table}_now WHERE key = ?`).pluck(),
     // The batch's transaction holds the write lock, so these decide ownership of a lease
     // atomically. No RETURNING: SQLite fills a temporary table for it on every run (a pager opened
     // and closed per claim: 8 % of the instructions of receiving an event into SQLite, callgrind).
@@ -204,12 +215,12 @@ function prepare(db: Database, table: string): Statements {
     findLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ?`).pluck(),
     endLease: db.prepare(`DELETE FROM ${lease} WHERE key = ? AND token = ?`),
     markDone: db.prepare(
-      `INSERT INTO ${table} (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at`,
+      `INSERT INTO ${table}_now (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at`,
     ),
     releaseLease: db.prepare(`UPDATE ${lease} SET token = NULL, expires_at = ? WHERE key = ? AND token = ?`),
     findHeldLease: db.prepare(`SELECT expires_at FROM ${lease} WHERE key = ? AND token IS NOT NULL`).pluck(),
     extendLease: db.prepare(`UPDATE ${lease} SET expires_at = ? WHERE key = ? AND token = ? AND expires_at > ?`),
-    ...prepareWalk(db, table),
+    ...prepareWalk(db, `${table}_now`),
     leases: prepareWalk(db, lease),
     marks: prepareMarks(db, table),
   }

@@ -1,0 +1,436 @@
+/**
+ * Done records in generations (schema version 3), so that the cost of an event stays flat as a
+ * week of records piles up (issue 48). New done records go to a small current table,
+ * `<table>_now`; once it holds `generationRecords` it is sealed: renamed to `<table>_g<id>` (no
+ * copy), never written again, its keys' 32-bit hashes stored beside it (`<table>_gen`, a blob per
+ * generation) and kept by every process in an in-memory index (hash → generation). A claim reads
+ * the current table (small: its pages stay in SQLite's page cache) and looks the key's hash up in
+ * memory; only a hash found (a duplicate, or by chance about one key in 2³² per sealed key) reads
+ * that generation's table. With one table of 10 million random keys every claim and complete landed
+ * on pages no other event had touched lately (3 more page reads an event; bench/RESULTS.md).
+ *
+ * Several processes share the file: each reads SQLite's schema version at the start of every
+ * write batch and every lookup, inside that transaction, and reloads the generation list when it
+ * changed (a seal or a drop is a schema change). A seal runs inside a batch's write transaction,
+ * so no claim in any process can read between the rename and the new hashes: a duplicate is never
+ * answered as new. A generation whose records have all expired is dropped whole by the purge.
+ *
+ * A file of an older layout (one `<table>` of done records) is moved at upgrade: its table becomes
+ * generation 1 (renamed, no copy). Up to `HASH_AT_UPGRADE` records it gets its hashes at once;
+ * a larger one stays unhashed (read by SQL on every claim, the old cost) and is purged row by row
+ * until it is empty, then dropped: the flat cost comes once its records from before the upgrade
+ * have expired. A process of an older release still running on the file then fails every claim
+ * (`<table>` is gone: "no such table"), which its receiver answers 503, so the sender retries
+ * against an upgraded one; it never answers a sealed event as new.
+ *
+ * `<table>_done` is a view of all done records (the current table and every generation), for the
+ * console, the read-only store and people reading the file; the receiver's path never uses it.
+ */
+import { Cursor, prepareWalk } from './purge.js'
+import type { Database, Statement } from './types.js'
+
+/** Records in the current table at which it is sealed, by default. */
+export const DEFAULT_GENERATION_RECORDS = 50_000
+/**
+ * At most this many live generations: the view `<table>_done` is one compound SELECT, and SQLite
+ * allows 500 terms in one. The threshold also grows with the records kept (a 400th of them), so a
+ * store reaches this only if its retention is shortened abruptly; then the current table grows
+ * instead until generations expire (slower, still correct).
+ */
+const MAX_GENERATIONS = 400
+/** A pre-generations table up to this many records gets its hashes at upgrade (about 1 s a million). */
+const HASH_AT_UPGRADE = 1_000_000
+/** Expired generations dropped per purge step at most: a drop frees its pages in the step's transaction, about 10 ms for 50,000 records. */
+const DROPS_PER_STEP = 1
+/** Index slots in use (live and retired keys) at which it is rebuilt, as a share of its size. */
+const MAX_LOAD = 0.7
+
+/** The current table's DDL. */
+export function currentTableSql(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table}_now (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS ${table}_gen (
+      id INTEGER PRIMARY KEY NOT NULL, records INTEGER, expires_max INTEGER, hashes BLOB
+    );`
+}
+
+/**
+ * FNV-1a over a key's UTF-16 units, 32 bits; never 0 (0 marks an empty slot of the index).
+ * @param key A dedup key.
+ * @example
+ * keyHash('default:msg_1') // a number in [1, 2³²)
+ */
+export function keyHash(key: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  return h >>> 0 || 1
+}
+
+/**
+ * Hash → generation (a local number, 1 … 65,535), open addressing with linear probing; several
+ * keys may share a hash. A dropped generation is retired at once (its number is not given out
+ * again, and the caller no longer answers for it); its slots are cleared when the index is next
+ * rebuilt, once retired keys are a quarter of it, so a drop costs nothing on the spot.
+ */
+export class HashIndex {
+  #hashes = new Uint32Array(1024)
+  #gens = new Uint16Array(1024)
+  #mask = 1023
+  /** Slots in use (live and retired keys). */
+  #used = 0
+  /** Keys of retired generations still in the slots. */
+  #retiredKeys = 0
+  readonly #retired = new Set<number>()
+  readonly #free: number[] = []
+  #next = 1
+
+  /** Keys of live generations indexed. */
+  get size(): number {
+    return this.#used - this.#retiredKeys
+  }
+
+  /** Bytes of memory the index holds. */
+  get bytes(): number {
+    return this.#hashes.byteLength + this.#gens.byteLength
+  }
+
+  /** A number for a new generation. */
+  allocate(): number {
+    const local = this.#free.pop() ?? this.#next++
+    if (local > 0xffff) throw new Error('more than 65,535 generations of done records in one store')
+    return local
+  }
+
+  /** Adds a generation's hashes under its number. */
+  addAll(hashes: Uint32Array, gen: number): void {
+    if (this.#used + hashes.length > this.#hashes.length * MAX_LOAD) this.#rebuild(this.size + hashes.length)
+    for (const h of hashes) this.#put(h, gen)
+  }
+
+  /** Whether `test` holds for a generation that has a key of hash `h` (usually there is none). */
+  some(h: number, test: (gen: number) => boolean): boolean {
+    const hashes = this.#hashes
+    const gens = this.#gens
+    for (let i = h & this.#mask; hashes[i] !== 0; i = (i + 1) & this.#mask) {
+      if (hashes[i] === h && test(gens[i] as number)) return true
+    }
+    return false
+  }
+
+  /** Retires a dropped generation of `keys` keys; the caller answers nothing for its number from now on. */
+  retire(gen: number, keys: number): void {
+    this.#retired.add(gen)
+    this.#retiredKeys += keys
+    if (this.#retiredKeys > this.#hashes.length / 4) this.#rebuild(this.size)
+  }
+
+  #put(h: number, gen: number): void {
+    let i = h & this.#mask
+    while (this.#hashes[i] !== 0) i = (i + 1) & this.#mask
+    this.#hashes[i] = h
+    this.#gens[i] = gen
+    this.#used++
+  }
+
+  /** Makes the index anew for `keys` keys, without the retired generations' (whose numbers are free again). */
+  #rebuild(keys: number): void {
+    let size = 1024
+    while (size * MAX_LOAD < keys) size *= 2
+    const hashes = this.#hashes
+    const gens = this.#gens
+    this.#hashes = new Uint32Array(size)
+    this.#gens = new Uint16Array(size)
+    this.#mask = size - 1
+    this.#used = 0
+    for (let i = 0; i < hashes.length; i++) {
+      const gen = gens[i] as number
+      if (hashes[i] !== 0 && !this.#retired.has(gen)) this.#put(hashes[i] as number, gen)
+    }
+    this.#free.push(...this.#retired)
+    this.#retired.clear()
+    this.#retiredKeys = 0
+  }
+}
+
+/** One sealed generation as a process knows it. */
+interface Generation {
+  id: number
+  /** Its number in the index (1 … 65,535, reused once it is dropped). */
+  local: number
+  /** Without hashes (a large table from before generations): read on every claim. */
+  unhashed: boolean
+  records: number
+  /** (key) → expires_at, prepared on first use. */
+  find: Statement | undefined
+}
+
+/** The hashes of a blob (4 bytes each, in the machine's order as written by this code). */
+function hashesOf(blob: Uint8Array): Uint32Array {
+  const copy = new Uint8Array(blob.byteLength)
+  copy.set(blob)
+  return new Uint32Array(copy.buffer, 0, Math.floor(blob.byteLength / 4))
+}
+
+/** The hashes of every key of `from`, and its latest expiry. */
+function hashTable(db: Database, from: string): { hashes: Uint32Array; expiresMax: number | null } {
+  const keys = db.prepare(`SELECT key FROM ${from}`).pluck().all() as string[]
+  const hashes = new Uint32Array(keys.length)
+  for (let i = 0; i < keys.length; i++) hashes[i] = keyHash(keys[i] as string)
+  const expiresMax = db.prepare(`SELECT max(expires_at) FROM ${from}`).pluck().get() as number | null
+  return { hashes, expiresMax }
+}
+
+/** Makes `<table>_done` anew over the current table and the generations listed now (call in a write transaction). */
+export function recreateDoneView(db: Database, table: string): void {
+  const ids = db.prepare(`SELECT id FROM ${table}_gen ORDER BY id`).pluck().all() as number[]
+  const arms = [`${table}_now`, ...ids.map((id) => `${table}_g${id}`)].map((name) => `SELECT key, expires_at FROM ${name}`)
+  db.exec(`DROP VIEW IF EXISTS ${table}_done; CREATE VIEW ${table}_done AS ${arms.join(' UNION ALL ')}`)
+}
+
+/**
+ * Moves the done records of a file from before generations (`<table>`) into generation 1, at
+ * upgrade (call in the upgrade's write transaction, after the new tables exist).
+ */
+export function moveToGenerations(db: Database, table: string): void {
+  const records = db
+    .prepare(`SELECT count(*) FROM (SELECT 1 FROM ${table} LIMIT ${HASH_AT_UPGRADE + 1})`)
+    .pluck()
+    .get() as number
+  if (records === 0) {
+    db.exec(`DROP TABLE ${table}`)
+    return
+  }
+  db.exec(`ALTER TABLE ${table} RENAME TO ${table}_g1`)
+  const add = db.prepare(`INSERT INTO ${table}_gen (id, records, expires_max, hashes) VALUES (1, ?, ?, ?)`)
+  if (records > HASH_AT_UPGRADE) {
+    add.run(null, null, null)
+    return
+  }
+  const { hashes, expiresMax } = hashTable(db, `${table}_g1`)
+  add.run(hashes.length, expiresMax, new Uint8Array(hashes.buffer))
+}
+
+/** The generations of one store's connection: what a claim reads, the seal and the drops. */
+export class Generations {
+  readonly #db: Database
+  readonly #table: string
+  readonly #records: number
+  readonly #checkEvery: number
+  readonly #schemaVersion: Statement
+  readonly #list: Statement
+  readonly #loadHashes: Statement
+  readonly #countNow: Statement
+  readonly #index = new HashIndex()
+  readonly #byId = new Map<number, Generation>()
+  readonly #byLocal: (Generation | undefined)[] = [undefined]
+  #unhashed: Generation[] = []
+  /** The schema version the list was read at; -1 = never read. */
+  #known = -1
+  /** Records of the hashed generations (the seal's threshold grows with them). */
+  #sealedRecords = 0
+  /** Done records written by this process since the current table was last counted. */
+  #sinceCount: number
+  /** The purge's cursor over the unhashed generation, if any. */
+  #legacy: { id: number; cursor: Cursor } | undefined
+  readonly #warnSeal: (error: unknown) => void
+  /** A seal failed and was told; told again only after one succeeded. */
+  #sealFailing = false
+
+  constructor(db: Database, table: string, options: { generationRecords?: number; sealFailed?: (error: unknown) => void } = {}) {
+    const generationRecords = options.generationRecords ?? DEFAULT_GENERATION_RECORDS
+    this.#db = db
+    this.#table = table
+    this.#warnSeal = options.sealFailed ?? (() => {})
+    this.#records = generationRecords
+    this.#checkEvery = Math.max(1, Math.min(5_000, Math.floor(generationRecords / 10)))
+    // The first batch counts the current table (a file may have been filled while no store ran).
+    this.#sinceCount = this.#checkEvery
+    this.#schemaVersion = db.prepare('PRAGMA schema_version').pluck()
+    this.#list = db.prepare(`SELECT id, hashes IS NULL AS unhashed, coalesce(records, 0) AS records FROM ${table}_gen`)
+    this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
+    this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
+  }
+
+  /** Sealed generations this process knows. */
+  get count(): number {
+    return this.#byId.size
+  }
+
+  /** Keys in the in-memory index and its bytes. */
+  get memory(): { keys: number; bytes: number } {
+    return { keys: this.#index.size, bytes: this.#index.bytes }
+  }
+
+  /**
+   * Brings the list and the index up to the file (call at the start of every transaction that
+   * reads done records: the seal and the drops of other processes are seen only here).
+   */
+  sync(): void {
+    const version = this.#schemaVersion.get() as number
+    if (version === this.#known) return
+    const rows = this.#list.all() as { id: number; unhashed: number; records: number }[]
+    const listed = new Set(rows.map((row) => row.id))
+    for (const generation of this.#byId.values()) {
+      if (!listed.has(generation.id)) this.#forget(generation)
+    }
+    for (const row of rows) {
+      if (this.#byId.has(row.id)) continue
+      const local = this.#index.allocate()
+      const generation: Generation = { id: row.id, local, unhashed: row.unhashed === 1, records: row.records, find: undefined }
+      this.#byId.set(row.id, generation)
+      this.#byLocal[local] = generation
+      if (generation.unhashed) this.#unhashed.push(generation)
+      else {
+        this.#index.addAll(hashesOf(this.#loadHashes.get(row.id) as Uint8Array), local)
+        this.#sealedRecords += row.records
+      }
+    }
+    this.#known = version
+  }
+
+  /**
+   * Whether a sealed generation holds a live done record of `key` (call after `sync`, in the same
+   * transaction). The current table is the caller's to read first.
+   */
+  isDone(key: string, now: number): boolean {
+    for (const generation of this.#unhashed) {
+      if (this.#live(generation, key, now)) return true
+    }
+    if (this.#index.size === 0) return false
+    return this.#index.some(keyHash(key), (local) => {
+      const generation = this.#byLocal[local]
+      return generation !== undefined && this.#live(generation, key, now)
+    })
+  }
+
+  /**
+   * Counts `written` new done records and, when the current table is full, seals it (call inside
+   * the batch's write transaction, after its completes).
+   */
+  wrote(written: number): void {
+    this.#sinceCount += written
+    if (this.#sinceCount < this.#checkEvery) return
+    this.#sinceCount = 0
+    const threshold = Math.max(this.#records, Math.ceil(this.#sealedRecords / MAX_GENERATIONS))
+    if (this.#byId.size >= MAX_GENERATIONS - 1 || (this.#countNow.get() as number) < threshold) return
+    this.#seal()
+  }
+
+  /**
+   * Reads the list anew at the next `sync`: after a transaction that sealed or dropped failed. Its
+   * schema version was read before the rollback, and a later change by another process could
+   * bring the file to that same number.
+   */
+  invalidate(): void {
+    this.#known = -1
+  }
+
+  /**
+   * A seal that failed (its savepoint rolled back; the current table is sealed at a later check):
+   * told once until a seal succeeds again. The list is read anew at the next `sync`.
+   */
+  sealFailed(error: unknown): void {
+    this.invalidate()
+    if (this.#sealFailing) return
+    this.#sealFailing = true
+    this.#warnSeal(error)
+  }
+
+  /**
+   * One purge step (call inside a write transaction): drops generations whose every record expired
+   * (one, and one more per `generationRecords` done records `written` since the step before), and
+   * walks the unhashed one, if any, `walk` rows. Returns the records deleted.
+   */
+  purgeStep(walk: number, written: number, now: number): number {
+    this.sync()
+    // One drop a step keeps ahead of the seals unless steps come further apart than a generation's records.
+    let deleted = this.#dropExpired(now, DROPS_PER_STEP + Math.floor(written / this.#records))
+    const legacy = this.#legacyCursor()
+    if (legacy) {
+      deleted += legacy.cursor.window(walk, now)
+      if (legacy.cursor.at === '') deleted += this.#dropIfEmpty(legacy.id)
+    }
+    return deleted
+  }
+
+  /** Drops every expired generation and walks the unhashed one once whole (`purgeExpired`). */
+  purgeRound(walk: number, now: number): number {
+    this.sync()
+    let deleted = this.#dropExpired(now, Number.POSITIVE_INFINITY)
+    const legacy = this.#legacyCursor()
+    if (legacy) {
+      deleted += legacy.cursor.round(walk, now)
+      deleted += this.#dropIfEmpty(legacy.id)
+    }
+    return deleted
+  }
+
+  #live(generation: Generation, key: string, now: number): boolean {
+    generation.find ??= this.#db.prepare(`SELECT expires_at FROM ${this.#table}_g${generation.id} WHERE key = ?`).pluck()
+    const at = generation.find.get(key) as number | undefined
+    return at !== undefined && at > now
+  }
+
+  #forget(generation: Generation): void {
+    this.#byId.delete(generation.id)
+    this.#byLocal[generation.local] = undefined
+    if (generation.unhashed) this.#unhashed = this.#unhashed.filter((other) => other !== generation)
+    else this.#sealedRecords -= generation.records
+    this.#index.retire(generation.local, generation.unhashed ? 0 : generation.records)
+    if (this.#legacy?.id === generation.id) this.#legacy = undefined
+  }
+
+  /** Seals the current table as the next generation: renamed, its hashes stored and indexed, a new current table made. */
+  #seal(): void {
+    const db = this.#db
+    const t = this.#table
+    const id = ((db.prepare(`SELECT max(id) FROM ${t}_gen`).pluck().get() as number | null) ?? 0) + 1
+    const { hashes, expiresMax } = hashTable(db, `${t}_now`)
+    db.exec(`DROP VIEW IF EXISTS ${t}_done; ALTER TABLE ${t}_now RENAME TO ${t}_g${id}; ${currentTableSql(t)}`)
+    db.prepare(`INSERT INTO ${t}_gen (id, records, expires_max, hashes) VALUES (?, ?, ?, ?)`).run(
+      id,
+      hashes.length,
+      expiresMax,
+      new Uint8Array(hashes.buffer),
+    )
+    recreateDoneView(db, t)
+    this.sync()
+    this.#sealFailing = false
+  }
+
+  #dropExpired(now: number, most: number): number {
+    const expired = this.#db
+      .prepare(`SELECT id, records FROM ${this.#table}_gen WHERE expires_max <= ? ORDER BY id LIMIT ?`)
+      .all(now, Number.isFinite(most) ? most : -1) as { id: number; records: number }[]
+    if (expired.length === 0) return 0
+    this.#drop(expired.map((row) => row.id))
+    return expired.reduce((sum, row) => sum + row.records, 0)
+  }
+
+  /** Drops the unhashed generation once its walk found it empty; returns 0 (its rows were counted as the walk deleted them). */
+  #dropIfEmpty(id: number): number {
+    const any = this.#db.prepare(`SELECT 1 FROM ${this.#table}_g${id} LIMIT 1`).pluck().get()
+    if (any === undefined) this.#drop([id])
+    return 0
+  }
+
+  #drop(ids: number[]): void {
+    const t = this.#table
+    const remove = this.#db.prepare(`DELETE FROM ${t}_gen WHERE id = ?`)
+    this.#db.exec(`DROP VIEW IF EXISTS ${t}_done`)
+    for (const id of ids) {
+      this.#db.exec(`DROP TABLE IF EXISTS ${t}_g${id}`)
+      remove.run(id)
+    }
+    recreateDoneView(this.#db, t)
+    this.sync()
+  }
+
+  #legacyCursor(): { id: number; cursor: Cursor } | undefined {
+    const generation = this.#unhashed[0]
+    if (generation === undefined) return undefined
+    if (this.#legacy?.id !== generation.id) {
+      this.#legacy = { id: generation.id, cursor: new Cursor(prepareWalk(this.#db, `${this.#table}_g${generation.id}`)) }
+    }
+    return this.#legacy
+  }
+}

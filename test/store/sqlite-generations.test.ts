@@ -1,0 +1,317 @@
+/**
+ * The SQLite store's done records in generations (packages/core/src/store/sqlite/generations.ts):
+ * sealed generations are found again by the store, by another connection and by another process
+ * (a duplicate is never answered as new, however the seals interleave); expired generations are
+ * dropped whole, by any connection, without the others failing on the table that went; a file of
+ * the one-table layout moves into generation 1 (hashed when small, read by SQL and purged row by
+ * row when large), and a process of the older release fails its claims rather than miss a record.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DedupStoreError } from '@email-webhooks/core'
+import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
+import Database from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
+import { type ReadStep, readerHere } from '../../packages/core/src/store/sqlite/reader.js'
+import { expectOneWinnerPerKey, race } from './process-cases.js'
+import { storeChildren, withStore } from './process-harness.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'email-webhooks-generations-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const newFile = () => join(dir, `gens-${files++}.db`)
+const TABLE = 'email_webhook_dedup'
+const HOUR = 3_600_000
+const LONG = { leaseMs: 60_000, retentionMs: HOUR }
+
+/** Claims and completes `keys` one batch of `batch` at a time. */
+async function completeAll(store: SqliteDedupStore, keys: string[], retentionMs = HOUR, batch = 50): Promise<void> {
+  for (let i = 0; i < keys.length; i += batch) {
+    await Promise.all(
+      keys.slice(i, i + batch).map(async (key) => {
+        const result = await store.claim(key, { leaseMs: 60_000, retentionMs })
+        if (result.status !== 'acquired') throw new Error(`${key}: ${result.status}`)
+        expect(await store.complete(result.claim, { retentionMs })).toBe(true)
+      }),
+    )
+  }
+}
+
+/** The sealed generations' tables of the file, by id. */
+function generationTables(path: string): string[] {
+  const db = new Database(path, { readonly: true })
+  try {
+    return db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB '${TABLE}_g[0-9]*' ORDER BY name`)
+      .pluck()
+      .all() as string[]
+  } finally {
+    db.close()
+  }
+}
+
+function count(path: string, sql: string, ...args: unknown[]): number {
+  const db = new Database(path, { readonly: true })
+  try {
+    return db
+      .prepare(sql)
+      .pluck()
+      .get(...args) as number
+  } finally {
+    db.close()
+  }
+}
+
+const keys = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `default:${prefix}-${i}`)
+
+describe('SqliteDedupStore: done records in generations', () => {
+  it('seals the current table every generationRecords records and finds every sealed key again, through the store and a fresh one', async () => {
+    const path = newFile()
+    const done = keys('sealed', 1_000)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100 }), async (store) => {
+      await completeAll(store, done)
+      for (const key of done) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      for (const key of done.slice(0, 50)) expect(await store.lookup(key)).toBe('done')
+      // Fresh keys are new: a hash found by chance reads its generation and finds nothing.
+      for (const key of keys('fresh', 200)) expect((await store.claim(key, LONG)).status).toBe('acquired')
+    })
+    const sealed = generationTables(path)
+    expect(sealed.length).toBeGreaterThanOrEqual(8)
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_now`)).toBeLessThan(200)
+    // The view reads every generation: each done record once.
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_done`)).toBe(1_000)
+    expect(count(path, `SELECT count(*) FROM sqlite_master WHERE name = '${TABLE}'`)).toBe(0)
+    // A new process's store loads the generations' hashes at its first read.
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      expect(await store.lookup(done[0] as string)).toBe('done')
+      for (const key of done) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+    })
+    await withStore(new SqliteDedupStore({ path, readOnly: true }), async (store) => {
+      expect(await store.lookup(done[999] as string)).toBe('done')
+      expect(await store.lookup('default:never')).toBe('absent')
+    })
+  })
+
+  it('two connections, each sealing: every key one completed is a duplicate for the other right after, whichever sealed last', async () => {
+    const path = newFile()
+    const a = new SqliteDedupStore({ path, generationRecords: 100 })
+    const b = new SqliteDedupStore({ path, generationRecords: 100 })
+    try {
+      for (let round = 0; round < 30; round++) {
+        const [writer, reader] = round % 2 === 0 ? [a, b] : [b, a]
+        const batch = keys(`round-${round}`, 37)
+        await completeAll(writer, batch, HOUR, 37)
+        for (const key of batch) expect(await reader.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      }
+    } finally {
+      await a.close()
+      await b.close()
+    }
+    expect(generationTables(path).length).toBeGreaterThanOrEqual(8)
+  })
+
+  it('4 processes race on 2,000 ids while sealing every 100 records: one winner per id, all duplicates for a fifth', async () => {
+    const path = newFile()
+    const count = 2_000
+    const fork = storeChildren()
+    process.env.GENERATION_RECORDS = '100'
+    let racers: ReturnType<typeof fork>[]
+    try {
+      racers = Array.from({ length: 4 }, (_, index) => fork('sqlite', path, '', 'race', String(count), String(index % 2)))
+    } finally {
+      delete process.env.GENERATION_RECORDS
+    }
+    const reports = await race(racers)
+    expectOneWinnerPerKey(reports, count)
+    expect(generationTables(path).length).toBeGreaterThanOrEqual(10)
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      for (let i = 0; i < count; i++) expect((await store.claim(`race-${i}`, LONG)).status).toBe('duplicate')
+    })
+  })
+
+  it('drops a generation whose records all expired, and another connection that knew it goes on without error', async () => {
+    const path = newFile()
+    let now = Date.now()
+    const clock = () => now
+    const a = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    const b = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    try {
+      const old = keys('old', 300)
+      await completeAll(a, old, 60_000)
+      const kept = keys('kept', 300)
+      await completeAll(a, kept, 10 * HOUR)
+      // b loads every generation's hashes.
+      for (const key of [...old, ...kept]) expect(await b.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      const before = generationTables(path)
+      now += 2 * 60_000
+      // a drops the expired generations; each counts its records.
+      expect(a.purgeExpired()).toBeGreaterThanOrEqual(200)
+      const after = generationTables(path)
+      expect(after.length).toBeLessThan(before.length)
+      expect(after.length).toBeGreaterThanOrEqual(3)
+      // b still holds the dropped generations' hashes: its next batch reads the list again first.
+      for (const key of old) expect((await b.claim(key, LONG)).status).toBe('acquired')
+      for (const key of kept) expect(await b.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      for (const key of old.slice(0, 20)) expect(await b.lookup(key)).not.toBe('done')
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it('drops expired generations as it writes, without purgeExpired', async () => {
+    const path = newFile()
+    let now = Date.now()
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100, now: () => now }), async (store) => {
+      for (let round = 0; round < 20; round++) {
+        await completeAll(store, keys(`r${round}`, 200), 1_000)
+        now += 2_000
+      }
+    })
+    // 4,000 records in 100-record generations, each expired 2 s after its round: all but the last few dropped.
+    expect(generationTables(path).length).toBeLessThanOrEqual(8)
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_done`)).toBeLessThanOrEqual(1_000)
+  })
+
+  it("the console counts every generation's records and finds a sealed one by its key", async () => {
+    const path = newFile()
+    const done = keys('console', 450)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100 }), async (store) => completeAll(store, done))
+    expect(generationTables(path).length).toBeGreaterThanOrEqual(4)
+    const db = new Database(path, { readonly: true })
+    try {
+      const here = readerHere(db as unknown as Parameters<typeof readerHere>[0])
+      const source = sqliteConsoleSource({
+        table: TABLE,
+        path,
+        now: Date.now,
+        refused: () => undefined,
+        read: async (steps: ReadStep[]) => here(steps),
+      })
+      const facts = await source.overview(Date.now(), HOUR)
+      expect(facts.figures.find((figure) => figure.label === 'Events remembered as done')?.value).toBe(450)
+      expect((await source.record(done[0] as string, Date.now())).state).toBe('done')
+      expect((await source.record('default:never', Date.now())).state).toBe('absent')
+    } finally {
+      db.close()
+    }
+  })
+
+  it('a seal that fails is told once through warn; the batch and every answer stay right, and a later check seals', async () => {
+    const path = newFile()
+    const warnings: string[] = []
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100, warn: (message) => warnings.push(message) }), async (store) => {
+      // A table in the way of generation 1's name: the rename fails inside the seal's savepoint.
+      const other = new Database(path)
+      other.exec(`CREATE TABLE ${TABLE}_g1 (x INTEGER)`)
+      other.close()
+      const first = keys('blocked', 300)
+      await completeAll(store, first)
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/sealing a generation of done records failed \(.*already another table.*\); nothing is lost/)
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      for (const key of first) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      const cleared = new Database(path)
+      cleared.exec(`DROP TABLE ${TABLE}_g1`)
+      cleared.close()
+      await completeAll(store, keys('after', 50))
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen`)).toBe(1)
+      expect(count(path, `SELECT records FROM ${TABLE}_gen WHERE id = 1`)).toBeGreaterThanOrEqual(300)
+      for (const key of first) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      expect(warnings).toHaveLength(1)
+    })
+  })
+
+  it('moves a file of the one-table layout (version 2) into generation 1, hashed, keeping every record', async () => {
+    const path = newFile()
+    const done = keys('v2', 500)
+    writeVersion2File(path, done)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100 }), async (store) => {
+      for (const key of done) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      expect((await store.claim('default:new-after-upgrade', LONG)).status).toBe('acquired')
+    })
+    expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND hashes IS NOT NULL AND records = 500`)).toBe(1)
+  })
+
+  it('a process of the older release on the file fails its claims once it was upgraded, rather than miss sealed records', async () => {
+    const path = newFile()
+    writeVersion2File(path, keys('v2', 10))
+    // The statements a 0.2 store prepared at its start, on its one table.
+    const older = new Database(path)
+    const findDone = older.prepare(`SELECT expires_at FROM ${TABLE} WHERE key = ?`)
+    expect(findDone.get('default:v2-1')).toBeDefined()
+    await new SqliteDedupStore({ path }).close()
+    expect(() => findDone.get('default:v2-1')).toThrow(/no such table/)
+    older.close()
+  })
+
+  it('a large file of the one-table layout stays unhashed in generation 1, read by SQL, purged row by row, and dropped once empty', {
+    timeout: 120_000,
+  }, async () => {
+    const path = newFile()
+    const now = Date.now()
+    // Past the 1,000,000 records hashed at upgrade: 1,000,001, of which 1,000 live for an hour.
+    writeVersion2File(path, keys('live', 1_000), 1_000_000, now)
+    let clock = now
+    await withStore(new SqliteDedupStore({ path, now: () => clock }), async (store) => {
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND hashes IS NULL`)).toBe(1)
+      for (const key of keys('live', 1_000)) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      // The purge's steps (after the claims above) walked part of it already.
+      expect(store.purgeExpired()).toBeGreaterThan(900_000)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_g1`)).toBe(1_000)
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      for (const key of keys('live', 1_000)) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      clock += 2 * HOUR
+      expect(store.purgeExpired()).toBe(1_000)
+      expect(generationTables(path)).toEqual([])
+      expect((await store.claim('default:live-1', LONG)).status).toBe('acquired')
+    })
+  })
+
+  it('refuses a table of that name that is not the store’s, and a generationRecords under 100', () => {
+    const path = newFile()
+    const db = new Database(path)
+    db.exec(`CREATE TABLE ${TABLE} (id INTEGER PRIMARY KEY, name TEXT)`)
+    db.close()
+    expect(() => new SqliteDedupStore({ path })).toThrow(/table email_webhook_dedup exists but is not the store's/)
+    for (const generationRecords of [99, 1.5, Number.NaN]) {
+      const error = (() => {
+        try {
+          new SqliteDedupStore({ path: newFile(), generationRecords })
+        } catch (caught) {
+          return caught
+        }
+      })()
+      expect(error).toBeInstanceOf(DedupStoreError)
+      expect((error as DedupStoreError).code).toBe('invalid_options')
+    }
+  })
+})
+
+/**
+ * A file as 0.2 (schema version 2) left it, as far as done records go: one table of them, `done`
+ * live for an hour and `expired` more that expired an hour ago, the lease table and the stamp (the
+ * setup adds the order and inbox tables, whose layout did not change for version 3).
+ */
+function writeVersion2File(path: string, done: string[], expired = 0, now = Date.now()): void {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.exec(`CREATE TABLE ${TABLE} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE ${TABLE}_lease (key TEXT PRIMARY KEY NOT NULL, token TEXT, attempt INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE ${TABLE}_schema (id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1), version INTEGER NOT NULL, written_by TEXT NOT NULL);
+    INSERT INTO ${TABLE}_schema VALUES (1, 2, '@email-webhooks/core 0.2.0');`)
+  const insert = db.prepare(`INSERT INTO ${TABLE} (key, expires_at) VALUES (?, ?)`)
+  db.transaction(() => {
+    for (const key of done) insert.run(key, now + HOUR)
+  })()
+  if (expired > 0) {
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       INSERT INTO ${TABLE} (key, expires_at) SELECT 'default:expired-' || i, ? FROM n`,
+    ).run(expired, now - HOUR)
+  }
+  db.close()
+}
