@@ -175,6 +175,19 @@ describe('SqliteDedupStore: done records in generations', () => {
     expect(count(path, `SELECT count(*) FROM ${TABLE}_done`)).toBeLessThanOrEqual(1_000)
   })
 
+  it('does not seal records that already expired: they are deleted from the current table first', async () => {
+    const path = newFile()
+    let now = Date.now()
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100, now: () => now }), async (store) => {
+      // 90 records (under a generation), expired before the next batch reaches 100.
+      await completeAll(store, keys('short', 90), 1_000, 90)
+      now += 2_000
+      await completeAll(store, keys('long', 20), HOUR, 20)
+    })
+    expect(generationTables(path)).toEqual([])
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_now`)).toBe(20)
+  })
+
   it("the console counts every generation's records and finds a sealed one by its key", async () => {
     const path = newFile()
     const done = keys('console', 450)

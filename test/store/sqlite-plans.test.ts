@@ -36,8 +36,9 @@ const ALLOWED = [
   // The list of sealed generations of done records: at most 400 rows, read when the schema changed.
   /FROM \w+_gen\b/,
   // The current table of done records, counted every 5,000 records written (at most generationRecords
-  // rows, 50,000) and read whole when it is sealed as a generation.
+  // rows, 50,000), and read whole (its expired records deleted first) when it is sealed as a generation.
   /^SELECT (count\(\*\)|key|max\(expires_at\)) FROM \w+_now$/,
+  /^DELETE FROM \w+_now WHERE expires_at <= \?$/,
 ]
 
 describe('SqliteDedupStore query plans', () => {

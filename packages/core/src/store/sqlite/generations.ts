@@ -219,6 +219,7 @@ export class Generations {
   readonly #list: Statement
   readonly #loadHashes: Statement
   readonly #countNow: Statement
+  readonly #purgeNow: Statement
   readonly #index = new HashIndex()
   readonly #byId = new Map<number, Generation>()
   readonly #byLocal: (Generation | undefined)[] = [undefined]
@@ -248,6 +249,7 @@ export class Generations {
     this.#list = db.prepare(`SELECT id, hashes IS NULL AS unhashed, coalesce(records, 0) AS records FROM ${table}_gen`)
     this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
+    this.#purgeNow = db.prepare(`DELETE FROM ${table}_now WHERE expires_at <= ?`)
   }
 
   /** Sealed generations this process knows. */
@@ -306,12 +308,15 @@ export class Generations {
    * Counts `written` new done records and, when the current table is full, seals it (call inside
    * the batch's write transaction, after its completes).
    */
-  wrote(written: number): void {
+  wrote(written: number, now: number): void {
     this.#sinceCount += written
     if (this.#sinceCount < this.#checkEvery) return
     this.#sinceCount = 0
     const threshold = Math.max(this.#records, Math.ceil(this.#sealedRecords / MAX_GENERATIONS))
     if (this.#byId.size >= MAX_GENERATIONS - 1 || (this.#countNow.get() as number) < threshold) return
+    // Records already expired are not sealed: a generation is dropped only once all its records
+    // expired, and these would wait there for the newest. Full no more once they are gone.
+    if (this.#purgeNow.run(now).changes > 0 && (this.#countNow.get() as number) < threshold) return
     this.#seal()
   }
 

@@ -183,7 +183,7 @@ export class SqliteDedupStore implements DedupStore {
               this.#scheduleFlush()
             }),
         })
-    const seal = db.transaction((written: number) => generations?.wrote(written))
+    const seal = db.transaction((written: number, now: number) => generations?.wrote(written, now))
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void => {
       generations?.sync()
       const written = commitBatch(statements, generations, claims, completes, now)
@@ -191,7 +191,7 @@ export class SqliteDedupStore implements DedupStore {
       if (written > 0) {
         try {
           // Its own savepoint: a seal that fails leaves the batch whole (the table is sealed later).
-          seal(written)
+          seal(written, now)
         } catch (error) {
           generations?.sealFailed(error)
         }
