@@ -76,7 +76,7 @@ function sqliteFigures(path: string): { rows: number; leaseRows: number; filesMi
   try {
     const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
     const files = size(path) + size(`${path}-wal`) + size(`${path}-shm`)
-    return { rows: count(TABLE), leaseRows: count(`${TABLE}_lease`), filesMiB: round1(files / MiB) }
+    return { rows: count(`${TABLE}_done`), leaseRows: count(`${TABLE}_lease`), filesMiB: round1(files / MiB) }
   } finally {
     db.close()
   }

@@ -82,7 +82,8 @@ describe('SqliteDedupStore: done records in generations', () => {
     expect(count(path, `SELECT count(*) FROM ${TABLE}_now`)).toBeLessThan(200)
     // The view reads every generation: each done record once.
     expect(count(path, `SELECT count(*) FROM ${TABLE}_done`)).toBe(1_000)
-    expect(count(path, `SELECT count(*) FROM sqlite_master WHERE name = '${TABLE}'`)).toBe(0)
+    // `<table>` is a note no older release can use (its statements on expires_at fail to prepare).
+    expect(count(path, `SELECT count(*) FROM pragma_table_info('${TABLE}') WHERE name = 'expires_at'`)).toBe(0)
     // A new process's store loads the generations' hashes at its first read.
     await withStore(new SqliteDedupStore({ path }), async (store) => {
       expect(await store.lookup(done[0] as string)).toBe('done')
@@ -257,8 +258,64 @@ describe('SqliteDedupStore: done records in generations', () => {
     const findDone = older.prepare(`SELECT expires_at FROM ${TABLE} WHERE key = ?`)
     expect(findDone.get('default:v2-1')).toBeDefined()
     await new SqliteDedupStore({ path }).close()
-    expect(() => findDone.get('default:v2-1')).toThrow(/no such table/)
+    expect(() => findDone.get('default:v2-1')).toThrow(/no such column: expires_at/)
     older.close()
+    // 0.1.0 reads no stamp and makes its tables with CREATE … IF NOT EXISTS, then prepares its statements.
+    const v010 = new Database(path)
+    v010.exec(`CREATE TABLE IF NOT EXISTS ${TABLE} (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID`)
+    expect(() => v010.prepare(`SELECT expires_at FROM ${TABLE} WHERE key = ?`)).toThrow(/no such column: expires_at/)
+    v010.close()
+  })
+
+  it('another process seals a generation under an id this one knew before it was dropped: its new keys are found', async () => {
+    const path = newFile()
+    let now = Date.now()
+    const clock = () => now
+    const a = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    const b = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    try {
+      await completeAll(b, keys('first', 120), 60_000)
+      // a loads generation 1.
+      expect(await a.lookup('default:first-0')).toBe('done')
+      now += 120_000
+      expect(b.purgeExpired()).toBeGreaterThanOrEqual(100)
+      const second = keys('second', 120)
+      await completeAll(b, second, HOUR)
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      // Same id, another generation: a must not keep the first one's hashes.
+      for (const key of second.slice(0, 100)) expect(await a.claim(key, LONG)).toEqual({ status: 'duplicate' })
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it('finds a sealed key with a lone surrogate (stored in bytes that read back as other text) by SQL', async () => {
+    const path = newFile()
+    const odd = 'default:odd-\ud800-key'
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100 }), async (store) => {
+      await completeAll(store, [odd])
+      expect(await store.claim(odd, LONG)).toEqual({ status: 'duplicate' })
+      await completeAll(store, keys('filler', 150))
+    })
+    expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      expect(await store.claim(odd, LONG)).toEqual({ status: 'duplicate' })
+      expect((await store.claim('default:odd-\udc00-other', LONG)).status).toBe('acquired')
+    })
+  })
+
+  it("seals beside an app's view that no longer works (SQLite would re-check it at a rename)", async () => {
+    const path = newFile()
+    const warnings: string[] = []
+    const app = new Database(path)
+    app.exec('CREATE TABLE app_t (x INTEGER); CREATE VIEW app_v AS SELECT x FROM app_t; DROP TABLE app_t;')
+    app.close()
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100, warn: (m) => warnings.push(m) }), async (store) => {
+      await completeAll(store, keys('beside-view', 150))
+    })
+    expect(warnings).toEqual([])
+    expect(generationTables(path)).toEqual([`${TABLE}_g1`])
   })
 
   it('a large file of the one-table layout stays unhashed in generation 1, read by SQL, purged row by row, and dropped once empty', {
@@ -290,6 +347,18 @@ describe('SqliteDedupStore: done records in generations', () => {
     db.exec(`CREATE TABLE ${TABLE} (id INTEGER PRIMARY KEY, name TEXT)`)
     db.close()
     expect(() => new SqliteDedupStore({ path })).toThrow(/table email_webhook_dedup exists but is not the store's/)
+    // An app's table with the store's two columns and one more, or without the store's lease table beside it: refused, not moved.
+    for (const sql of [
+      `CREATE TABLE ${TABLE} (key TEXT PRIMARY KEY, value TEXT, expires_at INTEGER)`,
+      `CREATE TABLE ${TABLE} (key TEXT PRIMARY KEY, expires_at INTEGER)`,
+    ]) {
+      const other = newFile()
+      const app = new Database(other)
+      app.exec(sql)
+      app.close()
+      expect(() => new SqliteDedupStore({ path: other })).toThrow(/table email_webhook_dedup exists but is not the store's/)
+      expect(count(other, `SELECT count(*) FROM sqlite_master WHERE name = '${TABLE}'`)).toBe(1)
+    }
     for (const generationRecords of [99, 1.5, Number.NaN]) {
       const error = (() => {
         try {

@@ -45,23 +45,53 @@ const DROPS_PER_STEP = 1
 /** Index slots in use (live and retired keys) at which it is rebuilt, as a share of its size. */
 const MAX_LOAD = 0.7
 
-/** The current table's DDL. */
+/**
+ * The current table's DDL, and the generations' list: `uid` tells a generation from an earlier one
+ * that had the same id (dropped, or sealed in a transaction that rolled back).
+ */
 export function currentTableSql(table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${table}_now (key TEXT PRIMARY KEY NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS ${table}_gen (
-      id INTEGER PRIMARY KEY NOT NULL, records INTEGER, expires_max INTEGER, hashes BLOB
+      id INTEGER PRIMARY KEY NOT NULL, uid TEXT NOT NULL, records INTEGER, expires_max INTEGER, hashes BLOB
     );`
 }
 
 /**
- * FNV-1a over a key's UTF-16 units, 32 bits; never 0 (0 marks an empty slot of the index).
+ * `<table>` in version 3: not a table of done records any more, but one that no older release can
+ * use. 0.1.0 reads no schema stamp and makes its tables with CREATE … IF NOT EXISTS: finding this
+ * one, its statements on `expires_at` fail to prepare and it refuses to start, where an absent
+ * `<table>` would have been made anew, empty, and every event answered as new. A running 0.2 process
+ * fails its next claim the same way.
+ */
+export function placeholderSql(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table} (note TEXT NOT NULL);
+    INSERT INTO ${table} (note) SELECT 'Done records are in ${table}_now and ${table}_g<n> (schema version 3); the view ${table}_done reads them all.'
+    WHERE NOT EXISTS (SELECT 1 FROM ${table});`
+}
+
+/**
+ * FNV-1a over a key's UTF-16 units, 32 bits, never 0; or 0 for a key with a lone surrogate. Such a
+ * key is stored by better-sqlite3 in bytes that read back as other text (\ud800 as ED A0 80, read
+ * as three U+FFFD), so its hash at the seal would not be its hash at a claim: the claim reads every
+ * generation by SQL instead (such keys never come from HTTP headers, only from direct calls).
  * @param key A dedup key.
  * @example
  * keyHash('default:msg_1') // a number in [1, 2³²)
  */
 export function keyHash(key: string): number {
   let h = 0x811c9dc5
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  for (let i = 0; i < key.length; i++) {
+    const unit = key.charCodeAt(i)
+    if (unit >= 0xd800 && unit <= 0xdfff) {
+      const next = key.charCodeAt(i + 1)
+      if (unit > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return 0
+      h = Math.imul(h ^ unit, 0x01000193)
+      h = Math.imul(h ^ next, 0x01000193)
+      i++
+      continue
+    }
+    h = Math.imul(h ^ unit, 0x01000193)
+  }
   return h >>> 0 || 1
 }
 
@@ -154,6 +184,8 @@ export class HashIndex {
 /** One sealed generation as a process knows it. */
 interface Generation {
   id: number
+  /** Random, made at its seal: another generation given the same id later has another. */
+  uid: string
   /** Its number in the index (1 … 65,535, reused once it is dropped). */
   local: number
   /** Without hashes (a large table from before generations): read on every claim. */
@@ -163,18 +195,35 @@ interface Generation {
   find: Statement | undefined
 }
 
-/** The hashes of a blob (4 bytes each, in the machine's order as written by this code). */
+/** Whether this machine stores a Uint32Array little-endian (every one Node runs on in practice). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
+
+/** A blob of hashes, 4 bytes each, little-endian (a file may move to another machine). */
+function blobOf(hashes: Uint32Array): Uint8Array {
+  if (LITTLE_ENDIAN) return new Uint8Array(hashes.buffer, hashes.byteOffset, hashes.byteLength)
+  const view = new DataView(new ArrayBuffer(hashes.length * 4))
+  for (let i = 0; i < hashes.length; i++) view.setUint32(i * 4, hashes[i] as number, true)
+  return new Uint8Array(view.buffer)
+}
+
+/** The hashes of a blob written by `blobOf`. */
 function hashesOf(blob: Uint8Array): Uint32Array {
-  const copy = new Uint8Array(blob.byteLength)
-  copy.set(blob)
-  return new Uint32Array(copy.buffer, 0, Math.floor(blob.byteLength / 4))
+  const count = Math.floor(blob.byteLength / 4)
+  if (LITTLE_ENDIAN) {
+    const copy = new Uint8Array(count * 4)
+    copy.set(blob.subarray(0, count * 4))
+    return new Uint32Array(copy.buffer)
+  }
+  const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength)
+  return Uint32Array.from({ length: count }, (_, i) => view.getUint32(i * 4, true))
 }
 
 /** The hashes of every key of `from`, and its latest expiry. */
 function hashTable(db: Database, from: string): { hashes: Uint32Array; expiresMax: number | null } {
   const keys = db.prepare(`SELECT key FROM ${from}`).pluck().all() as string[]
   const hashes = new Uint32Array(keys.length)
-  for (let i = 0; i < keys.length; i++) hashes[i] = keyHash(keys[i] as string)
+  // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
+  for (let i = 0; i < keys.length; i++) hashes[i] = keyHash(keys[i] as string) || 1
   const expiresMax = db.prepare(`SELECT max(expires_at) FROM ${from}`).pluck().get() as number | null
   return { hashes, expiresMax }
 }
@@ -184,6 +233,21 @@ export function recreateDoneView(db: Database, table: string): void {
   const ids = db.prepare(`SELECT id FROM ${table}_gen ORDER BY id`).pluck().all() as number[]
   const arms = [`${table}_now`, ...ids.map((id) => `${table}_g${id}`)].map((name) => `SELECT key, expires_at FROM ${name}`)
   db.exec(`DROP VIEW IF EXISTS ${table}_done; CREATE VIEW ${table}_done AS ${arms.join(' UNION ALL ')}`)
+}
+
+/**
+ * Renames a table of done records. With `legacy_alter_table` on for the moment, SQLite does not
+ * re-check every view and trigger of the file: an app's view over a table it dropped would
+ * otherwise fail every seal. No view or trigger refers to these tables (the store's own view is
+ * dropped first and made anew).
+ */
+function renameTable(db: Database, from: string, to: string): void {
+  db.pragma('legacy_alter_table = ON')
+  try {
+    db.exec(`ALTER TABLE ${from} RENAME TO ${to}`)
+  } finally {
+    db.pragma('legacy_alter_table = OFF')
+  }
 }
 
 /**
@@ -199,14 +263,14 @@ export function moveToGenerations(db: Database, table: string): void {
     db.exec(`DROP TABLE ${table}`)
     return
   }
-  db.exec(`ALTER TABLE ${table} RENAME TO ${table}_g1`)
-  const add = db.prepare(`INSERT INTO ${table}_gen (id, records, expires_max, hashes) VALUES (1, ?, ?, ?)`)
+  renameTable(db, table, `${table}_g1`)
+  const add = db.prepare(`INSERT INTO ${table}_gen (id, uid, records, expires_max, hashes) VALUES (1, ?, ?, ?, ?)`)
   if (records > HASH_AT_UPGRADE) {
-    add.run(null, null, null)
+    add.run(crypto.randomUUID(), null, null, null)
     return
   }
   const { hashes, expiresMax } = hashTable(db, `${table}_g1`)
-  add.run(hashes.length, expiresMax, new Uint8Array(hashes.buffer))
+  add.run(crypto.randomUUID(), hashes.length, expiresMax, blobOf(hashes))
 }
 
 /** The generations of one store's connection: what a claim reads, the seal and the drops. */
@@ -246,7 +310,7 @@ export class Generations {
     // The first batch counts the current table (a file may have been filled while no store ran).
     this.#sinceCount = this.#checkEvery
     this.#schemaVersion = db.prepare('PRAGMA schema_version').pluck()
-    this.#list = db.prepare(`SELECT id, hashes IS NULL AS unhashed, coalesce(records, 0) AS records FROM ${table}_gen`)
+    this.#list = db.prepare(`SELECT id, uid, hashes IS NULL AS unhashed, coalesce(records, 0) AS records FROM ${table}_gen`)
     this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
     this.#purgeNow = db.prepare(`DELETE FROM ${table}_now WHERE expires_at <= ?`)
@@ -269,15 +333,23 @@ export class Generations {
   sync(): void {
     const version = this.#schemaVersion.get() as number
     if (version === this.#known) return
-    const rows = this.#list.all() as { id: number; unhashed: number; records: number }[]
-    const listed = new Set(rows.map((row) => row.id))
+    const rows = this.#list.all() as { id: number; uid: string; unhashed: number; records: number }[]
+    // By uid, not id: an id is given again after its generation was dropped (or its seal rolled back).
+    const listed = new Set(rows.map((row) => row.uid))
     for (const generation of this.#byId.values()) {
-      if (!listed.has(generation.id)) this.#forget(generation)
+      if (!listed.has(generation.uid)) this.#forget(generation)
     }
     for (const row of rows) {
-      if (this.#byId.has(row.id)) continue
+      if (this.#byId.get(row.id)?.uid === row.uid) continue
       const local = this.#index.allocate()
-      const generation: Generation = { id: row.id, local, unhashed: row.unhashed === 1, records: row.records, find: undefined }
+      const generation: Generation = {
+        id: row.id,
+        uid: row.uid,
+        local,
+        unhashed: row.unhashed === 1,
+        records: row.records,
+        find: undefined,
+      }
       this.#byId.set(row.id, generation)
       this.#byLocal[local] = generation
       if (generation.unhashed) this.#unhashed.push(generation)
@@ -298,7 +370,14 @@ export class Generations {
       if (this.#live(generation, key, now)) return true
     }
     if (this.#index.size === 0) return false
-    return this.#index.some(keyHash(key), (local) => {
+    const h = keyHash(key)
+    if (h === 0) {
+      for (const generation of this.#byId.values()) {
+        if (!generation.unhashed && this.#live(generation, key, now)) return true
+      }
+      return false
+    }
+    return this.#index.some(h, (local) => {
       const generation = this.#byLocal[local]
       return generation !== undefined && this.#live(generation, key, now)
     })
@@ -390,12 +469,15 @@ export class Generations {
     const t = this.#table
     const id = ((db.prepare(`SELECT max(id) FROM ${t}_gen`).pluck().get() as number | null) ?? 0) + 1
     const { hashes, expiresMax } = hashTable(db, `${t}_now`)
-    db.exec(`DROP VIEW IF EXISTS ${t}_done; ALTER TABLE ${t}_now RENAME TO ${t}_g${id}; ${currentTableSql(t)}`)
-    db.prepare(`INSERT INTO ${t}_gen (id, records, expires_max, hashes) VALUES (?, ?, ?, ?)`).run(
+    db.exec(`DROP VIEW IF EXISTS ${t}_done`)
+    renameTable(db, `${t}_now`, `${t}_g${id}`)
+    db.exec(currentTableSql(t))
+    db.prepare(`INSERT INTO ${t}_gen (id, uid, records, expires_max, hashes) VALUES (?, ?, ?, ?, ?)`).run(
       id,
+      crypto.randomUUID(),
       hashes.length,
       expiresMax,
-      new Uint8Array(hashes.buffer),
+      blobOf(hashes),
     )
     recreateDoneView(db, t)
     this.sync()

@@ -20,7 +20,7 @@ export function invalidLease(opts: { leaseMs?: unknown } | undefined): DedupStor
   return problem === undefined ? undefined : invalidOption(problem)
 }
 
-/** Table used when `table` is not given; leases go to `<table>_lease`. */
+/** The tables' name when `table` is not given (done records in `<table>_now` and its generations, leases in `<table>_lease`). */
 export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
@@ -42,8 +42,10 @@ export interface SqliteDedupStoreOptions {
    */
   busyTimeoutMs?: number
   /**
-   * Table of done records (a letter or `_`, then letters, digits, `_`; at most 63 characters);
-   * leases go to `<table>_lease`, order marks to `<table>_order`, the inbox to `<table>_inbox`.
+   * The name the store's tables start with (a letter or `_`, then letters, digits, `_`; at most 63
+   * characters): done records go to `<table>_now` and its sealed generations `<table>_g<n>` (listed
+   * in `<table>_gen`; the view `<table>_done` reads them all), leases to `<table>_lease`, order
+   * marks to `<table>_order`, the inbox to `<table>_inbox`.
    * @defaultValue `email_webhook_dedup`
    */
   table?: string

@@ -123,6 +123,8 @@ const prepared = new Map()
 const statement = (sql) => {
   let found = prepared.get(sql)
   if (found === undefined) {
+    // Kept small: the overview's statements name each generation's table, and ids only grow.
+    if (prepared.size >= 256) prepared.clear()
     found = db.prepare(sql)
     prepared.set(sql, found)
   }
@@ -260,6 +262,8 @@ export function readerHere(db: Database): (steps: ReadStep[]) => unknown[][] {
   const statement = (sql: string): Statement => {
     let found = prepared.get(sql)
     if (found === undefined) {
+      // Kept small: the overview's statements name each generation's table, and ids only grow.
+      if (prepared.size >= 256) prepared.clear()
       found = db.prepare(sql)
       prepared.set(sql, found)
     }

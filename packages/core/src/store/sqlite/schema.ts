@@ -14,7 +14,7 @@ import { DedupStoreError } from '@email-webhooks/core'
 import { optionalDriver } from '../driver.js'
 import { newerSchemaError, type SchemaStamp, WRITTEN_BY } from '../schema-version.js'
 import { openError, PACKAGE } from './errors.js'
-import { currentTableSql, moveToGenerations, recreateDoneView } from './generations.js'
+import { currentTableSql, moveToGenerations, placeholderSql, recreateDoneView } from './generations.js'
 import { inboxTableSql, upgradeInbox } from './inbox.js'
 import { markTableSql, prepareMarks } from './order.js'
 import { prepareWalk } from './purge.js'
@@ -163,11 +163,16 @@ function createTables(db: Database, table: string, path: string): void {
     const found = readSchemaStamp(db, table)
     refuseNewerSchema(found, path, table)
     if (found?.version === SQLITE_SCHEMA_VERSION) return
-    const columns = db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all() as string[]
-    if (columns.length > 0 && !(columns.includes('key') && columns.includes('expires_at'))) {
+    const columns = columnsOf(db, table)
+    // Only the store's own layouts are moved: one table with `done` (before 0.1.0), or 0.1.0's and
+    // 0.2's table of done records beside its lease table. An app's table of that name is refused,
+    // never renamed or dropped.
+    const beforeLeases = columns === 'attempt,done,expires_at,key,token'
+    const oneTable = columns === 'expires_at,key' && columnsOf(db, `${table}_lease`).includes('token')
+    if (columns !== '' && !beforeLeases && !oneTable) {
       throw new DedupStoreError('misconfigured', `${PACKAGE} table ${table} exists but is not the store's; pick another table name.`)
     }
-    if (columns.includes('done')) {
+    if (beforeLeases) {
       // Before 0.1.0 leases and done records were in one table with an index on expires_at: move both over.
       db.exec(`
       ALTER TABLE ${table} RENAME TO ${table}_v1;
@@ -182,7 +187,8 @@ function createTables(db: Database, table: string, path: string): void {
       db.exec(create)
     }
     // Version 2 to 3: the one table of done records becomes the first generation.
-    if (columns.length > 0) moveToGenerations(db, table)
+    if (columns !== '') moveToGenerations(db, table)
+    db.exec(placeholderSql(table))
     recreateDoneView(db, table)
     // Version 1 to 2: the inbox's new columns and ready marks.
     upgradeInbox(db, table)
@@ -194,10 +200,21 @@ function createTables(db: Database, table: string, path: string): void {
        ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded.written_by WHERE version < excluded.version`,
     ).run(SQLITE_SCHEMA_VERSION, WRITTEN_BY)
   }).immediate()
-  const lease = db.prepare(`SELECT name FROM pragma_table_info('${table}_lease')`).pluck().all() as string[]
-  if (!lease.includes('token')) {
-    throw new DedupStoreError('misconfigured', `${PACKAGE} table ${table}_lease exists but is not the store's; pick another table name.`)
+  // Tables made with IF NOT EXISTS may have been an app's already.
+  for (const [name, expected] of [
+    [`${table}_lease`, 'attempt,expires_at,key,token'],
+    [`${table}_now`, 'expires_at,key'],
+    [`${table}_gen`, 'expires_max,hashes,id,records,uid'],
+  ]) {
+    if (columnsOf(db, name as string) !== expected) {
+      throw new DedupStoreError('misconfigured', `${PACKAGE} table ${name} exists but is not the store's; pick another table name.`)
+    }
   }
+}
+
+/** A table's column names, sorted and joined by commas ('' when there is no such table). */
+function columnsOf(db: Database, name: string): string {
+  return (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(name) as string[]).sort().join(',')
 }
 
 function prepare(db: Database, table: string): Statements {
