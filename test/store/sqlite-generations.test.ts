@@ -66,6 +66,13 @@ function count(path: string, sql: string, ...args: unknown[]): number {
 
 const keys = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `default:${prefix}-${i}`)
 
+/** Two stores on `path` sealing every 100 records, on one clock the test moves (`clock.now`). */
+function twoStores(path: string) {
+  const clock = { now: Date.now() }
+  const open = () => new SqliteDedupStore({ path, generationRecords: 100, now: () => clock.now })
+  return { a: open(), b: open(), clock }
+}
+
 describe('SqliteDedupStore: done records in generations', () => {
   it('seals the current table every generationRecords records and finds every sealed key again, through the store and a fresh one', async () => {
     const path = newFile()
@@ -134,10 +141,7 @@ describe('SqliteDedupStore: done records in generations', () => {
 
   it('drops a generation whose records all expired, and another connection that knew it goes on without error', async () => {
     const path = newFile()
-    let now = Date.now()
-    const clock = () => now
-    const a = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
-    const b = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    const { a, b, clock } = twoStores(path)
     try {
       const old = keys('old', 300)
       await completeAll(a, old, 60_000)
@@ -146,7 +150,7 @@ describe('SqliteDedupStore: done records in generations', () => {
       // b loads every generation's hashes.
       for (const key of [...old, ...kept]) expect(await b.claim(key, LONG)).toEqual({ status: 'duplicate' })
       const before = generationTables(path)
-      now += 2 * 60_000
+      clock.now += 2 * 60_000
       // a drops the expired generations; each counts its records.
       expect(a.purgeExpired()).toBeGreaterThanOrEqual(200)
       const after = generationTables(path)
@@ -269,15 +273,12 @@ describe('SqliteDedupStore: done records in generations', () => {
 
   it('another process seals a generation under an id this one knew before it was dropped: its new keys are found', async () => {
     const path = newFile()
-    let now = Date.now()
-    const clock = () => now
-    const a = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
-    const b = new SqliteDedupStore({ path, generationRecords: 100, now: clock })
+    const { a, b, clock } = twoStores(path)
     try {
       await completeAll(b, keys('first', 120), 60_000)
       // a loads generation 1.
       expect(await a.lookup('default:first-0')).toBe('done')
-      now += 120_000
+      clock.now += 120_000
       expect(b.purgeExpired()).toBeGreaterThanOrEqual(100)
       const second = keys('second', 120)
       await completeAll(b, second, HOUR)
