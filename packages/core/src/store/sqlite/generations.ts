@@ -19,9 +19,9 @@
  * generation 1 (renamed, no copy). Up to `HASH_AT_UPGRADE` records it gets its hashes at once;
  * a larger one stays unhashed (read by SQL on every claim, the old cost) and is purged row by row
  * until it is empty, then dropped: the flat cost comes once its records from before the upgrade
- * have expired. A process of an older release still running on the file then fails every claim
- * (`<table>` is gone: "no such table"), which its receiver answers 503, so the sender retries
- * against an upgraded one; it never answers a sealed event as new.
+ * have expired. `<table>` is then a one-row note without `expires_at` (`placeholderSql`): a process
+ * of an older release still running on the file fails every claim, which its receiver answers 503,
+ * so the sender retries against an upgraded one; it never answers a sealed event as new.
  *
  * `<table>_done` is a view of all done records (the current table and every generation), for the
  * console, the read-only store and people reading the file; the receiver's path never uses it.
@@ -116,11 +116,6 @@ export class HashIndex {
   /** Keys of live generations indexed. */
   get size(): number {
     return this.#used - this.#retiredKeys
-  }
-
-  /** Bytes of memory the index holds. */
-  get bytes(): number {
-    return this.#hashes.byteLength + this.#gens.byteLength
   }
 
   /** A number for a new generation. */
@@ -218,13 +213,17 @@ function hashesOf(blob: Uint8Array): Uint32Array {
   return Uint32Array.from({ length: count }, (_, i) => view.getUint32(i * 4, true))
 }
 
-/** The hashes of every key of `from`, and its latest expiry. */
+/** The hashes of every key of `from`, and its latest expiry (one pass over the table). */
 function hashTable(db: Database, from: string): { hashes: Uint32Array; expiresMax: number | null } {
-  const keys = db.prepare(`SELECT key FROM ${from}`).pluck().all() as string[]
-  const hashes = new Uint32Array(keys.length)
-  // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
-  for (let i = 0; i < keys.length; i++) hashes[i] = keyHash(keys[i] as string) || 1
-  const expiresMax = db.prepare(`SELECT max(expires_at) FROM ${from}`).pluck().get() as number | null
+  const rows = db.prepare(`SELECT key, expires_at FROM ${from}`).raw().all() as [string, number][]
+  const hashes = new Uint32Array(rows.length)
+  let expiresMax: number | null = null
+  for (let i = 0; i < rows.length; i++) {
+    const [key, expiresAt] = rows[i] as [string, number]
+    // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
+    hashes[i] = keyHash(key) || 1
+    if (expiresMax === null || expiresAt > expiresMax) expiresMax = expiresAt
+  }
   return { hashes, expiresMax }
 }
 
@@ -284,6 +283,9 @@ export class Generations {
   readonly #loadHashes: Statement
   readonly #countNow: Statement
   readonly #purgeNow: Statement
+  /** (now, most) → the expired generations, oldest first. */
+  readonly #expired: Statement
+  readonly #unlist: Statement
   readonly #index = new HashIndex()
   readonly #byId = new Map<number, Generation>()
   readonly #byLocal: (Generation | undefined)[] = [undefined]
@@ -314,16 +316,8 @@ export class Generations {
     this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
     this.#purgeNow = db.prepare(`DELETE FROM ${table}_now WHERE expires_at <= ?`)
-  }
-
-  /** Sealed generations this process knows. */
-  get count(): number {
-    return this.#byId.size
-  }
-
-  /** Keys in the in-memory index and its bytes. */
-  get memory(): { keys: number; bytes: number } {
-    return { keys: this.#index.size, bytes: this.#index.bytes }
+    this.#expired = db.prepare(`SELECT id, records FROM ${table}_gen WHERE expires_max <= ? ORDER BY id LIMIT ?`)
+    this.#unlist = db.prepare(`DELETE FROM ${table}_gen WHERE id = ?`)
   }
 
   /**
@@ -431,7 +425,7 @@ export class Generations {
     const legacy = this.#legacyCursor()
     if (legacy) {
       deleted += legacy.cursor.window(walk, now)
-      if (legacy.cursor.at === '') deleted += this.#dropIfEmpty(legacy.id)
+      if (legacy.cursor.at === '') this.#dropIfEmpty(legacy.id)
     }
     return deleted
   }
@@ -443,7 +437,7 @@ export class Generations {
     const legacy = this.#legacyCursor()
     if (legacy) {
       deleted += legacy.cursor.round(walk, now)
-      deleted += this.#dropIfEmpty(legacy.id)
+      this.#dropIfEmpty(legacy.id)
     }
     return deleted
   }
@@ -485,28 +479,24 @@ export class Generations {
   }
 
   #dropExpired(now: number, most: number): number {
-    const expired = this.#db
-      .prepare(`SELECT id, records FROM ${this.#table}_gen WHERE expires_max <= ? ORDER BY id LIMIT ?`)
-      .all(now, Number.isFinite(most) ? most : -1) as { id: number; records: number }[]
+    const expired = this.#expired.all(now, Number.isFinite(most) ? most : -1) as { id: number; records: number }[]
     if (expired.length === 0) return 0
     this.#drop(expired.map((row) => row.id))
     return expired.reduce((sum, row) => sum + row.records, 0)
   }
 
-  /** Drops the unhashed generation once its walk found it empty; returns 0 (its rows were counted as the walk deleted them). */
-  #dropIfEmpty(id: number): number {
+  /** Drops the unhashed generation once its walk found it empty (its rows were counted as the walk deleted them). */
+  #dropIfEmpty(id: number): void {
     const any = this.#db.prepare(`SELECT 1 FROM ${this.#table}_g${id} LIMIT 1`).pluck().get()
     if (any === undefined) this.#drop([id])
-    return 0
   }
 
   #drop(ids: number[]): void {
     const t = this.#table
-    const remove = this.#db.prepare(`DELETE FROM ${t}_gen WHERE id = ?`)
     this.#db.exec(`DROP VIEW IF EXISTS ${t}_done`)
     for (const id of ids) {
       this.#db.exec(`DROP TABLE IF EXISTS ${t}_g${id}`)
-      remove.run(id)
+      this.#unlist.run(id)
     }
     recreateDoneView(this.#db, t)
     this.sync()
