@@ -94,17 +94,22 @@ const route = handler.length === 0 ? await handler() : handler
 app.post('/hooks', route)
 const consoleEveryMs = Number(process.env.CONSOLE_EVERY_MS ?? 0)
 let pages = 0
+// The overview being made, if any: SIGINT waits for it (at most 20 s) so that one begun during the
+// load is counted even when a loaded machine makes it slower than the load's run.
+let overview = Promise.resolve()
 if (consoleEveryMs > 0) {
   const auth = { username: 'ops', password: 'profile-console-password' }
   app.all('/console/*', emailWebhookConsole({ receiver: route, auth, basePath: '/console' }))
   const request = () =>
     new Request('http://profile/console/', { headers: { authorization: `Basic ${btoa(`${auth.username}:${auth.password}`)}` } })
-  const open = async () => {
-    const response = await app.fetch(request())
-    const text = await response.text()
-    if (response.status !== 200 || text.includes('did not answer')) console.error(`console: ${response.status} ${text.slice(0, 200)}`)
-    pages++
-    setTimeout(open, consoleEveryMs).unref()
+  const open = () => {
+    overview = (async () => {
+      const response = await app.fetch(request())
+      const text = await response.text()
+      if (response.status !== 200 || text.includes('did not answer')) console.error(`console: ${response.status} ${text.slice(0, 200)}`)
+      pages++
+      setTimeout(open, consoleEveryMs).unref()
+    })()
   }
   setTimeout(open, consoleEveryMs).unref()
 }
@@ -118,8 +123,9 @@ process.on('SIGUSR2', () => {
   mark = { cpu: process.cpuUsage(), requests }
   stats?.reset()
 })
-process.on('SIGINT', () => {
+process.on('SIGINT', async () => {
   const { user, system } = process.cpuUsage(mark.cpu)
+  await Promise.race([overview, new Promise((resolve) => setTimeout(resolve, 20_000).unref())])
   const counted = requests - mark.requests
   const per = (us) => (us / counted).toFixed(1)
   console.error(
