@@ -25,6 +25,7 @@ import {
   postgresInboxUpgradeSql,
   RETRY_KEYS,
 } from './inbox-sql.js'
+import { anyMissing, lockedDdl } from './locked-ddl.js'
 
 type Query = <Row>(text: string, values?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>
 
@@ -288,7 +289,10 @@ export class PostgresInbox implements InboxQueue {
     if (missing.length === 0) return
     const upgrade = postgresInboxUpgradeSql(table, missing)
     try {
-      await query(`SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${upgrade}`)
+      // Only the columns still missing under the lock (an ADD COLUMN IF NOT EXISTS locks the table even when the column is there).
+      const names = missing.map(([name]) => `'${name}'`).join(', ')
+      const have = `(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('${table}_inbox') AND attname IN (${names}) AND NOT attisdropped)`
+      await query(lockedDdl(table, `${have} < ${missing.length}`, upgrade))
     } catch (error) {
       if (
         error instanceof DedupStoreError &&
@@ -342,7 +346,12 @@ export class PostgresInbox implements InboxQueue {
     try {
       // The table's lock is waited for briefly: a build queued behind a long transaction would hold every enqueue behind it.
       await query(
-        `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\nSET LOCAL lock_timeout = '${DEAD_INDEX_LOCK_WAIT_MS}ms';\n${postgresInboxDeadIndexSql(table)}`,
+        lockedDdl(
+          table,
+          anyMissing([`${t}_dead`]),
+          `${postgresInboxDeadIndexSql(table)};`,
+          `PERFORM set_config('lock_timeout', '${DEAD_INDEX_LOCK_WAIT_MS}ms', true);`,
+        ),
       )
       this.#deadIndex = { valid: true, at: performance.now() }
     } catch (error) {
@@ -372,7 +381,7 @@ export class PostgresInbox implements InboxQueue {
   async #create(): Promise<string | undefined> {
     const { table, query } = this.#host
     // No BEGIN: a multi-statement query is one implicit transaction (see OrderTables.ensure).
-    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));\n${postgresInboxTableSql(table)}`
+    const ddl = lockedDdl(table, anyMissing([`${table}_inbox`]), postgresInboxTableSql(table))
     return query(ddl).then(
       () => undefined,
       (error: unknown) => {

@@ -9,6 +9,7 @@
  */
 import type { OrderMark } from '../../ordering/position.js'
 import type { FactCounts, StoreOrderInput } from '../types.js'
+import { anyMissing, lockedDdl } from './locked-ddl.js'
 
 /** The SQL that creates the mark and lock tables of `table` and their expiry indexes. */
 export function postgresOrderTableSql(table: string): string {
@@ -217,7 +218,8 @@ export class OrderTables {
     }
     // No BEGIN: a multi-statement query is one implicit transaction, rolled back whole on a failure
     // (an explicit block would leave the pooled connection in an aborted transaction).
-    const ddl = `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${this.#table}'));\n${postgresOrderTableSql(this.#table)}`
+    // Made only when still missing under the lock: another store may have made them meanwhile and be claiming.
+    const ddl = lockedDdl(this.#table, anyMissing(postgresOrderTables(this.#table)), postgresOrderTableSql(this.#table))
     await this.#query(ddl).then(
       () => this.#set(true),
       (error: unknown) => this.#set(false, `could not be created (${error instanceof Error ? error.message : String(error)})`),

@@ -5,6 +5,7 @@
 import { WRITTEN_BY } from '../schema-version.js'
 import { PACKAGE } from './errors.js'
 import { ADDED_INBOX_COLUMNS, postgresInboxTableSql, postgresInboxUpgradeSql } from './inbox-sql.js'
+import { anyMissing, lockedDdl } from './locked-ddl.js'
 import { type PostgresOrderSql, postgresOrderSql, postgresOrderTableSql } from './order.js'
 import { purgeBatch } from './purge.js'
 
@@ -65,18 +66,25 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, written_by = excluded
 
 /**
  * The statements that bring the tables of `table` up to this version and stamp them, as one
- * implicit transaction under the store's advisory lock (no BEGIN: see OrderTables.ensure). The
- * index of the inbox's dead entries only with `deadIndex` (the inbox table is not there yet): on an
- * existing inbox table of millions of rows its build would block enqueues and meet the statement
- * limit, and fail the store's open with it; the inbox adds it by size (inbox.ts).
+ * implicit transaction under the store's advisory lock, run only when the stamp read under that
+ * lock is still older or missing (another store may have upgraded them while this one waited for
+ * the lock, and be writing them: locked-ddl.ts says why that matters). The index of the inbox's
+ * dead entries only with `deadIndex` (the inbox table is not there yet): on an existing inbox table
+ * of millions of rows its build would block enqueues and meet the statement limit, and fail the
+ * store's open with it; the inbox adds it by size (inbox.ts).
  * @param table The table name.
  * @param deadIndex With the index of the inbox's dead entries.
  * @example
  * await query(upgradeTablesSql('email_webhook_dedup', false))
  */
 export function upgradeTablesSql(table: string, deadIndex: boolean): string {
-  return `SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${tablesSql(table, deadIndex)}`
+  return lockedDdl(
+    table,
+    `stamped IS NULL OR stamped < ${POSTGRES_SCHEMA_VERSION}`,
+    tablesSql(table, deadIndex),
+    `IF to_regclass('${table}_schema') IS NOT NULL THEN SELECT max(version) INTO stamped FROM ${table}_schema; END IF;`,
+    'stamped integer;',
+  )
 }
 
 /**
@@ -94,15 +102,14 @@ export function assertTableName(table: string): void {
 
 /**
  * Every table and index of the store in one transaction under an advisory lock keyed by the table
- * name: two sessions creating the tables at once would otherwise collide in the catalog.
+ * name (two sessions creating the tables at once would otherwise collide in the catalog), made only
+ * when the dedup table is still missing once the lock is held (locked-ddl.ts).
  * @param table The table name.
  * @example
  * await pool.query(createTableSql('email_webhook_dedup'))
  */
 export function createTableSql(table: string): string {
-  return `BEGIN;
-SELECT pg_advisory_xact_lock(hashtext('email-webhooks:${table}'));
-${postgresDedupTableSql(table)}COMMIT;`
+  return lockedDdl(table, anyMissing([table]), postgresDedupTableSql(table))
 }
 
 // A lease released or lapsed carries the attempt count the next claim continues (ctx.attempt),
