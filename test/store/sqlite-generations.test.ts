@@ -14,6 +14,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
+import { HASH_CHUNK } from '../../packages/core/src/store/sqlite/generations.js'
 import { type ReadStep, readerHere } from '../../packages/core/src/store/sqlite/reader.js'
 import { expectOneWinnerPerKey, race } from './process-cases.js'
 import { storeChildren, withStore } from './process-harness.js'
@@ -65,6 +66,18 @@ function count(path: string, sql: string, ...args: unknown[]): number {
 }
 
 const keys = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `default:${prefix}-${i}`)
+
+/** Completes keys `prefix`-0, -1, … 50 a batch until the store sealed its first generation (bounded); returns them. */
+async function completeUntilSealed(store: SqliteDedupStore, path: string, prefix: string, retentionMs = HOUR): Promise<string[]> {
+  const done: string[] = []
+  for (let round = 0; generationTables(path).length === 0; round++) {
+    if (round === 200) throw new Error('no seal after 10,000 records')
+    const batch = keys(`${prefix}-${round}`, 50)
+    await completeAll(store, batch, retentionMs)
+    done.push(...batch)
+  }
+  return done
+}
 
 /** Two stores on `path` sealing every 100 records, on one clock the test moves (`clock.now`). */
 function twoStores(path: string) {
@@ -191,6 +204,61 @@ describe('SqliteDedupStore: done records in generations', () => {
     })
     expect(generationTables(path)).toEqual([])
     expect(count(path, `SELECT count(*) FROM ${TABLE}_now`)).toBe(20)
+  })
+
+  it('hashes a sealed generation after its seal, HASH_CHUNK keys a write batch, stores the hashes once, and finds every key meanwhile', async () => {
+    const path = newFile()
+    let sealed: string[] = []
+    const stored = () => count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND length(hashes) = 4 * records`)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 2_500 }), async (store) => {
+      sealed = await completeUntilSealed(store, path, 'chunked')
+      // Sealed in the last batch (2,500 to 2,999 records: the table is counted every 250), its hashes to come: its keys are found by SQL meanwhile.
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      expect(
+        count(
+          path,
+          `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND records = ? AND hashes IS NULL AND expires_max IS NULL`,
+          sealed.length,
+        ),
+      ).toBe(1)
+      expect(sealed.length).toBeLessThan(3_000)
+      for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      // HASH_CHUNK keys hashed in each write batch (one complete each here); the batch whose read comes back short stores them.
+      const batches = Math.floor(sealed.length / HASH_CHUNK) + 1
+      await completeAll(store, keys('before', batches - 1), HOUR, 1)
+      expect(stored()).toBe(0)
+      await completeAll(store, keys('last', 1), HOUR, 1)
+      expect(stored()).toBe(1)
+      expect(count(path, `SELECT expires_max FROM ${TABLE}_gen WHERE id = 1`)).toBe(count(path, `SELECT max(expires_at) FROM ${TABLE}_g1`))
+      for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      for (const key of keys('fresh', 200)) expect((await store.claim(key, LONG)).status).toBe('acquired')
+    })
+    // A new process's store loads the stored hashes.
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+    })
+  })
+
+  it('a generation its sealer left unhashed is hashed by another process, and dropped only once its latest expiry is known and past', async () => {
+    const path = newFile()
+    const clock = { now: Date.now() }
+    const sealer = new SqliteDedupStore({ path, generationRecords: 1_500, now: () => clock.now })
+    const short = await completeUntilSealed(sealer, path, 'short-lived', 60_000)
+    await sealer.close()
+    expect(short.length).toBeLessThan(2_000)
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE hashes IS NULL`)).toBe(1)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 1_500, now: () => clock.now }), async (other) => {
+      clock.now += 2 * 60_000
+      // Its latest expiry is not known yet: not dropped, whatever the clock says.
+      other.purgeExpired()
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      // Its write batches hash its keys, HASH_CHUNK each, and store them; the purge then drops it.
+      await completeAll(other, keys('later', Math.floor(short.length / HASH_CHUNK) + 1), HOUR, 1)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE hashes IS NOT NULL AND expires_max IS NOT NULL`)).toBe(1)
+      expect(other.purgeExpired()).toBeGreaterThanOrEqual(short.length)
+      expect(generationTables(path)).toEqual([])
+      for (const key of short.slice(0, 100)) expect((await other.claim(key, LONG)).status).toBe('acquired')
+    })
   })
 
   it("the console counts every generation's records and finds a sealed one by its key", async () => {

@@ -12,8 +12,15 @@
  * Several processes share the file: each reads SQLite's schema version at the start of every
  * write batch and every lookup, inside that transaction, and reloads the generation list when it
  * changed (a seal or a drop is a schema change). A seal runs inside a batch's write transaction,
- * so no claim in any process can read between the rename and the new hashes: a duplicate is never
- * answered as new. A generation whose records have all expired is dropped whole by the purge.
+ * so no claim in any process can read between the rename and the list's new entry: a duplicate is
+ * never answered as new. A generation is hashed after its seal, not in it: reading 50,000 keys
+ * into JavaScript took 64 ms and hashing them 15–30 more, which held the batch, and every answer
+ * waiting on the event loop, for 80–120 ms once a generation. Until its hashes are there a
+ * generation is read by SQL on every claim (one primary-key search in 50,000 records); each
+ * process that writes hashes it `HASH_CHUNK` keys a batch, in key order (the table never changes
+ * once sealed), and the first to finish stores the blob and the latest expiry (a later one loads
+ * the stored blob instead). A generation whose records have all expired is dropped whole by the
+ * purge (never before its latest expiry is known).
  *
  * A file of an older layout (one `<table>` of done records) is moved at upgrade: its table becomes
  * generation 1 (renamed, no copy). Up to `HASH_AT_UPGRADE` records it gets its hashes at once;
@@ -42,6 +49,8 @@ const MAX_GENERATIONS = 400
 const HASH_AT_UPGRADE = 1_000_000
 /** Expired generations dropped per purge step at most: a drop frees its pages in the step's transaction, about 10 ms for 50,000 records. */
 const DROPS_PER_STEP = 1
+/** Keys of a new generation hashed per write batch (about 0.5 ms), more when several wait. */
+export const HASH_CHUNK = 250
 /** Index slots in use (live and retired keys) at which it is rebuilt, as a share of its size. */
 const MAX_LOAD = 0.7
 
@@ -183,11 +192,26 @@ interface Generation {
   uid: string
   /** Its number in the index (1 … 65,535, reused once it is dropped). */
   local: number
-  /** Without hashes (a large table from before generations): read on every claim. */
+  /** Without hashes (yet): read on every claim. */
   unhashed: boolean
+  /** A large table from before generations, never hashed: walked by the purge row by row. */
+  legacy: boolean
   records: number
   /** (key) → expires_at, prepared on first use. */
   find: Statement | undefined
+  /** A new generation being hashed by this process, `HASH_CHUNK` keys a batch. */
+  hashing: Hashing | undefined
+}
+
+/** Where this process is in hashing a new generation. */
+interface Hashing {
+  /** The last key hashed (keys are read in order). */
+  after: string
+  hashes: Uint32Array
+  count: number
+  expiresMax: number | null
+  /** (after, limit) → [key, expires_at] rows. */
+  read: Statement
 }
 
 /** Whether this machine stores a Uint32Array little-endian (every one Node runs on in practice). */
@@ -290,6 +314,14 @@ export class Generations {
   readonly #byId = new Map<number, Generation>()
   readonly #byLocal: (Generation | undefined)[] = [undefined]
   #unhashed: Generation[] = []
+  /** The unhashed generations sealed here or by another process (not the legacy one), oldest first. */
+  #toHash: Generation[] = []
+  /** (id, uid) → the stored hashes and latest expiry, once some process stored them. */
+  readonly #storedHashes: Statement
+  /** (hashes, expires_max, id, uid): stores them unless another process did first. */
+  readonly #storeHashes: Statement
+  /** (id, uid, records): a new generation, its hashes and latest expiry to come. */
+  readonly #listNew: Statement
   /** The schema version the list was read at; -1 = never read. */
   #known = -1
   /** Records of the hashed generations (the seal's threshold grows with them). */
@@ -312,7 +344,12 @@ export class Generations {
     // The first batch counts the current table (a file may have been filled while no store ran).
     this.#sinceCount = this.#checkEvery
     this.#schemaVersion = db.prepare('PRAGMA schema_version').pluck()
-    this.#list = db.prepare(`SELECT id, uid, hashes IS NULL AS unhashed, coalesce(records, 0) AS records FROM ${table}_gen`)
+    this.#list = db.prepare(
+      `SELECT id, uid, hashes IS NULL AS unhashed, records IS NULL AS legacy, coalesce(records, 0) AS records FROM ${table}_gen`,
+    )
+    this.#storedHashes = db.prepare(`SELECT hashes, expires_max FROM ${table}_gen WHERE id = ? AND uid = ? AND hashes IS NOT NULL`)
+    this.#storeHashes = db.prepare(`UPDATE ${table}_gen SET hashes = ?, expires_max = ? WHERE id = ? AND uid = ? AND hashes IS NULL`)
+    this.#listNew = db.prepare(`INSERT INTO ${table}_gen (id, uid, records, expires_max, hashes) VALUES (?, ?, ?, NULL, NULL)`)
     this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
     this.#purgeNow = db.prepare(`DELETE FROM ${table}_now WHERE expires_at <= ?`)
@@ -327,7 +364,7 @@ export class Generations {
   sync(): void {
     const version = this.#schemaVersion.get() as number
     if (version === this.#known) return
-    const rows = this.#list.all() as { id: number; uid: string; unhashed: number; records: number }[]
+    const rows = this.#list.all() as { id: number; uid: string; unhashed: number; legacy: number; records: number }[]
     // By uid, not id: an id is given again after its generation was dropped (or its seal rolled back).
     const listed = new Set(rows.map((row) => row.uid))
     for (const generation of this.#byId.values()) {
@@ -341,13 +378,17 @@ export class Generations {
         uid: row.uid,
         local,
         unhashed: row.unhashed === 1,
+        legacy: row.legacy === 1,
         records: row.records,
         find: undefined,
+        hashing: undefined,
       }
       this.#byId.set(row.id, generation)
       this.#byLocal[local] = generation
-      if (generation.unhashed) this.#unhashed.push(generation)
-      else {
+      if (generation.unhashed) {
+        this.#unhashed.push(generation)
+        if (!generation.legacy) this.#toHash.push(generation)
+      } else {
         this.#index.addAll(hashesOf(this.#loadHashes.get(row.id) as Uint8Array), local)
         this.#sealedRecords += row.records
       }
@@ -382,6 +423,7 @@ export class Generations {
    * the batch's write transaction, after its completes).
    */
   wrote(written: number, now: number): void {
+    if (this.#toHash.length > 0) this.#hashStep()
     this.#sinceCount += written
     if (this.#sinceCount < this.#checkEvery) return
     this.#sinceCount = 0
@@ -389,8 +431,9 @@ export class Generations {
     if (this.#byId.size >= MAX_GENERATIONS - 1 || (this.#countNow.get() as number) < threshold) return
     // Records already expired are not sealed: a generation is dropped only once all its records
     // expired, and these would wait there for the newest. Full no more once they are gone.
-    if (this.#purgeNow.run(now).changes > 0 && (this.#countNow.get() as number) < threshold) return
-    this.#seal()
+    const records = this.#purgeNow.run(now).changes > 0 ? (this.#countNow.get() as number) : undefined
+    if (records !== undefined && records < threshold) return
+    this.#seal(records ?? (this.#countNow.get() as number))
   }
 
   /**
@@ -451,31 +494,80 @@ export class Generations {
   #forget(generation: Generation): void {
     this.#byId.delete(generation.id)
     this.#byLocal[generation.local] = undefined
-    if (generation.unhashed) this.#unhashed = this.#unhashed.filter((other) => other !== generation)
-    else this.#sealedRecords -= generation.records
+    if (generation.unhashed) {
+      this.#unhashed = this.#unhashed.filter((other) => other !== generation)
+      this.#toHash = this.#toHash.filter((other) => other !== generation)
+    } else this.#sealedRecords -= generation.records
     this.#index.retire(generation.local, generation.unhashed ? 0 : generation.records)
     if (this.#legacy?.id === generation.id) this.#legacy = undefined
   }
 
-  /** Seals the current table as the next generation: renamed, its hashes stored and indexed, a new current table made. */
-  #seal(): void {
+  /**
+   * Seals the current table, of `records` records, as the next generation: renamed and listed (its
+   * hashes to come, `#hashStep`), a new current table made.
+   */
+  #seal(records: number): void {
     const db = this.#db
     const t = this.#table
     const id = ((db.prepare(`SELECT max(id) FROM ${t}_gen`).pluck().get() as number | null) ?? 0) + 1
-    const { hashes, expiresMax } = hashTable(db, `${t}_now`)
     db.exec(`DROP VIEW IF EXISTS ${t}_done`)
     renameTable(db, `${t}_now`, `${t}_g${id}`)
     db.exec(currentTableSql(t))
-    db.prepare(`INSERT INTO ${t}_gen (id, uid, records, expires_max, hashes) VALUES (?, ?, ?, ?, ?)`).run(
-      id,
-      crypto.randomUUID(),
-      hashes.length,
-      expiresMax,
-      blobOf(hashes),
-    )
+    this.#listNew.run(id, crypto.randomUUID(), records)
     recreateDoneView(db, t)
     this.sync()
     this.#sealFailing = false
+  }
+
+  /**
+   * Hashes the next `HASH_CHUNK` keys of the oldest generation still without hashes (times the
+   * generations waiting), or takes the hashes another process stored; once all are hashed, stores
+   * them (unless another process did first) and moves the generation into the index.
+   */
+  #hashStep(): void {
+    const generation = this.#toHash[0] as Generation
+    const stored = this.#storedHashes.get(generation.id, generation.uid) as { hashes: Uint8Array; expires_max: number | null } | undefined
+    if (stored !== undefined) {
+      this.#hashed(generation, hashesOf(stored.hashes))
+      return
+    }
+    generation.hashing ??= {
+      after: '',
+      hashes: new Uint32Array(Math.max(1, generation.records)),
+      count: 0,
+      expiresMax: null,
+      read: this.#db.prepare(`SELECT key, expires_at FROM ${this.#table}_g${generation.id} WHERE key > ? ORDER BY key LIMIT ?`).raw(),
+    }
+    const work = generation.hashing
+    const limit = HASH_CHUNK * this.#toHash.length
+    const rows = work.read.all(work.after, limit) as [string, number][]
+    for (const [key, expiresAt] of rows) {
+      if (work.count === work.hashes.length) {
+        const grown = new Uint32Array(work.hashes.length * 2)
+        grown.set(work.hashes)
+        work.hashes = grown
+      }
+      // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
+      work.hashes[work.count++] = keyHash(key) || 1
+      if (work.expiresMax === null || expiresAt > work.expiresMax) work.expiresMax = expiresAt
+    }
+    if (rows.length === limit) {
+      work.after = (rows[rows.length - 1] as [string, number])[0]
+      return
+    }
+    const hashes = work.hashes.subarray(0, work.count)
+    this.#storeHashes.run(blobOf(hashes), work.expiresMax, generation.id, generation.uid)
+    this.#hashed(generation, hashes)
+  }
+
+  /** A generation's hashes are known: it leaves the ones read by SQL and joins the index. */
+  #hashed(generation: Generation, hashes: Uint32Array): void {
+    generation.unhashed = false
+    generation.hashing = undefined
+    this.#unhashed = this.#unhashed.filter((other) => other !== generation)
+    this.#toHash = this.#toHash.filter((other) => other !== generation)
+    this.#index.addAll(hashes, generation.local)
+    this.#sealedRecords += generation.records
   }
 
   #dropExpired(now: number, most: number): number {
@@ -503,7 +595,7 @@ export class Generations {
   }
 
   #legacyCursor(): { id: number; cursor: Cursor } | undefined {
-    const generation = this.#unhashed[0]
+    const generation = this.#unhashed.find((other) => other.legacy)
     if (generation === undefined) return undefined
     if (this.#legacy?.id !== generation.id) {
       this.#legacy = { id: generation.id, cursor: new Cursor(prepareWalk(this.#db, `${this.#table}_g${generation.id}`)) }
