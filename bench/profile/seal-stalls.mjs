@@ -1,18 +1,18 @@
 /**
- * How long the SQLite store's seal of its current table holds the event loop (issue 48): the seal
+ * How long the SQLite store's seal of its current table holds the event loop (issue 48). The seal
  * runs inside a batch's write transaction, on the event loop, every `generationRecords` (50,000)
- * done records: it hashes the table's keys, renames it, makes a new one and the view, stores the
- * hashes and adds them to the in-memory index, which, when that would pass 70 % full, is first made
- * anew at twice the size (every key of every generation put again). Each stall is timed from the
- * seal's start (its first statement) to the event loop's next turn, so it is the whole batch's
- * wait from there, commit included.
+ * done records. Until 2026-11-28 it hashed the table's 50,000 keys there (60–270 ms); now it renames
+ * the table, lists it and makes a new one and the view, and the keys are hashed afterwards, 250 a
+ * write batch, into an index of 1,024 shards that each grow and shed dropped keys on their own.
+ * Each seal is timed from its first statement to the event loop's next turn, so it is the whole
+ * batch's wait from there, commit included; the slowest events show what else waits.
  *
  * Opens (or first fills, with bench/src/fill.js) a store file holding `retained` done records, then
  * runs 20 lanes of claim + complete (`durability: 'full'`, as a receiver's) for `events` events and
  * prints the time the store took to open (its index loaded), events/s, each seal's stall, the
- * events' p99, p99.9 and slowest, and the event loop's longest delay. With the default 11,700,000
- * records the index is 16,777,216 slots, 70 % full at 11,744,051 keys: the first seal makes it
- * anew (the largest stall a store of that size meets, once in every ~1.7 to 4 million events).
+ * events' p99, p99.9 and slowest, and the event loop's longest delay. 11,700,000 records put the
+ * index where one table of 16,777,216 slots was made anew at twice the size at the next seal
+ * (0.8–1.6 s), before the index was sharded.
  *
  *   node bench/profile/seal-stalls.mjs <file> [retained=11700000] [events=200000]
  *

@@ -102,9 +102,20 @@ export async function fillSqliteStore(
         left -= keys.length
       }
     }
+    // A sealed generation is hashed after its seal, 250 keys a write batch of the store: claims (each
+    // one batch) until every generation is, as in a store that has run a while; their leases are
+    // released and then deleted, so the file holds the done records and nothing else.
+    const unhashed = db.prepare(`SELECT count(*) FROM ${table}_gen WHERE hashes IS NULL AND records IS NOT NULL`).pluck()
+    for (let rounds = 0; unhashed.get() > 0; rounds++) {
+      if (rounds > 5_000) throw new Error('fill: the store did not hash its generations')
+      const claim = await store.claim(`default:fill-hashing-${rounds}`, { leaseMs: 60_000, retentionMs: life })
+      if (claim.status !== 'acquired') throw new Error(`fill: a hashing claim was ${claim.status}`)
+      await store.release(claim.claim)
+    }
   } finally {
     await store.close()
   }
+  db.prepare(`DELETE FROM ${table}_lease WHERE key GLOB 'default:fill-hashing-*'`).run()
   return added
 }
 

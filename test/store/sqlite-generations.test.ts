@@ -210,6 +210,7 @@ describe('SqliteDedupStore: done records in generations', () => {
     const path = newFile()
     let sealed: string[] = []
     const stored = () => count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND length(hashes) = 4 * records`)
+    const other = new SqliteDedupStore({ path })
     await withStore(new SqliteDedupStore({ path, generationRecords: 2_500 }), async (store) => {
       sealed = await completeUntilSealed(store, path, 'chunked')
       // Sealed in the last batch (2,500 to 2,999 records: the table is counted every 250), its hashes to come: its keys are found by SQL meanwhile.
@@ -223,16 +224,23 @@ describe('SqliteDedupStore: done records in generations', () => {
       ).toBe(1)
       expect(sealed.length).toBeLessThan(3_000)
       for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
-      // HASH_CHUNK keys hashed in each write batch (one complete each here); the batch whose read comes back short stores them.
+      // HASH_CHUNK keys hashed in each write batch (a claim's and a complete's here); the batch whose read comes back short stores them.
       const batches = Math.floor(sealed.length / HASH_CHUNK) + 1
-      await completeAll(store, keys('before', batches - 1), HOUR, 1)
-      expect(stored()).toBe(0)
-      await completeAll(store, keys('last', 1), HOUR, 1)
-      expect(stored()).toBe(1)
+      let events = 0
+      for (; stored() === 0; events++) {
+        if (events === batches) throw new Error(`not stored after ${events} events`)
+        await completeAll(store, keys(`step-${events}`, 1), HOUR, 1)
+        if (events === 0) {
+          // A store on the file without this one's memory of recent keys: its first batch's claims find them by SQL (its batches hash too).
+          expect(stored()).toBe(0)
+          for (const key of sealed) expect(await other.claim(key, LONG)).toEqual({ status: 'duplicate' })
+        }
+      }
       expect(count(path, `SELECT expires_max FROM ${TABLE}_gen WHERE id = 1`)).toBe(count(path, `SELECT max(expires_at) FROM ${TABLE}_g1`))
       for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
       for (const key of keys('fresh', 200)) expect((await store.claim(key, LONG)).status).toBe('acquired')
     })
+    await other.close()
     // A new process's store loads the stored hashes.
     await withStore(new SqliteDedupStore({ path }), async (store) => {
       for (const key of sealed) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
@@ -259,6 +267,76 @@ describe('SqliteDedupStore: done records in generations', () => {
       expect(generationTables(path)).toEqual([])
       for (const key of short.slice(0, 100)) expect((await other.claim(key, LONG)).status).toBe('acquired')
     })
+  })
+
+  it('hashes every key however it sorts: the empty key, a lone surrogate ending a chunk, and the keys after it', async () => {
+    const path = newFile()
+    // In byte order: '', HASH_CHUNK - 2 keys, the lone surrogate (read back as other text) ending the first chunk, then one just above it.
+    const after = 'default:z\ue000'
+    const done = ['', ...keys('a', HASH_CHUNK - 2), 'default:z\ud800', after, ...keys('{', 60)]
+    await withStore(new SqliteDedupStore({ path, generationRecords: done.length - 10 }), async (store) => {
+      await completeAll(store, done, HOUR, done.length)
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      await completeAll(store, keys('steps', 3), HOUR, 1)
+    })
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE length(hashes) = 4 * ? AND records = ?`, done.length, done.length)).toBe(1)
+    // A new process's store knows them through the stored hashes alone.
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      for (const key of ['', after, ...done.slice(-60)]) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+    })
+  })
+
+  it('a generation hashed in a batch whose seal then failed is hashed again and stored, so it is dropped once expired', async () => {
+    const path = newFile()
+    const clock = { now: Date.now() }
+    const warnings: string[] = []
+    const size = HASH_CHUNK + 50
+    const open = () =>
+      new SqliteDedupStore({ path, generationRecords: size, now: () => clock.now, warn: (message) => warnings.push(message) })
+    await withStore(open(), async (store) => {
+      const first = keys('first', size)
+      await completeAll(store, first, 60_000, size)
+      expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+      // The next claims' batch hashes HASH_CHUNK keys of generation 1, the completes' batch the rest
+      // and stores them, then its seal of generation 2 fails: the store rolls back with the seal.
+      const blocker = new Database(path)
+      blocker.exec(`CREATE TABLE ${TABLE}_g2 (x INTEGER)`)
+      await completeAll(store, keys('second', size), 60_000, size)
+      expect(warnings).toHaveLength(1)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND hashes IS NULL`)).toBe(1)
+      blocker.exec(`DROP TABLE ${TABLE}_g2`)
+      blocker.close()
+      await completeAll(store, keys('third', 4), 60_000, 1)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE id = 1 AND hashes IS NOT NULL AND expires_max IS NOT NULL`)).toBe(1)
+      for (const key of first) expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      clock.now += 2 * 60_000
+      expect(store.purgeExpired()).toBeGreaterThanOrEqual(size)
+      expect(generationTables(path)).not.toContain(`${TABLE}_g1`)
+    })
+  })
+
+  it('a hash step that fails is told once, the seals go on, every key is found by SQL, and the hashes are stored once it works', async () => {
+    const path = newFile()
+    const warnings: string[] = []
+    const blocked = new Database(path)
+    await withStore(new SqliteDedupStore({ path, generationRecords: 100, warn: (message) => warnings.push(message) }), async (store) => {
+      // The store of the hashes fails (a trigger refuses it); the seal's own insert does not.
+      blocked.exec(`CREATE TRIGGER no_hashes BEFORE UPDATE ON ${TABLE}_gen BEGIN SELECT RAISE(ABORT, 'no hashes here'); END`)
+      const done = keys('unhashed', 500)
+      await completeAll(store, done)
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/hashing a sealed generation of done records failed \(no hashes here\); nothing is lost/)
+      expect(generationTables(path).length).toBeGreaterThanOrEqual(4)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE hashes IS NOT NULL`)).toBe(0)
+      await withStore(new SqliteDedupStore({ path }), async (other) => {
+        for (const key of done) expect(await other.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      })
+      blocked.exec('DROP TRIGGER no_hashes')
+      await completeAll(store, keys('later', 20), HOUR, 1)
+      expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE hashes IS NULL`)).toBe(0)
+      expect(warnings).toHaveLength(1)
+    })
+    blocked.close()
   })
 
   it("the console counts every generation's records and finds a sealed one by its key", async () => {

@@ -15,12 +15,15 @@
  * so no claim in any process can read between the rename and the list's new entry: a duplicate is
  * never answered as new. A generation is hashed after its seal, not in it: reading 50,000 keys
  * into JavaScript took 64 ms and hashing them 15–30 more, which held the batch, and every answer
- * waiting on the event loop, for 80–120 ms once a generation. Until its hashes are there a
- * generation is read by SQL on every claim (one primary-key search in 50,000 records); each
- * process that writes hashes it `HASH_CHUNK` keys a batch, in key order (the table never changes
- * once sealed), and the first to finish stores the blob and the latest expiry (a later one loads
- * the stored blob instead). A generation whose records have all expired is dropped whole by the
- * purge (never before its latest expiry is known).
+ * waiting on the event loop, for 60–270 ms once a generation. Until all its keys are in a
+ * process's index that process reads the generation by SQL on every claim (one primary-key search
+ * in 50,000 records); each process hashes it `HASH_CHUNK` keys in each of its write batches
+ * (claims' too), in byte order (the table never changes once sealed), adding them to its index as
+ * it goes, and the first to finish stores the blob, the count and the latest expiry; a process
+ * that meets a generation already hashed adds the stored hashes the same way, a chunk a batch
+ * (all at once only when the store is made). A transaction that stored them and then rolled back
+ * is seen at the next reload of the list, and the generation is hashed again. A generation whose
+ * records have all expired is dropped whole by the purge (never before its latest expiry is known).
  *
  * A file of an older layout (one `<table>` of done records) is moved at upgrade: its table becomes
  * generation 1 (renamed, no copy). Up to `HASH_AT_UPGRADE` records it gets its hashes at once;
@@ -104,85 +107,141 @@ export function keyHash(key: string): number {
   return h >>> 0 || 1
 }
 
+/** Shards of the index (by a hash's top bits): each grows and sheds retired keys on its own. */
+const SHARD_BITS = 10
+const SHARDS = 1 << SHARD_BITS
+/** The hash bits that place a key inside its shard. */
+const SLOT_SPAN = 2 ** (32 - SHARD_BITS)
+/** Slots of a shard at least. */
+const MIN_SLOTS = 16
+/** A shard made anew holds its live keys at most this full, so the next rebuild is well apart. */
+const REBUILT_LOAD = 0.5
+/** Local generation numbers: 1 … 65,535 (0: an empty slot's). */
+const MAX_LOCAL = 0xffff
+
 /**
- * Hash → generation (a local number, 1 … 65,535), open addressing with linear probing; several
- * keys may share a hash. A dropped generation is retired at once (its number is not given out
- * again, and the caller no longer answers for it); its slots are cleared when the index is next
- * rebuilt, once retired keys are a quarter of it, so a drop costs nothing on the spot.
+ * Hash → generation (a local number, 1 … 65,535), in 1,024 shards by the hash's top 10 bits, each
+ * an open-addressing table with linear probing; several keys may share a hash. A dropped
+ * generation is retired at once (the caller answers nothing for its number from then on); its keys
+ * stay in their slots until their shard is next made anew, which a shard does on its own when an
+ * insert finds it 70 % full: it keeps only live keys, sized so they fill half of it. So no insert
+ * and no retire ever walks the whole index: one table of 10 million keys was made anew in 0.8–1.6 s
+ * on the event loop, every 1.7 million events at a steady 10 million; a shard of ~10,000 keys in
+ * well under a millisecond. A retired number is given out again only once every shard has been
+ * made anew since (until then its old keys could not be told from the new generation's); when no
+ * number is free, every shard is made anew at once (only after 65,535 generations).
  */
 export class HashIndex {
-  #hashes = new Uint32Array(1024)
-  #gens = new Uint16Array(1024)
-  #mask = 1023
-  /** Slots in use (live and retired keys). */
-  #used = 0
-  /** Keys of retired generations still in the slots. */
-  #retiredKeys = 0
-  readonly #retired = new Set<number>()
-  readonly #free: number[] = []
+  readonly #hashes: Uint32Array[] = Array.from({ length: SHARDS }, () => new Uint32Array(MIN_SLOTS))
+  readonly #gens: Uint16Array[] = Array.from({ length: SHARDS }, () => new Uint16Array(MIN_SLOTS))
+  /** Slots in use in each shard (live and retired keys). */
+  readonly #used = new Uint32Array(SHARDS)
+  /** The retire count when each shard was last made anew. */
+  readonly #cleanAt = new Float64Array(SHARDS)
+  /** By local number: the retire count at its retirement (0: live or never used). */
+  readonly #retiredAt = new Float64Array(MAX_LOCAL + 1)
+  /** Retired numbers, oldest first. */
+  #free: number[] = []
+  #retires = 0
   #next = 1
+  #live = 0
 
   /** Keys of live generations indexed. */
   get size(): number {
-    return this.#used - this.#retiredKeys
+    return this.#live
   }
 
   /** A number for a new generation. */
   allocate(): number {
-    const local = this.#free.pop() ?? this.#next++
-    if (local > 0xffff) throw new Error('more than 65,535 generations of done records in one store')
-    return local
+    const oldest = this.#free[0]
+    if (oldest !== undefined && this.#clean(oldest)) return this.#reuse()
+    if (this.#next <= MAX_LOCAL) return this.#next++
+    if (oldest === undefined) throw new Error('more than 65,535 generations of done records in one store')
+    for (let shard = 0; shard < SHARDS; shard++) this.#rebuild(shard)
+    return this.#reuse()
   }
 
-  /** Adds a generation's hashes under its number. */
+  /** Adds hashes of generation `gen`. */
   addAll(hashes: Uint32Array, gen: number): void {
-    if (this.#used + hashes.length > this.#hashes.length * MAX_LOAD) this.#rebuild(this.size + hashes.length)
     for (const h of hashes) this.#put(h, gen)
+    this.#live += hashes.length
   }
 
   /** Whether `test` holds for a generation that has a key of hash `h` (usually there is none). */
   some(h: number, test: (gen: number) => boolean): boolean {
-    const hashes = this.#hashes
-    const gens = this.#gens
-    for (let i = h & this.#mask; hashes[i] !== 0; i = (i + 1) & this.#mask) {
-      if (hashes[i] === h && test(gens[i] as number)) return true
+    const shard = h >>> (32 - SHARD_BITS)
+    const hashes = this.#hashes[shard] as Uint32Array
+    const gens = this.#gens[shard] as Uint16Array
+    const size = hashes.length
+    for (let i = slot(h, size); hashes[i] !== 0; i = i + 1 === size ? 0 : i + 1) {
+      if (hashes[i] === h) {
+        const gen = gens[i] as number
+        if (this.#retiredAt[gen] === 0 && test(gen)) return true
+      }
     }
     return false
   }
 
   /** Retires a dropped generation of `keys` keys; the caller answers nothing for its number from now on. */
   retire(gen: number, keys: number): void {
-    this.#retired.add(gen)
-    this.#retiredKeys += keys
-    if (this.#retiredKeys > this.#hashes.length / 4) this.#rebuild(this.size)
+    this.#retiredAt[gen] = ++this.#retires
+    this.#free.push(gen)
+    this.#live -= keys
+  }
+
+  /** Whether every shard was made anew since `gen` was retired. */
+  #clean(gen: number): boolean {
+    const at = this.#retiredAt[gen] as number
+    for (let shard = 0; shard < SHARDS; shard++) if ((this.#cleanAt[shard] as number) < at) return false
+    return true
+  }
+
+  #reuse(): number {
+    const gen = this.#free.shift() as number
+    this.#retiredAt[gen] = 0
+    return gen
   }
 
   #put(h: number, gen: number): void {
-    let i = h & this.#mask
-    while (this.#hashes[i] !== 0) i = (i + 1) & this.#mask
-    this.#hashes[i] = h
-    this.#gens[i] = gen
-    this.#used++
+    const shard = h >>> (32 - SHARD_BITS)
+    if (((this.#used[shard] as number) + 1) / (this.#hashes[shard] as Uint32Array).length > MAX_LOAD) this.#rebuild(shard)
+    const hashes = this.#hashes[shard] as Uint32Array
+    const size = hashes.length
+    let i = slot(h, size)
+    while (hashes[i] !== 0) i = i + 1 === size ? 0 : i + 1
+    hashes[i] = h
+    ;(this.#gens[shard] as Uint16Array)[i] = gen
+    this.#used[shard] = (this.#used[shard] as number) + 1
   }
 
-  /** Makes the index anew for `keys` keys, without the retired generations' (whose numbers are free again). */
-  #rebuild(keys: number): void {
-    let size = 1024
-    while (size * MAX_LOAD < keys) size *= 2
-    const hashes = this.#hashes
-    const gens = this.#gens
-    this.#hashes = new Uint32Array(size)
-    this.#gens = new Uint16Array(size)
-    this.#mask = size - 1
-    this.#used = 0
+  /** Makes a shard anew without its retired keys, its live ones (and one more) at most half of it. */
+  #rebuild(shard: number): void {
+    const hashes = this.#hashes[shard] as Uint32Array
+    const gens = this.#gens[shard] as Uint16Array
+    let live = 0
+    for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0 && this.#retiredAt[gens[i] as number] === 0) live++
+    const size = Math.max(MIN_SLOTS, Math.ceil((live + 1) / REBUILT_LOAD))
+    const into = new Uint32Array(size)
+    const intoGens = new Uint16Array(size)
     for (let i = 0; i < hashes.length; i++) {
+      const h = hashes[i] as number
       const gen = gens[i] as number
-      if (hashes[i] !== 0 && !this.#retired.has(gen)) this.#put(hashes[i] as number, gen)
+      if (h === 0 || this.#retiredAt[gen] !== 0) continue
+      let j = slot(h, size)
+      while (into[j] !== 0) j = j + 1 === size ? 0 : j + 1
+      into[j] = h
+      intoGens[j] = gen
     }
-    this.#free.push(...this.#retired)
-    this.#retired.clear()
-    this.#retiredKeys = 0
+    this.#hashes[shard] = into
+    this.#gens[shard] = intoGens
+    this.#used[shard] = live
+    this.#cleanAt[shard] = this.#retires
   }
+}
+
+/** A hash's home slot in a shard of `size` slots (from the bits under the shard's). */
+function slot(h: number, size: number): number {
+  return Math.floor(((h % SLOT_SPAN) * size) / SLOT_SPAN)
 }
 
 /** One sealed generation as a process knows it. */
@@ -199,19 +258,30 @@ interface Generation {
   records: number
   /** (key) → expires_at, prepared on first use. */
   find: Statement | undefined
-  /** A new generation being hashed by this process, `HASH_CHUNK` keys a batch. */
+  /** Its keys in the index so far (all of them once hashed). */
+  indexed: number
+  /** A generation being hashed, or added to the index, by this process, `HASH_CHUNK` keys a batch. */
   hashing: Hashing | undefined
 }
 
-/** Where this process is in hashing a new generation. */
+/** Where this process is in hashing a generation and adding it to the index. */
 interface Hashing {
-  /** The last key hashed (keys are read in order). */
-  after: string
+  /**
+   * The last key hashed, as its stored bytes (keys are read in byte order; null before the first
+   * chunk). Not as text: a key with a lone surrogate reads back as other text, and a cursor made of
+   * that text would skip the keys after it, and `key > ''` would skip the empty key.
+   */
+  after: Uint8Array | null
   hashes: Uint32Array
-  count: number
+  /** Hashes made (or, stored by another process, in hand). */
+  made: number
+  /** Hashes added to the index. */
+  added: number
   expiresMax: number | null
-  /** (after, limit) → [key, expires_at] rows. */
-  read: Statement
+  /** (after, limit) → [key, expires_at, key's bytes] rows; undefined when the hashes came stored. */
+  read: Statement | undefined
+  /** (limit) → the first chunk's rows. */
+  first: Statement | undefined
 }
 
 /** Whether this machine stores a Uint32Array little-endian (every one Node runs on in practice). */
@@ -316,14 +386,16 @@ export class Generations {
   #unhashed: Generation[] = []
   /** The unhashed generations sealed here or by another process (not the legacy one), oldest first. */
   #toHash: Generation[] = []
-  /** (id, uid) → the stored hashes and latest expiry, once some process stored them. */
+  /** (id, uid) → the stored hashes, once some process stored them. */
   readonly #storedHashes: Statement
-  /** (hashes, expires_max, id, uid): stores them unless another process did first. */
+  /** (hashes, expires_max, records, id, uid): stores them unless another process did first. */
   readonly #storeHashes: Statement
   /** (id, uid, records): a new generation, its hashes and latest expiry to come. */
   readonly #listNew: Statement
-  /** The schema version the list was read at; -1 = never read. */
+  /** The schema version the list was read at; -1 = never read, or to be read anew. */
   #known = -1
+  /** The list was read once: generations met later join the index a chunk a batch. */
+  #loaded = false
   /** Records of the hashed generations (the seal's threshold grows with them). */
   #sealedRecords = 0
   /** Done records written by this process since the current table was last counted. */
@@ -331,14 +403,22 @@ export class Generations {
   /** The purge's cursor over the unhashed generation, if any. */
   #legacy: { id: number; cursor: Cursor } | undefined
   readonly #warnSeal: (error: unknown) => void
+  readonly #warnHash: (error: unknown) => void
+  /** A hash step failed and was told; told again only after a generation was hashed whole. */
+  #hashFailing = false
   /** A seal failed and was told; told again only after one succeeded. */
   #sealFailing = false
 
-  constructor(db: Database, table: string, options: { generationRecords?: number; sealFailed?: (error: unknown) => void } = {}) {
+  constructor(
+    db: Database,
+    table: string,
+    options: { generationRecords?: number; sealFailed?: (error: unknown) => void; hashFailed?: (error: unknown) => void } = {},
+  ) {
     const generationRecords = options.generationRecords ?? DEFAULT_GENERATION_RECORDS
     this.#db = db
     this.#table = table
     this.#warnSeal = options.sealFailed ?? (() => {})
+    this.#warnHash = options.hashFailed ?? (() => {})
     this.#records = generationRecords
     this.#checkEvery = Math.max(1, Math.min(5_000, Math.floor(generationRecords / 10)))
     // The first batch counts the current table (a file may have been filled while no store ran).
@@ -347,8 +427,10 @@ export class Generations {
     this.#list = db.prepare(
       `SELECT id, uid, hashes IS NULL AS unhashed, records IS NULL AS legacy, coalesce(records, 0) AS records FROM ${table}_gen`,
     )
-    this.#storedHashes = db.prepare(`SELECT hashes, expires_max FROM ${table}_gen WHERE id = ? AND uid = ? AND hashes IS NOT NULL`)
-    this.#storeHashes = db.prepare(`UPDATE ${table}_gen SET hashes = ?, expires_max = ? WHERE id = ? AND uid = ? AND hashes IS NULL`)
+    this.#storedHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ? AND uid = ? AND hashes IS NOT NULL`).pluck()
+    this.#storeHashes = db.prepare(
+      `UPDATE ${table}_gen SET hashes = ?, expires_max = ?, records = ? WHERE id = ? AND uid = ? AND hashes IS NULL`,
+    )
     this.#listNew = db.prepare(`INSERT INTO ${table}_gen (id, uid, records, expires_max, hashes) VALUES (?, ?, ?, NULL, NULL)`)
     this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
@@ -371,7 +453,13 @@ export class Generations {
       if (!listed.has(generation.uid)) this.#forget(generation)
     }
     for (const row of rows) {
-      if (this.#byId.get(row.id)?.uid === row.uid) continue
+      const known = this.#byId.get(row.id)
+      if (known?.uid === row.uid) {
+        // Hashed here, but the transaction that stored its hashes rolled back: met again (hashed anew
+        // and stored), or no process would store them and it would never be dropped.
+        if (row.unhashed === 0 || known.unhashed || known.legacy) continue
+        this.#forget(known)
+      }
       const local = this.#index.allocate()
       const generation: Generation = {
         id: row.id,
@@ -381,19 +469,26 @@ export class Generations {
         legacy: row.legacy === 1,
         records: row.records,
         find: undefined,
+        indexed: 0,
         hashing: undefined,
       }
       this.#byId.set(row.id, generation)
       this.#byLocal[local] = generation
-      if (generation.unhashed) {
-        this.#unhashed.push(generation)
-        if (!generation.legacy) this.#toHash.push(generation)
-      } else {
-        this.#index.addAll(hashesOf(this.#loadHashes.get(row.id) as Uint8Array), local)
+      if (!generation.unhashed && !this.#loaded) {
+        // At the store's start, all at once: no answer waits yet.
+        const hashes = hashesOf(this.#loadHashes.get(row.id) as Uint8Array)
+        this.#index.addAll(hashes, local)
+        generation.indexed = hashes.length
         this.#sealedRecords += row.records
+        continue
       }
+      // Read by SQL until it is in the index: hashed here, or its stored hashes added, a chunk a batch.
+      generation.unhashed = true
+      this.#unhashed.push(generation)
+      if (!generation.legacy) this.#toHash.push(generation)
     }
     this.#known = version
+    this.#loaded = true
   }
 
   /**
@@ -423,7 +518,7 @@ export class Generations {
    * the batch's write transaction, after its completes).
    */
   wrote(written: number, now: number): void {
-    if (this.#toHash.length > 0) this.#hashStep()
+    if (this.#toHash.length > 0) this.#tryHashStep()
     this.#sinceCount += written
     if (this.#sinceCount < this.#checkEvery) return
     this.#sinceCount = 0
@@ -434,6 +529,11 @@ export class Generations {
     const records = this.#purgeNow.run(now).changes > 0 ? (this.#countNow.get() as number) : undefined
     if (records !== undefined && records < threshold) return
     this.#seal(records ?? (this.#countNow.get() as number))
+  }
+
+  /** Whether a generation waits to be hashed or added to the index (a write batch without done records then calls `wrote(0, now)` too). */
+  get hashing(): boolean {
+    return this.#toHash.length > 0
   }
 
   /**
@@ -498,7 +598,7 @@ export class Generations {
       this.#unhashed = this.#unhashed.filter((other) => other !== generation)
       this.#toHash = this.#toHash.filter((other) => other !== generation)
     } else this.#sealedRecords -= generation.records
-    this.#index.retire(generation.local, generation.unhashed ? 0 : generation.records)
+    this.#index.retire(generation.local, generation.indexed)
     if (this.#legacy?.id === generation.id) this.#legacy = undefined
   }
 
@@ -520,54 +620,93 @@ export class Generations {
   }
 
   /**
-   * Hashes the next `HASH_CHUNK` keys of the oldest generation still without hashes (times the
-   * generations waiting), or takes the hashes another process stored; once all are hashed, stores
-   * them (unless another process did first) and moves the generation into the index.
+   * Hashes the next `HASH_CHUNK` keys (times the generations waiting) of the oldest generation not
+   * yet in the index and adds them to it, or adds as many of the hashes another process stored;
+   * once all are in, stores them (unless another process did first) and stops reading it by SQL.
    */
   #hashStep(): void {
     const generation = this.#toHash[0] as Generation
-    const stored = this.#storedHashes.get(generation.id, generation.uid) as { hashes: Uint8Array; expires_max: number | null } | undefined
-    if (stored !== undefined) {
-      this.#hashed(generation, hashesOf(stored.hashes))
-      return
-    }
-    generation.hashing ??= {
-      after: '',
-      hashes: new Uint32Array(Math.max(1, generation.records)),
-      count: 0,
-      expiresMax: null,
-      read: this.#db.prepare(`SELECT key, expires_at FROM ${this.#table}_g${generation.id} WHERE key > ? ORDER BY key LIMIT ?`).raw(),
-    }
-    const work = generation.hashing
     const limit = HASH_CHUNK * this.#toHash.length
-    const rows = work.read.all(work.after, limit) as [string, number][]
-    for (const [key, expiresAt] of rows) {
-      if (work.count === work.hashes.length) {
-        const grown = new Uint32Array(work.hashes.length * 2)
-        grown.set(work.hashes)
-        work.hashes = grown
+    generation.hashing ??= this.#startHashing(generation)
+    const work = generation.hashing
+    let done: boolean
+    if (work.read === undefined) {
+      done = work.made - work.added <= limit
+      this.#addHashes(generation, work, done ? work.made : work.added + limit)
+    } else {
+      const rows = (work.after === null ? (work.first as Statement).all(limit) : work.read.all(work.after, limit)) as [
+        string,
+        number,
+        Uint8Array,
+      ][]
+      for (const [key, expiresAt] of rows) {
+        if (work.made === work.hashes.length) {
+          const grown = new Uint32Array(work.hashes.length * 2)
+          grown.set(work.hashes)
+          work.hashes = grown
+        }
+        // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
+        work.hashes[work.made++] = keyHash(key) || 1
+        if (work.expiresMax === null || expiresAt > work.expiresMax) work.expiresMax = expiresAt
       }
-      // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
-      work.hashes[work.count++] = keyHash(key) || 1
-      if (work.expiresMax === null || expiresAt > work.expiresMax) work.expiresMax = expiresAt
+      this.#addHashes(generation, work, work.made)
+      done = rows.length < limit
+      if (!done) work.after = (rows[rows.length - 1] as [string, number, Uint8Array])[2]
+      else {
+        this.#storeHashes.run(blobOf(work.hashes.subarray(0, work.made)), work.expiresMax, work.made, generation.id, generation.uid)
+        generation.records = work.made
+      }
     }
-    if (rows.length === limit) {
-      work.after = (rows[rows.length - 1] as [string, number])[0]
-      return
-    }
-    const hashes = work.hashes.subarray(0, work.count)
-    this.#storeHashes.run(blobOf(hashes), work.expiresMax, generation.id, generation.uid)
-    this.#hashed(generation, hashes)
-  }
-
-  /** A generation's hashes are known: it leaves the ones read by SQL and joins the index. */
-  #hashed(generation: Generation, hashes: Uint32Array): void {
+    if (!done) return
+    this.#hashFailing = false
     generation.unhashed = false
     generation.hashing = undefined
     this.#unhashed = this.#unhashed.filter((other) => other !== generation)
     this.#toHash = this.#toHash.filter((other) => other !== generation)
-    this.#index.addAll(hashes, generation.local)
     this.#sealedRecords += generation.records
+  }
+
+  /** From the hashes another process stored, if it did; else from the generation's table, in key order. */
+  #startHashing(generation: Generation): Hashing {
+    const stored = this.#storedHashes.get(generation.id, generation.uid) as Uint8Array | undefined
+    const hashes = stored === undefined ? new Uint32Array(Math.max(1, generation.records)) : hashesOf(stored)
+    if (stored !== undefined)
+      return { after: null, hashes, made: hashes.length, added: 0, expiresMax: null, read: undefined, first: undefined }
+    const rows = `SELECT key, expires_at, CAST(key AS BLOB) FROM ${this.#table}_g${generation.id}`
+    return {
+      after: null,
+      hashes,
+      made: 0,
+      added: 0,
+      expiresMax: null,
+      read: this.#db.prepare(`${rows} WHERE key > CAST(? AS TEXT) ORDER BY key LIMIT ?`).raw(),
+      first: this.#db.prepare(`${rows} ORDER BY key LIMIT ?`).raw(),
+    }
+  }
+
+  /**
+   * A hash step, apart from the seal: one that fails (told once until a generation is hashed whole) leaves the
+   * generation to be met again from the start (its keys already added are retired with its number),
+   * and the seals go on.
+   */
+  #tryHashStep(): void {
+    try {
+      this.#hashStep()
+    } catch (error) {
+      const generation = this.#toHash[0]
+      if (generation !== undefined) this.#forget(generation)
+      this.invalidate()
+      if (this.#hashFailing) return
+      this.#hashFailing = true
+      this.#warnHash(error)
+    }
+  }
+
+  /** Adds the hashes in hand up to `until` to the index. */
+  #addHashes(generation: Generation, work: Hashing, until: number): void {
+    this.#index.addAll(work.hashes.subarray(work.added, until), generation.local)
+    generation.indexed += until - work.added
+    work.added = until
   }
 
   #dropExpired(now: number, most: number): number {

@@ -110,6 +110,10 @@ export class SqliteDedupStore implements DedupStore {
             warn(
               `${PACKAGE} ${path}: sealing a generation of done records failed (${String((error as Error | undefined)?.message ?? error)}); nothing is lost, the current table keeps growing and the store tries again after more events. If this repeats, check the disk's free space.`,
             ),
+          hashFailed: (error) =>
+            warn(
+              `${PACKAGE} ${path}: hashing a sealed generation of done records failed (${String((error as Error | undefined)?.message ?? error)}); nothing is lost (its records are read from the file until it is hashed), the store starts it again at the next write. If this repeats, check the file and the disk.`,
+            ),
         })
     this.#generations = generations
     try {
@@ -188,7 +192,7 @@ export class SqliteDedupStore implements DedupStore {
       generations?.sync()
       const written = commitBatch(statements, generations, claims, completes, now)
       runWrites(db, writes)
-      if (written > 0) {
+      if (written > 0 || generations?.hashing) {
         try {
           // Its own savepoint: a seal that fails leaves the batch whole (the table is sealed later).
           seal(written, now)

@@ -1,0 +1,98 @@
+/**
+ * The SQLite store's in-memory index of sealed keys' hashes (generations.ts `HashIndex`), against a
+ * plain model: every hash of a live generation is found under that generation whatever the shards
+ * did meanwhile (grown, made anew without retired keys), a retired generation's are never found, a
+ * number is given out again only once no key of its old generation can be found under it, and the
+ * count of live keys stays right. A miss here would answer a handled event as new.
+ */
+import { describe, expect, it } from 'vitest'
+import { HashIndex } from '../../packages/core/src/store/sqlite/generations.js'
+
+/** A small deterministic generator (xorshift32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let x = seed >>> 0 || 1
+  return () => {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    return x >>> 0
+  }
+}
+
+/** Whether `index` has hash `h` under generation `gen`. */
+const has = (index: HashIndex, h: number, gen: number) => index.some(h, (found) => found === gen)
+
+describe('HashIndex (SQLite generations)', () => {
+  it('finds every live generation’s hashes and none of a retired one’s, through growth and shard rebuilds, and counts live keys', () => {
+    const next = random(48)
+    const index = new HashIndex()
+    const live = new Map<number, Uint32Array>()
+    const retired: Array<[number, Uint32Array]> = []
+    for (let step = 0; step < 300; step++) {
+      const gen = index.allocate()
+      expect(live.has(gen)).toBe(false)
+      // Some generations crowd a few shards (same top bits); every one has a hash all others have too; 0 is never a hash.
+      const crowd = step % 3 === 0
+      const hashes = Uint32Array.from({ length: 1 + (next() % 2_000) }, (_, i) => {
+        if (i === 3) return 0xdead_beef
+        const h = crowd ? (next() & 0x003f_ffff) | ((next() % 4) << 22) : next()
+        return h || 1
+      })
+      index.addAll(hashes, gen)
+      live.set(gen, hashes)
+      if (step % 4 === 1 && live.size > 3) {
+        const [old, oldHashes] = live.entries().next().value as [number, Uint32Array]
+        index.retire(old, oldHashes.length)
+        live.delete(old)
+        retired.push([old, oldHashes])
+      }
+    }
+    for (const [gen, hashes] of live) for (const h of hashes) expect(has(index, h, gen)).toBe(true)
+    for (const [gen, hashes] of retired) {
+      // A number given out again holds only its new generation's keys.
+      const now = live.get(gen)
+      for (const h of hashes.slice(0, 200)) expect(has(index, h, gen)).toBe(now?.includes(h) ?? false)
+    }
+    expect(index.size).toBe([...live.values()].reduce((sum, hashes) => sum + hashes.length, 0))
+  })
+
+  it('gives a retired number out again only once every shard was made anew since, and all at once when 65,535 are used', () => {
+    const index = new HashIndex()
+    const first = index.allocate()
+    index.addAll(Uint32Array.of(0x1234_5678), first)
+    index.retire(first, 1)
+    // Shards untouched since: a new number, not the retired one (its key would be taken for the new generation's).
+    const second = index.allocate()
+    expect(second).not.toBe(first)
+    expect(has(index, 0x1234_5678, first)).toBe(false)
+    // Numbers up to 65,535 first; then every shard is made anew and the retired one comes back.
+    for (let n = 3; n <= 0xffff; n++) expect(index.allocate()).toBe(n)
+    expect(index.allocate()).toBe(first)
+    index.addAll(Uint32Array.of(0x0bad_cafe), first)
+    expect(has(index, 0x1234_5678, first)).toBe(false)
+    expect(has(index, 0x0bad_cafe, first)).toBe(true)
+    expect(() => index.allocate()).toThrow('more than 65,535 generations')
+  })
+
+  it('reuses numbers in a store’s steady state (generations sealed and dropped) without running out', () => {
+    const next = random(7)
+    const index = new HashIndex()
+    const live: Array<[number, Uint32Array]> = []
+    let highest = 0
+    for (let seal = 0; seal < 3_000; seal++) {
+      const gen = index.allocate()
+      highest = Math.max(highest, gen)
+      const hashes = Uint32Array.from({ length: 2_000 }, () => next() || 1)
+      index.addAll(hashes, gen)
+      live.push([gen, hashes])
+      if (live.length > 40) {
+        const [old, oldHashes] = live.shift() as [number, Uint32Array]
+        index.retire(old, oldHashes.length)
+      }
+    }
+    // Every shard fills and is made anew every few dozen generations, freeing the retired numbers.
+    expect(highest).toBeLessThan(400)
+    for (const [gen, hashes] of live) for (const h of hashes.subarray(0, 100)) expect(has(index, h, gen)).toBe(true)
+    expect(index.size).toBe(40 * 2_000)
+  })
+})
