@@ -114,8 +114,12 @@ const SHARDS = 1 << SHARD_BITS
 const SLOT_SPAN = 2 ** (32 - SHARD_BITS)
 /** Slots of a shard at least. */
 const MIN_SLOTS = 16
-/** A shard made anew holds its live keys at most this full, so the next rebuild is well apart. */
+/** A shard made anew holds its live keys about this full (± SPREAD / 2), so the next rebuild is well apart. */
 const REBUILT_LOAD = 0.5
+/** How full `reserve` makes a shard of its share (a shard's share varies by about 1 % at 10,000 keys). */
+const RESERVED_LOAD = 0.55
+/** The range of loads around REBUILT_LOAD and RESERVED_LOAD that shards are given, to spread their rebuilds. */
+const SPREAD = 0.1
 /** Local generation numbers: 1 … 65,535 (0: an empty slot's). */
 const MAX_LOCAL = 0xffff
 
@@ -159,6 +163,20 @@ export class HashIndex {
     if (oldest === undefined) throw new Error('more than 65,535 generations of done records in one store')
     for (let shard = 0; shard < SHARDS; shard++) this.#rebuild(shard)
     return this.#reuse()
+  }
+
+  /**
+   * Sizes every empty shard for its share of `keys` keys about to be added (the store's load), so
+   * that it is not made anew at each doubling on the way (2.0 s against 4.5 s for 10 million).
+   */
+  reserve(keys: number): void {
+    for (let shard = 0; shard < SHARDS; shard++) {
+      if (this.#used[shard] !== 0) continue
+      // Each shard a little fuller or emptier than the next, so that they do not all come to be made anew in the same batch.
+      const size = Math.max(MIN_SLOTS, Math.ceil(keys / SHARDS / (RESERVED_LOAD + SPREAD * (((shard * 0.618034) % 1) - 0.5))))
+      this.#hashes[shard] = new Uint32Array(size)
+      this.#gens[shard] = new Uint16Array(size)
+    }
   }
 
   /** Adds hashes of generation `gen`. */
@@ -214,13 +232,13 @@ export class HashIndex {
     this.#used[shard] = (this.#used[shard] as number) + 1
   }
 
-  /** Makes a shard anew without its retired keys, its live ones (and one more) at most half of it. */
+  /** Makes a shard anew without its retired keys, its live ones (and one more) about half of it. */
   #rebuild(shard: number): void {
     const hashes = this.#hashes[shard] as Uint32Array
     const gens = this.#gens[shard] as Uint16Array
     let live = 0
     for (let i = 0; i < hashes.length; i++) if (hashes[i] !== 0 && this.#retiredAt[gens[i] as number] === 0) live++
-    const size = Math.max(MIN_SLOTS, Math.ceil((live + 1) / REBUILT_LOAD))
+    const size = Math.max(MIN_SLOTS, Math.ceil((live + 1) / (REBUILT_LOAD + SPREAD * (Math.random() - 0.5))))
     const into = new Uint32Array(size)
     const intoGens = new Uint16Array(size)
     for (let i = 0; i < hashes.length; i++) {
@@ -452,6 +470,7 @@ export class Generations {
     for (const generation of this.#byId.values()) {
       if (!listed.has(generation.uid)) this.#forget(generation)
     }
+    if (!this.#loaded) this.#index.reserve(rows.reduce((sum, row) => sum + (row.unhashed === 1 ? 0 : row.records), 0))
     for (const row of rows) {
       const known = this.#byId.get(row.id)
       if (known?.uid === row.uid) {
