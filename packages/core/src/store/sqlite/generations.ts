@@ -296,9 +296,9 @@ interface Hashing {
   /** Hashes added to the index. */
   added: number
   expiresMax: number | null
-  /** (after, limit) → [key, expires_at, key's bytes] rows; undefined when the hashes came stored. */
+  /** ({ after, limit }) → [key, expires_at, the last row's key as bytes, else null] rows; undefined when the hashes came stored. */
   read: Statement | undefined
-  /** (limit) → the first chunk's rows. */
+  /** ({ limit }) → the first chunk's rows. */
   first: Statement | undefined
 }
 
@@ -653,12 +653,14 @@ export class Generations {
       done = work.made - work.added <= limit
       this.#addHashes(generation, work, done ? work.made : work.added + limit)
     } else {
-      const rows = (work.after === null ? (work.first as Statement).all(limit) : work.read.all(work.after, limit)) as [
+      const rows = (work.after === null ? (work.first as Statement).all({ limit }) : work.read.all({ after: work.after, limit })) as [
         string,
         number,
-        Uint8Array,
+        Uint8Array | null,
       ][]
-      for (const [key, expiresAt] of rows) {
+      let last: Uint8Array | null = null
+      for (const [key, expiresAt, bytes] of rows) {
+        if (bytes !== null) last = bytes
         if (work.made === work.hashes.length) {
           const grown = new Uint32Array(work.hashes.length * 2)
           grown.set(work.hashes)
@@ -670,7 +672,7 @@ export class Generations {
       }
       this.#addHashes(generation, work, work.made)
       done = rows.length < limit
-      if (!done) work.after = (rows[rows.length - 1] as [string, number, Uint8Array])[2]
+      if (!done) work.after = last
       else {
         this.#storeHashes.run(blobOf(work.hashes.subarray(0, work.made)), work.expiresMax, work.made, generation.id, generation.uid)
         generation.records = work.made
@@ -691,15 +693,22 @@ export class Generations {
     const hashes = stored === undefined ? new Uint32Array(Math.max(1, generation.records)) : hashesOf(stored)
     if (stored !== undefined)
       return { after: null, hashes, made: hashes.length, added: 0, expiresMax: null, read: undefined, first: undefined }
-    const rows = `SELECT key, expires_at, CAST(key AS BLOB) FROM ${this.#table}_g${generation.id}`
+    // The chunk's last key also as its bytes (the next chunk's cursor); only that one: a Buffer a row made garbage enough to add pauses.
+    const rows = (where: string) =>
+      this.#db
+        .prepare(
+          `SELECT key, expires_at, CASE WHEN row_number() OVER (ORDER BY key) = @limit THEN CAST(key AS BLOB) END
+           FROM (SELECT key, expires_at FROM ${this.#table}_g${generation.id} ${where} ORDER BY key LIMIT @limit)`,
+        )
+        .raw()
     return {
       after: null,
       hashes,
       made: 0,
       added: 0,
       expiresMax: null,
-      read: this.#db.prepare(`${rows} WHERE key > CAST(? AS TEXT) ORDER BY key LIMIT ?`).raw(),
-      first: this.#db.prepare(`${rows} ORDER BY key LIMIT ?`).raw(),
+      read: rows('WHERE key > CAST(@after AS TEXT)'),
+      first: rows(''),
     }
   }
 
