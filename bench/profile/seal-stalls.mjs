@@ -15,6 +15,7 @@
  * (0.8–1.6 s), before the index was sharded.
  *
  *   node bench/profile/seal-stalls.mjs <file> [retained=11700000] [events=200000]
+ *   SLOW_SQL=50 node bench/profile/seal-stalls.mjs <file>   (also prints each statement over 50 ms)
  *
  * Build first (`npx -y pnpm@12 build`). The file is kept (fill once, run again).
  */
@@ -55,6 +56,36 @@ Database.prototype.prepare = function (source, ...rest) {
     setImmediate(() => stalls.push(performance.now() - start))
   }
   return prepare.call(this, source, ...rest)
+}
+
+// SLOW_SQL=<ms>: prints every statement (and exec) that took longer, with its SQL, as it happens.
+const slowSql = Number(process.env.SLOW_SQL ?? 0)
+if (slowSql > 0) {
+  const probe = new Database(':memory:')
+  const Statement = Object.getPrototypeOf(probe.prepare('SELECT 1'))
+  probe.close()
+  for (const method of ['run', 'get', 'all']) {
+    const original = Statement[method]
+    Statement[method] = function (...args) {
+      const start = performance.now()
+      try {
+        return original.apply(this, args)
+      } finally {
+        const ms = performance.now() - start
+        if (ms > slowSql) console.log(`slow ${method} ${ms.toFixed(1)} ms: ${this.source.replace(/\s+/g, ' ').slice(0, 160)}`)
+      }
+    }
+  }
+  const exec = Database.prototype.exec
+  Database.prototype.exec = function (source) {
+    const start = performance.now()
+    try {
+      return exec.call(this, source)
+    } finally {
+      const ms = performance.now() - start
+      if (ms > slowSql) console.log(`slow exec ${ms.toFixed(1)} ms: ${source.replace(/\s+/g, ' ').slice(0, 160)}`)
+    }
+  }
 }
 
 const opening = performance.now()

@@ -443,7 +443,8 @@ export class Generations {
     this.#sinceCount = this.#checkEvery
     this.#schemaVersion = db.prepare('PRAGMA schema_version').pluck()
     this.#list = db.prepare(
-      `SELECT id, uid, hashes IS NULL AS unhashed, records IS NULL AS legacy, coalesce(records, 0) AS records FROM ${table}_gen`,
+      // typeof(), not IS NULL: SQLite reads a blob's overflow pages for IS NULL in a result column (23–27 ms for 235 generations' hashes against 0.25 ms).
+      `SELECT id, uid, typeof(hashes) = 'null' AS unhashed, records IS NULL AS legacy, coalesce(records, 0) AS records FROM ${table}_gen`,
     )
     this.#storedHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ? AND uid = ? AND hashes IS NOT NULL`).pluck()
     this.#storeHashes = db.prepare(
