@@ -17,7 +17,9 @@
  *   node bench/profile/seal-stalls.mjs <file> [retained=11700000] [events=200000]
  *   SLOW_SQL=50 node bench/profile/seal-stalls.mjs <file>   (also prints each statement over 50 ms)
  *
- * Build first (`npx -y pnpm@12 build`). The file is kept (fill once, run again).
+ * Build first (`npx -y pnpm@12 build`). The file is kept (fill once, run again); run each build on
+ * a copy, and `sync` after copying: pages a copy left dirty make the first checkpoint's sync wait
+ * for all of them (450 ms at 800 MB, seen as one slow COMMIT).
  */
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
