@@ -26,6 +26,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { fillSqliteStore } from '../src/fill.js'
+import { timeStatements } from './sql-timing.mjs'
 
 const [path, retainedText = '11700000', eventsText = '200000'] = process.argv.slice(2)
 const retained = Number(retainedText)
@@ -63,21 +64,9 @@ Database.prototype.prepare = function (source, ...rest) {
 // SLOW_SQL=<ms>: prints every statement (and exec) that took longer, with its SQL, as it happens.
 const slowSql = Number(process.env.SLOW_SQL ?? 0)
 if (slowSql > 0) {
-  const probe = new Database(':memory:')
-  const Statement = Object.getPrototypeOf(probe.prepare('SELECT 1'))
-  probe.close()
-  for (const method of ['run', 'get', 'all']) {
-    const original = Statement[method]
-    Statement[method] = function (...args) {
-      const start = performance.now()
-      try {
-        return original.apply(this, args)
-      } finally {
-        const ms = performance.now() - start
-        if (ms > slowSql) console.log(`slow ${method} ${ms.toFixed(1)} ms: ${this.source.replace(/\s+/g, ' ').slice(0, 160)}`)
-      }
-    }
-  }
+  timeStatements(Database, (ms, sql, method) => {
+    if (ms > slowSql) console.log(`slow ${method} ${ms.toFixed(1)} ms: ${sql.slice(0, 160)}`)
+  })
   const exec = Database.prototype.exec
   Database.prototype.exec = function (source) {
     const start = performance.now()

@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import threads from 'node:worker_threads'
+import { timeStatements } from './sql-timing.mjs'
 
 const SLOW_MS = 2
 
@@ -39,20 +40,7 @@ export function installStats() {
   }
   syncBuiltinESMExports()
   const Database = createRequire(new URL('../../packages/core/package.json', import.meta.url))('better-sqlite3')
-  const probe = new Database(':memory:')
-  const Statement = Object.getPrototypeOf(probe.prepare('SELECT 1'))
-  probe.close()
-  for (const name of ['run', 'get', 'all']) {
-    const call = Statement[name]
-    Statement[name] = function (...args) {
-      const started = performance.now()
-      try {
-        return call.apply(this, args)
-      } finally {
-        noteSlow(performance.now() - started, this.source.replace(/\s+/g, ' ').slice(0, 120))
-      }
-    }
-  }
+  timeStatements(Database, (ms, sql) => noteSlow(ms, sql.slice(0, 120)))
   const pragma = Database.prototype.pragma
   Database.prototype.pragma = function (source, options) {
     const started = performance.now()
