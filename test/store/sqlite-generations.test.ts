@@ -14,7 +14,7 @@ import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { sqliteConsoleSource } from '../../packages/core/src/store/sqlite/console.js'
-import { HASH_CHUNK } from '../../packages/core/src/store/sqlite/generations.js'
+import { Generations, HASH_CHUNK } from '../../packages/core/src/store/sqlite/generations.js'
 import { type ReadStep, readerHere } from '../../packages/core/src/store/sqlite/reader.js'
 import { expectOneWinnerPerKey, race } from './process-cases.js'
 import { storeChildren, withStore } from './process-harness.js'
@@ -337,6 +337,48 @@ describe('SqliteDedupStore: done records in generations', () => {
       expect(warnings).toHaveLength(1)
     })
     blocked.close()
+  })
+
+  it('a hash step whose error ended the whole transaction fails its batch: no seal is left half made outside it', async () => {
+    const path = newFile()
+    await new SqliteDedupStore({ path }).close()
+    const db = new Database(path)
+    const generations = new Generations(db as unknown as ConstructorParameters<typeof Generations>[0], TABLE, { generationRecords: 300 })
+    const insert = db.prepare(`INSERT INTO ${TABLE}_now (key, expires_at) VALUES (?, ?)`)
+    // As the store's batch (index.ts): the seal and the hash step in a savepoint of their own.
+    const seal = db.transaction((written: number, now: number) => generations.wrote(written, now))
+    const batch = db.transaction((batchKeys: string[], now: number) => {
+      generations.sync()
+      for (const key of batchKeys) insert.run(key, now + HOUR)
+      try {
+        seal(batchKeys.length, now)
+      } catch (error) {
+        generations.sealFailed(error)
+      }
+    }).immediate
+    const now = Date.now()
+    batch(keys('first', 1_000), now) // seals generation 1: 1,000 keys, 4 chunks and an empty read to hash
+    batch(keys('current', 299), now) // chunk 1; the table counted: 299, not full
+    batch(['default:current-last'], now) // chunk 2; 300 now, counted again only 30 records on
+    batch([], now) // chunk 3
+    batch([], now) // chunk 4
+    const other = new Database(path)
+    other.exec(`CREATE TRIGGER gen_update BEFORE UPDATE ON ${TABLE}_gen BEGIN SELECT RAISE(ROLLBACK, 'the disk is full'); END;
+      CREATE TRIGGER gen_insert BEFORE INSERT ON ${TABLE}_gen BEGIN SELECT RAISE(ABORT, 'the disk is full'); END;`)
+    // The last hash step stores the hashes: the whole transaction ends there. Were the error swallowed,
+    // the seal due in this batch (40 records counted) would rename the current table outside any transaction.
+    expect(() => batch(keys('failing', 40), now)).toThrow()
+    generations.invalidate()
+    other.exec('DROP TRIGGER gen_update; DROP TRIGGER gen_insert')
+    other.close()
+    db.close()
+    expect(generationTables(path)).toEqual([`${TABLE}_g1`])
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_now`)).toBe(300)
+    await withStore(new SqliteDedupStore({ path }), async (store) => {
+      for (const key of ['default:current-last', ...keys('current', 299), ...keys('first', 1_000)]) {
+        expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
+      }
+    })
   })
 
   it("the console counts every generation's records and finds a sealed one by its key", async () => {

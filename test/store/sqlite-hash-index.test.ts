@@ -6,7 +6,7 @@
  * count of live keys stays right. A miss here would answer a handled event as new.
  */
 import { describe, expect, it } from 'vitest'
-import { HashIndex } from '../../packages/core/src/store/sqlite/generations.js'
+import { HashIndex, slot } from '../../packages/core/src/store/sqlite/generations.js'
 
 /** A small deterministic generator (xorshift32), so a failure can be replayed. */
 function random(seed: number): () => number {
@@ -33,7 +33,7 @@ describe('HashIndex (SQLite generations)', () => {
       expect(live.has(gen)).toBe(false)
       // Some generations crowd a few shards (same top bits); every one has a hash all others have too; 0 is never a hash.
       const crowd = step % 3 === 0
-      const hashes = Uint32Array.from({ length: 1 + (next() % 2_000) }, (_, i) => {
+      const hashes = Uint32Array.from({ length: 1 + (next() % (crowd ? 200 : 2_000)) }, (_, i) => {
         if (i === 3) return 0xdead_beef
         const h = crowd ? (next() & 0x003f_ffff) | ((next() % 4) << 22) : next()
         return h || 1
@@ -74,15 +74,41 @@ describe('HashIndex (SQLite generations)', () => {
     expect(() => index.allocate()).toThrow('more than 65,535 generations')
   })
 
+  it('does not give a number out again while one shard still holds its old keys', () => {
+    const index = new HashIndex()
+    const old = index.allocate()
+    // A key in the last shard (top 10 bits all 1), then its generation retired.
+    const stale = ((1023 << 22) | 5) >>> 0
+    index.addAll(Uint32Array.of(stale), old)
+    index.retire(old, 1)
+    // Every other shard made anew: 12 keys each fill a new shard of 16 slots past 70 %.
+    const filler = index.allocate()
+    const hashes: number[] = []
+    for (let shard = 0; shard < 1023; shard++) for (let k = 1; k <= 12; k++) hashes.push(((shard << 22) | k) >>> 0)
+    index.addAll(Uint32Array.from(hashes), filler)
+    const next = index.allocate()
+    expect(next).not.toBe(old)
+    expect(has(index, stale, next)).toBe(false)
+  })
+
+  it("places a hash inside its shard's slots, the highest in the last", () => {
+    for (const size of [16, 17, 1000, 4_194_304]) {
+      expect(slot(0, size)).toBe(0)
+      expect(slot(2 ** 32 - 1, size)).toBe(size - 1)
+      expect(slot(2 ** 22 - 1, size)).toBe(size - 1)
+      expect(slot(2 ** 22, size)).toBe(0)
+    }
+  })
+
   it('reuses numbers in a store’s steady state (generations sealed and dropped) without running out', () => {
     const next = random(7)
     const index = new HashIndex()
     const live: Array<[number, Uint32Array]> = []
     let highest = 0
-    for (let seal = 0; seal < 3_000; seal++) {
+    for (let seal = 0; seal < 1_500; seal++) {
       const gen = index.allocate()
       highest = Math.max(highest, gen)
-      const hashes = Uint32Array.from({ length: 2_000 }, () => next() || 1)
+      const hashes = Uint32Array.from({ length: 1_000 }, () => next() || 1)
       index.addAll(hashes, gen)
       live.push([gen, hashes])
       if (live.length > 40) {
@@ -93,6 +119,6 @@ describe('HashIndex (SQLite generations)', () => {
     // Every shard fills and is made anew every few dozen generations, freeing the retired numbers.
     expect(highest).toBeLessThan(400)
     for (const [gen, hashes] of live) for (const h of hashes.subarray(0, 100)) expect(has(index, h, gen)).toBe(true)
-    expect(index.size).toBe(40 * 2_000)
+    expect(index.size).toBe(40 * 1_000)
   })
 })

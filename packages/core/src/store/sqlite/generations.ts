@@ -258,7 +258,7 @@ export class HashIndex {
 }
 
 /** A hash's home slot in a shard of `size` slots (from the bits under the shard's). */
-function slot(h: number, size: number): number {
+export function slot(h: number, size: number): number {
   return Math.floor(((h % SLOT_SPAN) * size) / SLOT_SPAN)
 }
 
@@ -722,6 +722,9 @@ export class Generations {
     try {
       this.#hashStep()
     } catch (error) {
+      // An error that ended the whole transaction (a full disk, an I/O error) fails the batch: going
+      // on would run the seal's statements outside any transaction, each committed alone.
+      if (!this.#db.inTransaction) throw error
       const generation = this.#toHash[0]
       if (generation !== undefined) this.#forget(generation)
       this.invalidate()
