@@ -283,19 +283,15 @@ interface Generation {
 }
 
 /** Where this process is in hashing a generation and adding it to the index. */
-interface Hashing {
+interface Hashing extends Hashed {
   /**
    * The last key hashed, as its stored bytes (keys are read in byte order; null before the first
    * chunk). Not as text: a key with a lone surrogate reads back as other text, and a cursor made of
    * that text would skip the keys after it, and `key > ''` would skip the empty key.
    */
   after: Uint8Array | null
-  hashes: Uint32Array
-  /** Hashes made (or, stored by another process, in hand). */
-  made: number
-  /** Hashes added to the index. */
+  /** Hashes added to the index (`made`: made, or, stored by another process, in hand). */
   added: number
-  expiresMax: number | null
   /** ({ after, limit }) → [key, expires_at, the last row's key as bytes, else null] rows; undefined when the hashes came stored. */
   read: Statement | undefined
   /** ({ limit }) → the first chunk's rows. */
@@ -325,18 +321,33 @@ function hashesOf(blob: Uint8Array): Uint32Array {
   return Uint32Array.from({ length: count }, (_, i) => view.getUint32(i * 4, true))
 }
 
+/** Hashes made so far: `made` of `hashes` filled, and the latest expiry of the rows they came from. */
+interface Hashed {
+  hashes: Uint32Array
+  made: number
+  expiresMax: number | null
+}
+
+/** Adds the hashes of rows `[key, expires_at, …]` to `into` (its array grown when full). */
+function hashRows(into: Hashed, rows: ReadonlyArray<readonly [string, number, ...unknown[]]>): void {
+  for (const [key, expiresAt] of rows) {
+    if (into.made === into.hashes.length) {
+      const grown = new Uint32Array(Math.max(1, into.hashes.length * 2))
+      grown.set(into.hashes)
+      into.hashes = grown
+    }
+    // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
+    into.hashes[into.made++] = keyHash(key) || 1
+    if (into.expiresMax === null || expiresAt > into.expiresMax) into.expiresMax = expiresAt
+  }
+}
+
 /** The hashes of every key of `from`, and its latest expiry (one pass over the table). */
 function hashTable(db: Database, from: string): { hashes: Uint32Array; expiresMax: number | null } {
   const rows = db.prepare(`SELECT key, expires_at FROM ${from}`).raw().all() as [string, number][]
-  const hashes = new Uint32Array(rows.length)
-  let expiresMax: number | null = null
-  for (let i = 0; i < rows.length; i++) {
-    const [key, expiresAt] = rows[i] as [string, number]
-    // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
-    hashes[i] = keyHash(key) || 1
-    if (expiresMax === null || expiresAt > expiresMax) expiresMax = expiresAt
-  }
-  return { hashes, expiresMax }
+  const into: Hashed = { hashes: new Uint32Array(rows.length), made: 0, expiresMax: null }
+  hashRows(into, rows)
+  return { hashes: into.hashes, expiresMax: into.expiresMax }
 }
 
 /** Makes `<table>_done` anew over the current table and the generations listed now (call in a write transaction). */
@@ -392,7 +403,6 @@ export class Generations {
   readonly #checkEvery: number
   readonly #schemaVersion: Statement
   readonly #list: Statement
-  readonly #loadHashes: Statement
   readonly #countNow: Statement
   readonly #purgeNow: Statement
   /** (now, most) → the expired generations, oldest first. */
@@ -451,7 +461,6 @@ export class Generations {
       `UPDATE ${table}_gen SET hashes = ?, expires_max = ?, records = ? WHERE id = ? AND uid = ? AND hashes IS NULL`,
     )
     this.#listNew = db.prepare(`INSERT INTO ${table}_gen (id, uid, records, expires_max, hashes) VALUES (?, ?, ?, NULL, NULL)`)
-    this.#loadHashes = db.prepare(`SELECT hashes FROM ${table}_gen WHERE id = ?`).pluck()
     this.#countNow = db.prepare(`SELECT count(*) FROM ${table}_now`).pluck()
     this.#purgeNow = db.prepare(`DELETE FROM ${table}_now WHERE expires_at <= ?`)
     this.#expired = db.prepare(`SELECT id, records FROM ${table}_gen WHERE expires_max <= ? ORDER BY id LIMIT ?`)
@@ -496,7 +505,7 @@ export class Generations {
       this.#byLocal[local] = generation
       if (!generation.unhashed && !this.#loaded) {
         // At the store's start, all at once: no answer waits yet.
-        const hashes = hashesOf(this.#loadHashes.get(row.id) as Uint8Array)
+        const hashes = hashesOf(this.#storedHashes.get(row.id, row.uid) as Uint8Array)
         this.#index.addAll(hashes, local)
         generation.indexed = hashes.length
         this.#sealedRecords += row.records
@@ -543,12 +552,13 @@ export class Generations {
     if (this.#sinceCount < this.#checkEvery) return
     this.#sinceCount = 0
     const threshold = Math.max(this.#records, Math.ceil(this.#sealedRecords / MAX_GENERATIONS))
-    if (this.#byId.size >= MAX_GENERATIONS - 1 || (this.#countNow.get() as number) < threshold) return
+    if (this.#byId.size >= MAX_GENERATIONS - 1) return
+    let records = this.#countNow.get() as number
+    if (records < threshold) return
     // Records already expired are not sealed: a generation is dropped only once all its records
     // expired, and these would wait there for the newest. Full no more once they are gone.
-    const records = this.#purgeNow.run(now).changes > 0 ? (this.#countNow.get() as number) : undefined
-    if (records !== undefined && records < threshold) return
-    this.#seal(records ?? (this.#countNow.get() as number))
+    if (this.#purgeNow.run(now).changes > 0) records = this.#countNow.get() as number
+    if (records >= threshold) this.#seal(records)
   }
 
   /** Whether a generation waits to be hashed or added to the index (a write batch without done records then calls `wrote(0, now)` too). */
@@ -614,10 +624,8 @@ export class Generations {
   #forget(generation: Generation): void {
     this.#byId.delete(generation.id)
     this.#byLocal[generation.local] = undefined
-    if (generation.unhashed) {
-      this.#unhashed = this.#unhashed.filter((other) => other !== generation)
-      this.#toHash = this.#toHash.filter((other) => other !== generation)
-    } else this.#sealedRecords -= generation.records
+    if (generation.unhashed) this.#readBySqlNoMore(generation)
+    else this.#sealedRecords -= generation.records
     this.#index.retire(generation.local, generation.indexed)
     if (this.#legacy?.id === generation.id) this.#legacy = undefined
   }
@@ -659,22 +667,15 @@ export class Generations {
         number,
         Uint8Array | null,
       ][]
-      let last: Uint8Array | null = null
-      for (const [key, expiresAt, bytes] of rows) {
-        if (bytes !== null) last = bytes
-        if (work.made === work.hashes.length) {
-          const grown = new Uint32Array(work.hashes.length * 2)
-          grown.set(work.hashes)
-          work.hashes = grown
-        }
-        // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
-        work.hashes[work.made++] = keyHash(key) || 1
-        if (work.expiresMax === null || expiresAt > work.expiresMax) work.expiresMax = expiresAt
-      }
+      hashRows(work, rows)
       this.#addHashes(generation, work, work.made)
       done = rows.length < limit
-      if (!done) work.after = last
-      else {
+      if (!done) {
+        // The chunk's last key, the one row with its bytes (whatever order the rows came in): the next chunk's cursor.
+        const last = rows.find((row) => row[2] !== null)?.[2]
+        if (!last) throw new Error(`a chunk of ${this.#table}_g${generation.id} came without its last key`)
+        work.after = last
+      } else {
         this.#storeHashes.run(blobOf(work.hashes.subarray(0, work.made)), work.expiresMax, work.made, generation.id, generation.uid)
         generation.records = work.made
       }
@@ -683,9 +684,14 @@ export class Generations {
     this.#hashFailing = false
     generation.unhashed = false
     generation.hashing = undefined
+    this.#readBySqlNoMore(generation)
+    this.#sealedRecords += generation.records
+  }
+
+  /** Takes a generation off the ones read by SQL on every claim and the ones to hash. */
+  #readBySqlNoMore(generation: Generation): void {
     this.#unhashed = this.#unhashed.filter((other) => other !== generation)
     this.#toHash = this.#toHash.filter((other) => other !== generation)
-    this.#sealedRecords += generation.records
   }
 
   /** From the hashes another process stored, if it did; else from the generation's table, in key order. */

@@ -102,17 +102,18 @@ export class SqliteDedupStore implements DedupStore {
       db.close()
       throw openError(path, error)
     }
+    const reason = (error: unknown) => String((error as Error | undefined)?.message ?? error)
     const generations = readOnly
       ? undefined
       : new Generations(db, table, {
           generationRecords,
           sealFailed: (error) =>
             warn(
-              `${PACKAGE} ${path}: sealing a generation of done records failed (${String((error as Error | undefined)?.message ?? error)}); nothing is lost, the current table keeps growing and the store tries again after more events. If this repeats, check the disk's free space.`,
+              `${PACKAGE} ${path}: sealing a generation of done records failed (${reason(error)}); nothing is lost, the current table keeps growing and the store tries again after more events. If this repeats, check the disk's free space.`,
             ),
           hashFailed: (error) =>
             warn(
-              `${PACKAGE} ${path}: hashing a sealed generation of done records failed (${String((error as Error | undefined)?.message ?? error)}); nothing is lost (its records are read from the file until it is hashed), the store starts it again at the next write. If this repeats, check the file and the disk.`,
+              `${PACKAGE} ${path}: hashing a sealed generation of done records failed (${reason(error)}); nothing is lost (its records are read from the file until it is hashed), the store starts it again at the next write. If this repeats, check the file and the disk.`,
             ),
         })
     this.#generations = generations
@@ -194,7 +195,8 @@ export class SqliteDedupStore implements DedupStore {
       runWrites(db, writes)
       if (written > 0 || generations?.hashing) {
         try {
-          // Its own savepoint: a seal that fails leaves the batch whole (the table is sealed later).
+          // Its own savepoint: a seal that fails leaves the batch whole (the table is sealed later). Also
+          // a batch of claims alone while a sealed generation waits to be hashed (a chunk each batch).
           seal(written, now)
         } catch (error) {
           generations?.sealFailed(error)

@@ -65,7 +65,8 @@ export interface SqliteDedupStoreOptions {
    * Where the store's warnings go: the WAL checkpoint thread stopped (it could not load
    * better-sqlite3, or its checkpoints kept failing), so the store checkpoints in its own commits
    * again, pausing the event loop for each; the reading thread stopped; a generation of done
-   * records could not be sealed (the current table then grows until a seal succeeds).
+   * records could not be sealed (the current table then grows until a seal succeeds) or hashed
+   * (its records are then read from the file on every claim until it is).
    * @defaultValue `console.warn`
    */
   warn?: (message: string) => void
