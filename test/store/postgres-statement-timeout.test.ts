@@ -70,7 +70,7 @@ describe('the PostgreSQL store’s server-side statement timeout', () => {
 
   it('leaves a pool you give with its own settings: no statement_timeout added', async () => {
     const pool = new pg.Pool({ connectionString: db.server.url, max: 2 })
-    const store = new PostgresDedupStore({ pool, table: 'statement_timeout_given', queryTimeoutMs: 1_000 })
+    const store = new PostgresDedupStore({ pool, table: 'statement_timeout_given', queryTimeoutMs: 5_000 })
     try {
       expect((await store.claim('an-event', OPTIONS)).status).toBe('acquired')
       const shown = await pool.query('SHOW statement_timeout')
