@@ -80,6 +80,11 @@ export async function fillSqliteStore(
   const life = expired ? DAY_MS : retentionMs
   let added = 0
   try {
+    // Live records already in the current table (a server's warm-up) would be sealed together with the
+    // expired ones below, and a generation is dropped only once all its records expired: the backlog's
+    // first generation would then stay for the live records' retention. They get a generation of
+    // their own first, topped up with live records through the store until its check seals it.
+    if (expired) await sealLiveRecords(store, db, { table, generations, retentionMs })
     while (added < count) {
       const want = Math.min(generationRecords, count - added)
       // The store counts its current table every tenth of a generation it writes: that many go through it.
@@ -117,6 +122,26 @@ export async function fillSqliteStore(
   }
   db.prepare(`DELETE FROM ${table}_lease WHERE key GLOB 'default:fill-hashing-*'`).run()
   return added
+}
+
+/** When the current table holds records, writes live ones through `store` (one claim at a time, retention `retentionMs`) until a seal; the records written. */
+async function sealLiveRecords(store, db, { table, generations, retentionMs }) {
+  if (db.prepare(`SELECT count(*) FROM ${table}_now`).pluck().get() === 0) return 0
+  const before = generations.get()
+  let written = 0
+  for (let rounds = 0; generations.get() === before; rounds++) {
+    if (rounds > 1_000) throw new Error('fill: the store did not seal the live records already in its current table')
+    const keys = Array.from({ length: 100 }, () => `default:${randomUUID()}`)
+    await Promise.all(
+      keys.map(async (key) => {
+        const claim = await store.claim(key, { leaseMs: 60_000, retentionMs })
+        if (claim.status !== 'acquired') throw new Error(`fill: ${key} was ${claim.status}`)
+        await store.complete(claim.claim, { retentionMs })
+      }),
+    )
+    written += keys.length
+  }
+  return written
 }
 
 /** The hand-written SQLite receiver's table (`hand_seen`: bare webhook id → when seen). */

@@ -27,6 +27,7 @@
  * `--json`, `--previous` (a JSON of an earlier run: rows more than 10 % worse are called out).
  * Build first (`npx -y pnpm@12 build`): the bench imports the built packages.
  */
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -126,6 +127,12 @@ function compare(base, side) {
 // ---------------------------------------------------------------- the stores' handles
 
 /** A filled store of `kind` and what the bench needs of it: fill more, measure its bytes, a server's env. */
+/** `value`, once every dirty page of the machine is on disk (`sync`). */
+function flushed(value) {
+  execFileSync('sync')
+  return value
+}
+
 async function filledStore(kind, name) {
   if (kind === 'sqlite') {
     const path = join(dir, `${name}.db`)
@@ -139,8 +146,11 @@ async function filledStore(kind, name) {
     return {
       env: { EMAIL_WEBHOOKS_DB: path },
       handEnv: { EMAIL_WEBHOOKS_DB: join(dir, `${name}-hand.db`) },
-      fill: (count, expired = false) => fillSqliteStore(db, { path, count, expired }),
-      fillHand: (count) => fillSqliteHand(hand, { count }),
+      // Each fill ends with the OS's dirty pages written out (sync): the server's first checkpoint
+      // syncs the file and would otherwise wait for the fill's tens of MiB to reach the disk (a
+      // stall of the first round, not of the store).
+      fill: async (count, expired = false) => flushed(await fillSqliteStore(db, { path, count, expired })),
+      fillHand: (count) => flushed(fillSqliteHand(hand, { count })),
       expiredLeft: () => db.prepare('SELECT count(*) FROM email_webhook_dedup_done WHERE expires_at <= ?').pluck().get(Date.now()),
       bytes: () => ({ ours: sqliteBytes(db, path), hand: sqliteBytes(hand, join(dir, `${name}-hand.db`)) }),
       store: () => new SqliteDedupStore({ path, durability: 'full' }),

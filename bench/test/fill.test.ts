@@ -79,6 +79,38 @@ describe('SQLite', () => {
     }
   })
 
+  it('an expired backlog filled after live records (a server’s warm-up) shares no generation with them, so the purge removes all of it', async () => {
+    const path = join(dir, 'fill-after-live.db')
+    const server = new SqliteDedupStore({ path, generationRecords: 100 })
+    const db = new Database(path)
+    try {
+      for (let i = 0; i < 30; i++) {
+        const claim = await server.claim(`default:warm-up-${i}`, OPTIONS)
+        if (claim.status !== 'acquired') throw new Error(`claim: ${claim.status}`)
+        await server.complete(claim.claim, OPTIONS)
+      }
+      expect(await fillSqliteStore(db, { path, count: COUNT, generationRecords: 100, expired: true })).toBe(COUNT)
+      const now = Date.now()
+      const tables = (db.prepare('SELECT id FROM email_webhook_dedup_gen').pluck().all() as number[]).map(
+        (id) => `email_webhook_dedup_g${id}`,
+      )
+      const mixed = ['email_webhook_dedup_now', ...tables].filter((table) => {
+        const row = db.prepare(`SELECT count(*) AS n, sum(expires_at <= ?) AS expired FROM ${table}`).get(now) as {
+          n: number
+          expired: number
+        }
+        return row.expired > 0 && row.expired < row.n
+      })
+      expect(mixed).toEqual([])
+      expect(server.purgeExpired()).toBe(COUNT)
+      expect(db.prepare('SELECT count(*) FROM email_webhook_dedup_done WHERE expires_at <= ?').pluck().get(Date.now())).toBe(0)
+      expect(await server.lookup('default:warm-up-0')).toBe('done')
+    } finally {
+      db.close()
+      await server.close()
+    }
+  })
+
   it('fills the hand-written receiver’s table', () => {
     const db = new Database(join(dir, 'hand.db'))
     expect(fillSqliteHand(db, { count: COUNT })).toBe(COUNT)

@@ -193,6 +193,23 @@ describe('SqliteDedupStore: done records in generations', () => {
     expect(count(path, `SELECT count(*) FROM ${TABLE}_done`)).toBeLessThanOrEqual(1_000)
   })
 
+  it('spreads the drops of a backlog: at most one generation per twentieth of a generation’s records written, and all of it goes', async () => {
+    const path = newFile()
+    let now = Date.now()
+    await withStore(new SqliteDedupStore({ path, generationRecords: 5_200, now: () => now }), async (store) => {
+      await completeAll(store, keys('old', 22_000), 1_000, 200)
+      const backlog = generationTables(path).length
+      expect(backlog).toBeGreaterThanOrEqual(3)
+      now += 2_000
+      // A purge step every 256 rows written (128 events: a lease and a done record each); one drop
+      // at most per 260 done records. One drop a step would have taken two or three by now.
+      await completeAll(store, keys('new-a', 400), HOUR, 50)
+      expect(backlog - generationTables(path).length).toBe(1)
+      await completeAll(store, keys('new-b', 260 * backlog + 600), HOUR, 50)
+      expect(generationTables(path)).toEqual([])
+    })
+  })
+
   it('does not seal records that already expired: they are deleted from the current table first', async () => {
     const path = newFile()
     let now = Date.now()
@@ -348,7 +365,7 @@ describe('SqliteDedupStore: done records in generations', () => {
     // As the store's batch (index.ts): the seal and the hash step in a savepoint of their own.
     const seal = db.transaction((written: number, now: number) => generations.wrote(written, now))
     const batch = db.transaction((batchKeys: string[], now: number) => {
-      generations.sync()
+      generations.sync(now)
       for (const key of batchKeys) insert.run(key, now + HOUR)
       try {
         seal(batchKeys.length, now)
@@ -379,6 +396,52 @@ describe('SqliteDedupStore: done records in generations', () => {
         expect(await store.claim(key, LONG)).toEqual({ status: 'duplicate' })
       }
     })
+  })
+
+  it('a generation whose every record expired is neither indexed nor read: met later (sealed by another process) or at open', async () => {
+    const path = newFile()
+    await new SqliteDedupStore({ path }).close()
+    const db = new Database(path)
+    const open = () => new Generations(db as unknown as ConstructorParameters<typeof Generations>[0], TABLE, { generationRecords: 300 })
+    const insert = db.prepare(`INSERT INTO ${TABLE}_now (key, expires_at) VALUES (?, ?)`)
+    // As the store's batch (index.ts), with its own clock.
+    const batchOf = (generations: Generations) => {
+      const seal = db.transaction((written: number, now: number) => generations.wrote(written, now))
+      return db.transaction((batchKeys: string[], now: number) => {
+        generations.sync(now)
+        for (const key of batchKeys) insert.run(key, now + HOUR)
+        seal(batchKeys.length, now)
+      }).immediate
+    }
+    const now = Date.now()
+    const sealer = open()
+    const before = open()
+    const stillLive = open()
+    db.transaction(() => {
+      before.sync(now)
+      stillLive.sync(now)
+    })()
+    const sealing = batchOf(sealer)
+    sealing(keys('old', 1_000), now)
+    for (let i = 0; sealer.hashing && i < 20; i++) sealing([], now)
+    expect(count(path, `SELECT count(*) FROM ${TABLE}_gen WHERE hashes IS NOT NULL AND expires_max = ?`, now + HOUR)).toBe(1)
+    // Met after its records' retention: nothing to hash, add or read. Met an instant before it, it is.
+    const later = now + 2 * HOUR
+    db.transaction(() => {
+      before.sync(later)
+      stillLive.sync(now + HOUR - 1)
+    })()
+    expect(before.hashing).toBe(false)
+    expect(stillLive.hashing).toBe(true)
+    expect(db.transaction(() => before.isDone('default:old-0', later))()).toBe(false)
+    expect(db.transaction(() => stillLive.isDone('default:old-0', now + HOUR - 1))()).toBe(true)
+    // At open, the same: and its purge still drops it.
+    const opened = open()
+    db.transaction(() => opened.sync(later))()
+    expect(opened.hashing).toBe(false)
+    expect(db.transaction(() => opened.purgeRound(1_024, later))()).toBe(1_000)
+    expect(generationTables(path)).toEqual([])
+    db.close()
   })
 
   it("the console counts every generation's records and finds a sealed one by its key", async () => {

@@ -119,7 +119,7 @@ export class SqliteDedupStore implements DedupStore {
     this.#generations = generations
     try {
       // The sealed generations' hashes are loaded now (about 1 s at 10 million records), not in the first request's batch.
-      if (generations) db.transaction(() => generations.sync())()
+      if (generations) db.transaction(() => generations.sync(this.#now()))()
     } catch (error) {
       db.close()
       this.#sync?.close()
@@ -190,7 +190,7 @@ export class SqliteDedupStore implements DedupStore {
         })
     const seal = db.transaction((written: number, now: number) => generations?.wrote(written, now))
     this.#commit = db.transaction((claims: PendingClaim[], completes: PendingComplete[], writes: PendingWrite[], now: number): void => {
-      generations?.sync()
+      generations?.sync(now)
       const written = commitBatch(statements, generations, claims, completes, now)
       runWrites(db, writes)
       if (written > 0 || generations?.hashing) {
@@ -214,7 +214,7 @@ export class SqliteDedupStore implements DedupStore {
       return extended
     }).immediate
     this.#read = db.transaction((key: string, now: number): DedupKeyState => {
-      generations?.sync()
+      generations?.sync(now)
       const done = this.#sql.findDone.get(key) as number | undefined
       if ((done !== undefined && done > now) || generations?.isDone(key, now)) return 'done'
       const lease = this.#sql.findHeldLease.get(key) as number | undefined
