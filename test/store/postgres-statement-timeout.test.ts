@@ -229,6 +229,40 @@ describe('the inbox’s operations over the whole table, each statement within t
       await store.close()
     }
   }, 60_000)
+
+  it('a retry of every dead entry that fails at its second chunk says how many the first retried, and running it again retries the rest', async () => {
+    const table = 'chunk_failure_inbox'
+    const store = new PostgresDedupStore({ connectionString: db.server.url, table })
+    try {
+      await store.inbox.stats()
+      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+        SELECT 'e-' || lpad(i::text, 6, '0'), 'email.sent', '{}', 0, 'dead', 2, now(), now(), now() - interval '1 hour', now() + interval '1 day'
+        FROM generate_series(1, 15000) i`)
+      // The second chunk of keys (after the first 10,000) meets an error, as a full disk or a lost connection would.
+      await db.client.query(`CREATE FUNCTION chunk_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the disk is full'; END $$`)
+      await db.client.query(`CREATE TRIGGER chunk_failure BEFORE UPDATE ON ${table}_inbox FOR EACH ROW
+        WHEN (OLD.key > 'e-010000') EXECUTE FUNCTION chunk_failure()`)
+      const failed = await store.inbox.retry('dead').catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(DedupStoreError)
+      expect((failed as Error).message).toContain(
+        '(10000 entries were retried before this failure, each batch committed on its own: once the cause is mended, running it again goes on with the rest)',
+      )
+      expect((failed as { cause?: unknown }).cause).toBeInstanceOf(DedupStoreError)
+      expect(await store.inbox.stats()).toMatchObject({ dead: 5_000, pending: 10_000 })
+      await db.client.query(`DROP TRIGGER chunk_failure ON ${table}_inbox`)
+      expect(await store.inbox.retry('dead')).toBe(5_000)
+      // A purge whose first chunk fails changed nothing: its error is the store's own.
+      await db.client.query(`UPDATE ${table}_inbox SET state = 'dead', ended_at = now() - interval '1 hour'`)
+      await db.client.query(`CREATE TRIGGER chunk_failure BEFORE DELETE ON ${table}_inbox FOR EACH ROW EXECUTE FUNCTION chunk_failure()`)
+      const first = await store.inbox.purge({ olderThanMs: 60_000 }).catch((error: unknown) => error)
+      expect(first).toBeInstanceOf(DedupStoreError)
+      expect((first as Error).message).not.toContain('before this failure')
+    } finally {
+      await db.client.query(`DROP TRIGGER IF EXISTS chunk_failure ON ${table}_inbox`).catch(() => {})
+      await store.close()
+    }
+  }, 60_000)
 })
 
 /** A store (queryTimeoutMs 2000) on table `table` through `pooler`, and the warnings it gives. */

@@ -81,6 +81,8 @@ export interface InboxStats {
  * 4. `retry` makes dead entries (the given keys, or every one) pending now, attempts from zero
  *    (those it had are added to `attemptsBeforeRetry`, and `retriedAt` is now);
  *    `purge` deletes dead entries that ended before `olderThanMs` ago; neither touches other states.
+ *    A store may do `retry('dead')` and `purge` in batches, each committed on its own; one that fails
+ *    after a first batch says in its error how many entries it had changed (store/chunked.ts).
  */
 export interface InboxQueue {
   enqueue(item: InboxItem, opts: { retentionMs: number }): Promise<'queued' | 'duplicate'>

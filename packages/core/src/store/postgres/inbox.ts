@@ -13,6 +13,7 @@
  */
 // By package name, not '../errors.js': this subpath is bundled on its own (see index.ts).
 import { DedupStoreError } from '@email-webhooks/core'
+import { inBatches } from '../chunked.js'
 import { inboxDurationProblem } from '../durations.js'
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { PACKAGE } from './errors.js'
@@ -175,7 +176,7 @@ export class PostgresInbox implements InboxQueue {
   }
 
   async retry(keys: string[] | 'dead'): Promise<number> {
-    if (keys === 'dead') return this.#inChunks(this.#sql.retryAll, [])
+    if (keys === 'dead') return this.#inChunks(this.#sql.retryAll, [], 'retried')
     let retried = 0
     for (let at = 0; at < keys.length; at += RETRY_KEYS) {
       retried += (await this.#query(this.#sql.retry, [keys.slice(at, at + RETRY_KEYS)])).rowCount ?? 0
@@ -185,24 +186,22 @@ export class PostgresInbox implements InboxQueue {
 
   async purge(opts: { olderThanMs: number }): Promise<number> {
     this.#check(opts)
-    return this.#inChunks(this.#sql.purge, [opts.olderThanMs])
+    return this.#inChunks(this.#sql.purge, [opts.olderThanMs], 'purged')
   }
 
   /**
    * Runs a chunked statement (the first chunk's, then the next ones') over the whole table INBOX_CHUNK keys at a time, in key order (each statement well
    * inside the server's statement_timeout, each chunk committed on its own); returns the rows changed.
    */
-  async #inChunks([first, next]: [string, string], values: unknown[]): Promise<number> {
-    let total = 0
+  async #inChunks([first, next]: [string, string], values: unknown[], what: 'retried' | 'purged'): Promise<number> {
     let last: string | null = null
-    do {
+    return inBatches(what, async () => {
       const row: { last: string | null; n: number } | undefined = (
         await this.#query<{ last: string | null; n: number }>(last === null ? first : next, [last, ...values])
       ).rows[0]
-      total += row?.n ?? 0
       last = row?.last ?? null
-    } while (last !== null)
-    return total
+      return { changed: row?.n ?? 0, more: last !== null }
+    })
   }
 
   async stats(): Promise<InboxStats> {

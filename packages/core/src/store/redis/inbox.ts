@@ -14,6 +14,7 @@
  */
 // By package name, not './errors.js': this subpath is bundled on its own (see index.ts).
 import { DedupStoreError } from '@email-webhooks/core'
+import { inBatches } from '../chunked.js'
 import { inboxDurationProblem } from '../durations.js'
 import type { InboxEntry, InboxItem, InboxLease, InboxQueue, InboxState, InboxStats } from '../inbox.js'
 import { PACKAGE } from './errors.js'
@@ -131,12 +132,12 @@ export class RedisInbox implements InboxQueue {
 
   async retry(keys: string[] | 'dead'): Promise<number> {
     if (keys !== 'dead') return keys.length === 0 ? 0 : Number(await this.#run(INBOX_SCRIPTS.retry, '0', ...keys))
-    return this.#batches(() => this.#run(INBOX_SCRIPTS.retry, '1'))
+    return this.#batches('retried', () => this.#run(INBOX_SCRIPTS.retry, '1'))
   }
 
   async purge(opts: { olderThanMs: number }): Promise<number> {
     this.#check(opts)
-    return this.#batches(() => this.#run(INBOX_SCRIPTS.purge, opts.olderThanMs))
+    return this.#batches('purged', () => this.#run(INBOX_SCRIPTS.purge, opts.olderThanMs))
   }
 
   async stats(): Promise<InboxStats> {
@@ -150,13 +151,11 @@ export class RedisInbox implements InboxQueue {
   }
 
   /** Runs a batch script until it handles fewer than a batch; the total. */
-  async #batches(step: () => Promise<unknown>): Promise<number> {
-    let total = 0
-    for (;;) {
+  async #batches(what: 'retried' | 'purged', step: () => Promise<unknown>): Promise<number> {
+    return inBatches(what, async () => {
       const n = Number(await step())
-      total += n
-      if (n < BATCH) return total
-    }
+      return { changed: n, more: n >= BATCH }
+    })
   }
 
   #run(script: Script, ...args: (string | number)[]): Promise<unknown> {
