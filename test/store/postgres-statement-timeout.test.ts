@@ -173,16 +173,20 @@ describe('a refused or dropped limit, as the warning advises or as the connectio
   })
 })
 
+/** `count` entries in `table`'s inbox (`key` and `state`: SQL of `i`, 1 to `count`), 2 attempts each, ended an hour ago. */
+async function insertEntries(table: string, count: number, key: string, state: string): Promise<void> {
+  await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
+    SELECT ${key}, 'email.sent', '{}', 0, ${state}, 2, now(), now(), now() - interval '1 hour', now() + interval '1 day'
+    FROM generate_series(1, ${count}) i`)
+}
+
 describe('the inbox’s operations over the whole table, each statement within the limit', () => {
   it('walks each chunk as a range of the key, never a scan of the whole table (200,000 entries, 1 % dead, analyzed)', async () => {
     const table = 'statement_timeout_plan'
     const store = new PostgresDedupStore({ connectionString: db.server.url, table })
     try {
       await store.inbox.stats()
-      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
-        SELECT md5(i::text), 'email.sent', '{}', 0, CASE WHEN i % 100 = 0 THEN 'dead' ELSE 'done' END, 2,
-          now(), now(), now() - interval '1 hour', now() + interval '1 day'
-        FROM generate_series(1, 200000) i`)
+      await insertEntries(table, 200_000, 'md5(i::text)', "CASE WHEN i % 100 = 0 THEN 'dead' ELSE 'done' END")
       await db.client.query(`ANALYZE ${table}_inbox`)
       const sql = postgresInboxSql(table)
       for (const [name, statement] of [
@@ -205,10 +209,7 @@ describe('the inbox’s operations over the whole table, each statement within t
     try {
       await store.inbox.stats()
       // 50,000 entries over three chunks of keys: every third dead (ended an hour ago), the others done.
-      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
-        SELECT 'e-' || lpad(i::text, 6, '0'), 'email.sent', '{}', 0, CASE WHEN i % 3 = 0 THEN 'dead' ELSE 'done' END, 2,
-          now(), now(), now() - interval '1 hour', now() + interval '1 day'
-        FROM generate_series(1, 50000) i`)
+      await insertEntries(table, 50_000, "'e-' || lpad(i::text, 6, '0')", "CASE WHEN i % 3 = 0 THEN 'dead' ELSE 'done' END")
       expect(await store.inbox.stats()).toMatchObject({ dead: 16_666, pending: 0 })
       expect(await store.inbox.retry('dead')).toBe(16_666)
       expect(await store.inbox.stats()).toMatchObject({ dead: 0, pending: 16_666 })
@@ -235,9 +236,7 @@ describe('the inbox’s operations over the whole table, each statement within t
     const store = new PostgresDedupStore({ connectionString: db.server.url, table })
     try {
       await store.inbox.stats()
-      await db.client.query(`INSERT INTO ${table}_inbox (key, type, payload, timestamp, state, attempts, enqueued_at, next_attempt_at, ended_at, expires_at)
-        SELECT 'e-' || lpad(i::text, 6, '0'), 'email.sent', '{}', 0, 'dead', 2, now(), now(), now() - interval '1 hour', now() + interval '1 day'
-        FROM generate_series(1, 15000) i`)
+      await insertEntries(table, 15_000, "'e-' || lpad(i::text, 6, '0')", "'dead'")
       // The second chunk of keys (after the first 10,000) meets an error, as a full disk or a lost connection would.
       await db.client.query(`CREATE FUNCTION chunk_failure() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN RAISE EXCEPTION 'the disk is full'; END $$`)
