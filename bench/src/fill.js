@@ -124,7 +124,7 @@ export async function fillSqliteStore(
   return added
 }
 
-/** When the current table holds records, writes live ones through `store` (one claim at a time, retention `retentionMs`) until a seal; the records written. */
+/** When the current table holds records, writes live ones through `store` (100 at a time, retention `retentionMs`) until a seal; the records written. */
 async function sealLiveRecords(store, db, { table, generations, retentionMs }) {
   if (db.prepare(`SELECT count(*) FROM ${table}_now`).pluck().get() === 0) return 0
   const before = generations.get()

@@ -126,13 +126,13 @@ function compare(base, side) {
 
 // ---------------------------------------------------------------- the stores' handles
 
-/** A filled store of `kind` and what the bench needs of it: fill more, measure its bytes, a server's env. */
 /** `value`, once every dirty page of the machine is on disk (`sync`). */
 function flushed(value) {
   execFileSync('sync')
   return value
 }
 
+/** A filled store of `kind` and what the bench needs of it: fill more, measure its bytes, a server's env. */
 async function filledStore(kind, name) {
   if (kind === 'sqlite') {
     const path = join(dir, `${name}.db`)

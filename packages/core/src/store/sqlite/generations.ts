@@ -51,12 +51,16 @@ const MAX_GENERATIONS = 400
 /** A pre-generations table up to this many records gets its hashes at upgrade (about 1 s a million). */
 const HASH_AT_UPGRADE = 1_000_000
 /**
- * Expired generations are dropped at most one per this share of a generation's records written (a
- * drop frees its pages in the purge step's transaction, 4–13 ms for 50,000 records): a backlog goes
- * at 20 times the arrival rate, spread out, where one drop every step (256 rows written) stopped 20
- * batches in a row and doubled the answers' p99 while a backlog of a million records went.
+ * A purge step drops expired generations of at most this many times the done records written since
+ * the last drop (a drop frees its pages in the step's transaction, 4–14 ms for 50,000 records): a
+ * backlog goes at 20 times the arrival rate, spread out, where one drop every step (256 rows written)
+ * stopped 20 batches in a row and doubled the answers' p99 while a backlog of a million went. Counted
+ * in the dropped generations' own records, whatever `generationRecords` this process has, so that
+ * processes sharing a file with different values drop together 20 times what all of them seal.
  */
 const DROP_SPREAD = 20
+/** Expired generations dropped in one purge step at most (each step also rebuilds the view once). */
+const MAX_DROPS_PER_STEP = 64
 /** Keys of a new generation hashed per write batch (about 0.5 ms), more when several wait. */
 export const HASH_CHUNK = 250
 /** Index slots in use (live and retired keys) at which it is rebuilt, as a share of its size. */
@@ -95,6 +99,9 @@ export function placeholderSql(table: string): string {
  * @example
  * keyHash('default:msg_1') // a number in [1, 2³²)
  */
+/** Done records written that pay for dropping a generation of `records` (`DROP_SPREAD`). */
+const dropCost = (records: number): number => Math.max(1, Math.ceil(records / DROP_SPREAD))
+
 export function keyHash(key: string): number {
   let h = 0x811c9dc5
   for (let i = 0; i < key.length; i++) {
@@ -433,10 +440,16 @@ export class Generations {
   #sealedRecords = 0
   /** Done records written by this process since the current table was last counted. */
   #sinceCount: number
-  /** Done records a purge step may still count towards its next drop (at most `#dropEvery`: no burst after a quiet time). */
+  /**
+   * Done records written that purge steps may still spend on drops, a generation costing a
+   * `DROP_SPREAD`th of its records. While nothing has expired it keeps at most one of this
+   * process's own generations' cost, so a quiet time makes no burst and the first one goes at once.
+   */
   #dropCredit: number
-  /** Done records written per drop a purge step may make (`DROP_SPREAD`). */
-  readonly #dropEvery: number
+  /** What one of this process's own generations costs to drop. */
+  readonly #dropCost: number
+  /** Generations listed in the file at the last `sync` (skipped expired ones too: the view's compound SELECT holds them all). */
+  #listed = 0
   /** The purge's cursor over the unhashed generation, if any. */
   #legacy: { id: number; cursor: Cursor } | undefined
   readonly #warnSeal: (error: unknown) => void
@@ -460,8 +473,8 @@ export class Generations {
     this.#checkEvery = Math.max(1, Math.min(5_000, Math.floor(generationRecords / 10)))
     // The first batch counts the current table (a file may have been filled while no store ran).
     this.#sinceCount = this.#checkEvery
-    this.#dropEvery = Math.max(1, Math.ceil(generationRecords / DROP_SPREAD))
-    this.#dropCredit = this.#dropEvery
+    this.#dropCost = dropCost(generationRecords)
+    this.#dropCredit = this.#dropCost
     this.#schemaVersion = db.prepare('PRAGMA schema_version').pluck()
     this.#list = db.prepare(
       // typeof(), not IS NULL: SQLite reads a blob's overflow pages for IS NULL in a result column (23–27 ms for 235 generations' hashes against 0.25 ms).
@@ -500,6 +513,7 @@ export class Generations {
     const expired = (row: { expiresMax: number | null }) => row.expiresMax !== null && row.expiresMax <= now
     // By uid, not id: an id is given again after its generation was dropped (or its seal rolled back).
     const listed = new Set(rows.map((row) => row.uid))
+    this.#listed = rows.length
     for (const generation of this.#byId.values()) {
       if (!listed.has(generation.uid)) this.#forget(generation)
     }
@@ -576,13 +590,18 @@ export class Generations {
     if (this.#sinceCount < this.#checkEvery) return
     this.#sinceCount = 0
     const threshold = Math.max(this.#records, Math.ceil(this.#sealedRecords / MAX_GENERATIONS))
-    if (this.#byId.size >= MAX_GENERATIONS - 1) return
+    if (this.#listed >= MAX_GENERATIONS - 1) return
     let records = this.#countNow.get() as number
     if (records < threshold) return
     // Records already expired are not sealed: a generation is dropped only once all its records
     // expired, and these would wait there for the newest. Full no more once they are gone.
     if (this.#purgeNow.run(now).changes > 0) records = this.#countNow.get() as number
     if (records >= threshold) this.#seal(records, now)
+  }
+
+  /** Keys in the in-memory index (live generations' and retired ones' not yet shed). */
+  get indexedKeys(): number {
+    return this.#index.size
   }
 
   /** Whether a generation waits to be hashed or added to the index (a write batch without done records then calls `wrote(0, now)` too). */
@@ -611,21 +630,14 @@ export class Generations {
   }
 
   /**
-   * One purge step (call inside a write transaction): drops a generation whose every record expired
-   * (and one more per generation's records `written` since the step before) once a twentieth of a
-   * generation's records was written since the last drop, and walks the unhashed one, if any, `walk`
-   * rows. Returns the records deleted.
+   * One purge step (call inside a write transaction): drops generations whose every record expired,
+   * oldest first, as far as the done records `written` since the last drop pay for (`DROP_SPREAD`),
+   * and walks the unhashed one, if any, `walk` rows. Returns the records deleted.
    */
   purgeStep(walk: number, written: number, now: number): number {
     this.sync(now)
-    this.#dropCredit = Math.min(this.#dropEvery, this.#dropCredit + written)
-    let deleted = 0
-    if (this.#dropCredit >= this.#dropEvery) {
-      // One more per generation's records written since the step before: ahead of the seals however far apart steps come.
-      deleted = this.#dropExpired(now, 1 + Math.floor(written / this.#records))
-      // Spent only by a drop: the first expired generation goes at once, however long nothing expired.
-      if (deleted > 0) this.#dropCredit = 0
-    }
+    this.#dropCredit += written
+    let deleted = this.#dropPaced(now)
     const legacy = this.#legacyCursor()
     if (legacy) {
       deleted += legacy.cursor.window(walk, now)
@@ -776,6 +788,23 @@ export class Generations {
     this.#index.addAll(work.hashes.subarray(work.added, until), generation.local)
     generation.indexed += until - work.added
     work.added = until
+  }
+
+  /** Drops the oldest expired generations the credit pays for; keeps no more credit than one own generation's cost when none is left. */
+  #dropPaced(now: number): number {
+    const candidates = this.#expired.all(now, MAX_DROPS_PER_STEP) as { id: number; records: number }[]
+    const ids: number[] = []
+    let records = 0
+    for (const candidate of candidates) {
+      const cost = dropCost(candidate.records)
+      if (this.#dropCredit < cost) break
+      this.#dropCredit -= cost
+      ids.push(candidate.id)
+      records += candidate.records
+    }
+    if (ids.length > 0) this.#drop(ids, now)
+    if (ids.length === candidates.length) this.#dropCredit = Math.min(this.#dropCredit, this.#dropCost)
+    return records
   }
 
   #dropExpired(now: number, most: number): number {
