@@ -61,6 +61,8 @@ const HASH_AT_UPGRADE = 1_000_000
 const DROP_SPREAD = 20
 /** Expired generations dropped in one purge step at most (each step also rebuilds the view once). */
 const MAX_DROPS_PER_STEP = 64
+/** Done records written that pay for dropping a generation of `records` (`DROP_SPREAD`). */
+const dropCost = (records: number): number => Math.max(1, Math.ceil(records / DROP_SPREAD))
 /** Keys of a new generation hashed per write batch (about 0.5 ms), more when several wait. */
 export const HASH_CHUNK = 250
 /** Index slots in use (live and retired keys) at which it is rebuilt, as a share of its size. */
@@ -99,9 +101,6 @@ export function placeholderSql(table: string): string {
  * @example
  * keyHash('default:msg_1') // a number in [1, 2³²)
  */
-/** Done records written that pay for dropping a generation of `records` (`DROP_SPREAD`). */
-const dropCost = (records: number): number => Math.max(1, Math.ceil(records / DROP_SPREAD))
-
 export function keyHash(key: string): number {
   let h = 0x811c9dc5
   for (let i = 0; i < key.length; i++) {
@@ -508,8 +507,8 @@ export class Generations {
       expiresMax: number | null
     }[]
     // Every record expired (its latest expiry stored, and past): not indexed nor read, whatever it holds
-    // is not done any more; the purge drops it. A store opened after a quiet time, or one meeting a
-    // backlog that another process sealed, would otherwise load or read all of it.
+    // is not done any more; the purge drops it. A store opened after a quiet time would otherwise load
+    // all of it. (One met earlier, before its hashes were stored, stays in the index until dropped.)
     const expired = (row: { expiresMax: number | null }) => row.expiresMax !== null && row.expiresMax <= now
     // By uid, not id: an id is given again after its generation was dropped (or its seal rolled back).
     const listed = new Set(rows.map((row) => row.uid))
