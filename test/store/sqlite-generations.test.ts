@@ -201,12 +201,20 @@ describe('SqliteDedupStore: done records in generations', () => {
       await completeAll(store, keys('old', 82_000), 1_000, 500)
       const backlog = generationTables(path).length
       expect(backlog).toBeGreaterThanOrEqual(3)
+      // A purge step the last batches asked for runs at the next turns: before the clock moves, or its
+      // writes (up to a batch of 500) would be credit beside the quiet time's, and pay for a second drop.
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve))
       now += 2_000
-      // Four purge steps or so (one per 256 rows written: a lease and a done record an event). The
-      // credit kept through the quiet time pays for the first drop at once; one drop a step would
-      // have taken all of them by now.
+      // Four purge steps (one per 256 rows written: a lease and a done record an event, batches of 50).
+      // The credit kept through the quiet time pays for the first drop at once; one drop a step would
+      // have taken 3 or 4 (all of them) by now. 1,000 + 600 records written pay for one drop; a second
+      // only if a step the last old batches asked for was put off (the checkpointer holding the
+      // commits) and its writes came along.
       await completeAll(store, keys('new-a', 600), HOUR, 50)
-      expect(backlog - generationTables(path).length).toBe(1)
+      const dropped = backlog - generationTables(path).length
+      expect(dropped).toBeGreaterThanOrEqual(1)
+      expect(dropped).toBeLessThanOrEqual(2)
+      expect(dropped).toBeLessThan(backlog)
       await completeAll(store, keys('new-b', 1_100 * backlog + 600), HOUR, 50)
       expect(generationTables(path)).toEqual([])
     })
