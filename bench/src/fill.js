@@ -84,28 +84,21 @@ export async function fillSqliteStore(
     // expired ones below, and a generation is dropped only once all its records expired: the backlog's
     // first generation would then stay for the live records' retention. They get a generation of
     // their own first, topped up with live records through the store until its check seals it.
-    if (expired) await sealLiveRecords(store, db, { table, generations, retentionMs })
+    if (expired && db.prepare(`SELECT count(*) FROM ${table}_now`).pluck().get() > 0) {
+      await throughStoreUntilSealed(store, generations, { atLeast: 0, claimRetentionMs: retentionMs, retentionMs: () => retentionMs })
+    }
     while (added < count) {
       const want = Math.min(generationRecords, count - added)
       // The store counts its current table every tenth of a generation it writes: that many go through it.
       const bySql = want === generationRecords ? want - Math.floor(generationRecords / 10) : want
       added += fillSqliteTable(db, { table: `${table}_now`, count: bySql, now, retentionMs, expired })
       if (bySql === want) break
-      const before = generations.get()
-      // The rest of the generation through the store, then more until its check sealed it (bounded).
-      for (let left = want - bySql, rounds = 0; left > 0 || generations.get() === before; rounds++) {
-        if (rounds > 300) throw new Error(`fill: the store did not seal generation ${before + 1}`)
-        const keys = Array.from({ length: Math.min(100, left > 0 ? left : 100) }, () => `default:${randomUUID()}`)
-        await Promise.all(
-          keys.map(async (key) => {
-            const claim = await store.claim(key, { leaseMs: 60_000, retentionMs: life })
-            if (claim.status !== 'acquired') throw new Error(`fill: ${key} was ${claim.status}`)
-            await store.complete(claim.claim, { retentionMs: 1 + Math.floor(Math.random() * life) })
-          }),
-        )
-        added += keys.length
-        left -= keys.length
-      }
+      // The rest of the generation through the store, then more until its check sealed it.
+      added += await throughStoreUntilSealed(store, generations, {
+        atLeast: want - bySql,
+        claimRetentionMs: life,
+        retentionMs: () => 1 + Math.floor(Math.random() * life),
+      })
     }
     // A sealed generation is hashed after its seal, 250 keys a write batch of the store: claims (each
     // one batch) until every generation is, as in a store that has run a while; their leases are
@@ -124,19 +117,21 @@ export async function fillSqliteStore(
   return added
 }
 
-/** When the current table holds records, writes live ones through `store` (100 at a time, retention `retentionMs`) until a seal; the records written. */
-async function sealLiveRecords(store, db, { table, generations, retentionMs }) {
-  if (db.prepare(`SELECT count(*) FROM ${table}_now`).pluck().get() === 0) return 0
+/**
+ * Completes new keys through `store`, 100 at a time, at least `atLeast` of them and then on until its
+ * check sealed the current table (`generations`: the count of listed generations); the records written.
+ */
+async function throughStoreUntilSealed(store, generations, { atLeast, claimRetentionMs, retentionMs }) {
   const before = generations.get()
   let written = 0
-  for (let rounds = 0; generations.get() === before; rounds++) {
-    if (rounds > 1_000) throw new Error('fill: the store did not seal the live records already in its current table')
-    const keys = Array.from({ length: 100 }, () => `default:${randomUUID()}`)
+  for (let rounds = 0; written < atLeast || generations.get() === before; rounds++) {
+    if (rounds > 1_000) throw new Error(`fill: the store did not seal generation ${before + 1}`)
+    const keys = Array.from({ length: Math.min(100, written < atLeast ? atLeast - written : 100) }, () => `default:${randomUUID()}`)
     await Promise.all(
       keys.map(async (key) => {
-        const claim = await store.claim(key, { leaseMs: 60_000, retentionMs })
+        const claim = await store.claim(key, { leaseMs: 60_000, retentionMs: claimRetentionMs })
         if (claim.status !== 'acquired') throw new Error(`fill: ${key} was ${claim.status}`)
-        await store.complete(claim.claim, { retentionMs })
+        await store.complete(claim.claim, { retentionMs: retentionMs() })
       }),
     )
     written += keys.length

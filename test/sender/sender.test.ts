@@ -15,6 +15,7 @@ import {
   TEST_API_KEY,
 } from '@email-webhooks/core/testing'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { scaled } from '../support/time.js'
 import { type Reply, startReceiver } from './helpers.js'
 
 const closers: Array<() => unknown> = []
@@ -165,9 +166,12 @@ describe('faithful sender: deliveries', () => {
 
   it('counts the failures of attempts already in flight when the 10th disables the endpoint (12 at once: failures 12), starts none after, and the testing guide says so', async () => {
     // Backoff at its real 5 s: no retry starts before the endpoint is disabled, which pauses them all.
-    // A 1 s timeout (300 ms before): on a loaded machine (CI's Node 24 run) only 8 of the 12 had reached
-    // the receiver when their 300 ms ran out.
-    const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 3_000 }), { receiverTimeoutMs: 1_000, timeScale: 1 })
+    // A 1 s timeout (300 ms before), stretched with TEST_TIME_SCALE: on a loaded machine (CI's Node 24
+    // run) only 8 of the 12 had reached the receiver when their 300 ms ran out.
+    const { sender, receiver, endpoint } = await setup(() => ({ hangMs: 3 * scaled(1_000) }), {
+      receiverTimeoutMs: scaled(1_000),
+      timeScale: 1,
+    })
     for (let i = 0; i < 12; i++) sender.emit()
     await sender.idle()
     // All 12 first attempts were on their way before the first failure: each fails and counts.

@@ -648,7 +648,7 @@ export class Generations {
   /** Drops every expired generation and walks the unhashed one once whole (`purgeExpired`). */
   purgeRound(walk: number, now: number): number {
     this.sync(now)
-    let deleted = this.#dropExpired(now, Number.POSITIVE_INFINITY)
+    let deleted = this.#dropAllExpired(now)
     const legacy = this.#legacyCursor()
     if (legacy) {
       deleted += legacy.cursor.round(walk, now)
@@ -806,8 +806,9 @@ export class Generations {
     return records
   }
 
-  #dropExpired(now: number, most: number): number {
-    const expired = this.#expired.all(now, Number.isFinite(most) ? most : -1) as { id: number; records: number }[]
+  /** Drops every expired generation at once (`purgeExpired`, for scripts). */
+  #dropAllExpired(now: number): number {
+    const expired = this.#expired.all(now, -1) as { id: number; records: number }[]
     if (expired.length === 0) return 0
     this.#drop(
       expired.map((row) => row.id),
