@@ -9,6 +9,7 @@
  *   hand-sqlite   the hand-written receiver with SQLite group commit
  *   core-sqlite   createReceiver with a durable SqliteDedupStore (durability 'full')
  *
+ * DB=<file> runs the SQLite variants on that file (e.g. filled by fill-sqlite.mjs) instead of a new one.
  * Prints CPU µs per event (user and kernel) of the `count` events after `warmup` (default 20,000).
  * `pool` (default warmup + count) deliveries are signed first: under callgrind, run it twice with
  * different counts and the same pool, and take the difference (receive-cg.sh).
@@ -33,7 +34,8 @@ const handlers = { 'email.queued': async () => {} }
 // run can outlast the 300 s window, and a stale delivery would be refused.
 let clock = Date.now()
 const now = () => clock
-const file = (name) => join(mkdtempSync(join(tmpdir(), 'email-webhooks-receive-')), name)
+// DB=<file>: the SQLite variants start on that file (e.g. one filled by fill-sqlite.mjs) instead of a new one.
+const file = (name) => process.env.DB || join(mkdtempSync(join(tmpdir(), 'email-webhooks-receive-')), name)
 
 /** Each variant: a function from a delivery to its answer's status, shaped as its adapter would call it. */
 const variants = {
