@@ -303,14 +303,14 @@ interface Hashing extends Hashed {
   after: Uint8Array | null
   /** Hashes added to the index (`made`: made, or, stored by another process, in hand). */
   added: number
-  /** ({ after, limit }) → [key, expires_at] rows, in key order; undefined when the hashes came stored. */
+  /** ({ after, limit }) → the chunk's keys after the cursor, in key order; undefined when the hashes came stored. */
   read: Statement | undefined
-  /** ({ limit }) → the first chunk's rows. */
+  /** ({ limit }) → the first chunk's keys. */
   first: Statement | undefined
-  /** ({ after, skip }) → the key `skip` rows on from the cursor, as its bytes: the next chunk's cursor. */
-  cursor: Statement | undefined
-  /** ({ skip }) → the same from the first key. */
-  firstCursor: Statement | undefined
+  /** ({ after, limit }) → [the chunk's last key as bytes (the next chunk's cursor), its latest expiry]. */
+  chunk: Statement | undefined
+  /** ({ limit }) → the same of the first chunk. */
+  firstChunk: Statement | undefined
 }
 
 /** Whether this machine stores a Uint32Array little-endian (every one Node runs on in practice). */
@@ -343,25 +343,30 @@ interface Hashed {
   expiresMax: number | null
 }
 
-/** Adds the hashes of rows `[key, expires_at, …]` to `into` (its array grown when full). */
-function hashRows(into: Hashed, rows: ReadonlyArray<readonly [string, number, ...unknown[]]>): void {
-  for (const [key, expiresAt] of rows) {
+/** Adds the hashes of `keys` to `into` (its array grown when full). */
+function hashKeys(into: Hashed, keys: readonly string[]): void {
+  for (let i = 0; i < keys.length; i++) {
     if (into.made === into.hashes.length) {
       const grown = new Uint32Array(Math.max(1, into.hashes.length * 2))
       grown.set(into.hashes)
       into.hashes = grown
     }
     // A key read back with U+FFFD where it had a lone surrogate hashes as what it reads; no claim looks for that hash.
-    into.hashes[into.made++] = keyHash(key) || 1
-    if (into.expiresMax === null || expiresAt > into.expiresMax) into.expiresMax = expiresAt
+    into.hashes[into.made++] = keyHash(keys[i] as string) || 1
   }
 }
 
-/** The hashes of every key of `from`, and its latest expiry (one pass over the table). */
+/** Counts `at` (a latest expiry of some of the keys, null for none) into `into`'s latest expiry. */
+function expiringBy(into: Hashed, at: number | null): void {
+  if (at !== null && (into.expiresMax === null || at > into.expiresMax)) into.expiresMax = at
+}
+
+/** The hashes of every key of `from`, and its latest expiry. */
 function hashTable(db: Database, from: string): { hashes: Uint32Array; expiresMax: number | null } {
-  const rows = db.prepare(`SELECT key, expires_at FROM ${from}`).raw().all() as [string, number][]
-  const into: Hashed = { hashes: new Uint32Array(rows.length), made: 0, expiresMax: null }
-  hashRows(into, rows)
+  const keys = db.prepare(`SELECT key FROM ${from}`).pluck().all() as string[]
+  const into: Hashed = { hashes: new Uint32Array(keys.length), made: 0, expiresMax: null }
+  hashKeys(into, keys)
+  expiringBy(into, db.prepare(`SELECT max(expires_at) FROM ${from}`).pluck().get() as number | null)
   return { hashes: into.hashes, expiresMax: into.expiresMax }
 }
 
@@ -709,16 +714,16 @@ export class Generations {
       this.#addHashes(generation, work, done ? work.made : work.added + limit)
     } else {
       const after = work.after
-      const rows = (after === null ? (work.first as Statement).all({ limit }) : work.read.all({ after, limit })) as [string, number][]
-      hashRows(work, rows)
+      const keys = (after === null ? (work.first as Statement).all({ limit }) : work.read.all({ after, limit })) as string[]
+      hashKeys(work, keys)
+      // The same chunk again (the table never changes once sealed): its last key as bytes, and its latest expiry.
+      const [last, latest] = (
+        after === null ? (work.firstChunk as Statement).get({ limit }) : (work.chunk as Statement).get({ after, limit })
+      ) as [Uint8Array | null, number | null]
+      expiringBy(work, latest)
       this.#addHashes(generation, work, work.made)
-      done = rows.length < limit
+      done = keys.length < limit
       if (!done) {
-        // The chunk's last key as its bytes: the next chunk's cursor (the table never changes once sealed).
-        const skip = limit - 1
-        const last = (after === null ? (work.firstCursor as Statement).get({ skip }) : (work.cursor as Statement).get({ after, skip })) as
-          | Uint8Array
-          | undefined
         if (!last) throw new Error(`a chunk of ${this.#table}_g${generation.id} came without its last key`)
         work.after = last
       } else {
@@ -753,27 +758,29 @@ export class Generations {
         expiresMax: null,
         read: undefined,
         first: undefined,
-        cursor: undefined,
-        firstCursor: undefined,
+        chunk: undefined,
+        firstChunk: undefined,
       }
-    // The rows as text, and only the chunk's last key as bytes, by a second walk of the same range: a
-    // Buffer a row made garbage enough to add pauses, and a window function marking the last row in
-    // the same statement cost twice the CPU (an ephemeral table written and read back: 140–200 ms
-    // against 66–87 ms to read and hash 55,000 keys).
-    const table = `${this.#table}_g${generation.id}`
-    const from = (where: string) => `FROM ${table} ${where} ORDER BY key`
+    // The keys alone (strings, no row arrays: better-sqlite3 fills those through V8's slow element
+    // stores), then one row for the chunk: its last key as bytes (a Buffer a row made garbage enough
+    // to add pauses) and its latest expiry, by a second walk of the same range. A window function
+    // marking the last row in one statement cost twice the CPU (an ephemeral table written and read
+    // back: 102–137 ms against 43–72 ms to read and hash 55,000 keys).
+    const range = (where: string) => `FROM ${this.#table}_g${generation.id} ${where} ORDER BY key LIMIT @limit`
     const after = 'WHERE key > CAST(@after AS TEXT)'
-    const prepare = (sql: string) => this.#db.prepare(sql)
+    const keys = (where: string) => this.#db.prepare(`SELECT key ${range(where)}`).pluck()
+    const chunk = (where: string) =>
+      this.#db.prepare(`SELECT CAST(max(key) AS BLOB), max(expires_at) FROM (SELECT key, expires_at ${range(where)})`).raw()
     return {
       after: null,
       hashes,
       made: 0,
       added: 0,
       expiresMax: null,
-      read: prepare(`SELECT key, expires_at ${from(after)} LIMIT @limit`).raw(),
-      first: prepare(`SELECT key, expires_at ${from('')} LIMIT @limit`).raw(),
-      cursor: prepare(`SELECT CAST(key AS BLOB) ${from(after)} LIMIT 1 OFFSET @skip`).pluck(),
-      firstCursor: prepare(`SELECT CAST(key AS BLOB) ${from('')} LIMIT 1 OFFSET @skip`).pluck(),
+      read: keys(after),
+      first: keys(''),
+      chunk: chunk(after),
+      firstChunk: chunk(''),
     }
   }
 
