@@ -303,14 +303,16 @@ interface Hashing extends Hashed {
   after: Uint8Array | null
   /** Hashes added to the index (`made`: made, or, stored by another process, in hand). */
   added: number
-  /** ({ after, limit }) → the chunk's keys after the cursor, in key order; undefined when the hashes came stored. */
-  read: Statement | undefined
-  /** ({ limit }) → the first chunk's keys. */
-  first: Statement | undefined
-  /** ({ after, limit }) → [the chunk's last key as bytes (the next chunk's cursor), its latest expiry]. */
-  chunk: Statement | undefined
-  /** ({ limit }) → the same of the first chunk. */
-  firstChunk: Statement | undefined
+  /** Reads its keys a chunk at a time: the first chunk, and the next after the cursor; undefined when the hashes came stored. */
+  reads: { first: ChunkRead; next: ChunkRead } | undefined
+}
+
+/** The statements of one chunk (`{ limit }`, and `after`, the cursor, for a next one). */
+interface ChunkRead {
+  /** → the chunk's keys, in key order. */
+  keys: Statement
+  /** → [the chunk's last key as bytes (the next chunk's cursor), its latest expiry]. */
+  end: Statement
 }
 
 /** Whether this machine stores a Uint32Array little-endian (every one Node runs on in practice). */
@@ -709,17 +711,16 @@ export class Generations {
     generation.hashing ??= this.#startHashing(generation)
     const work = generation.hashing
     let done: boolean
-    if (work.read === undefined) {
+    if (work.reads === undefined) {
       done = work.made - work.added <= limit
       this.#addHashes(generation, work, done ? work.made : work.added + limit)
     } else {
-      const after = work.after
-      const keys = (after === null ? (work.first as Statement).all({ limit }) : work.read.all({ after, limit })) as string[]
+      const params = work.after === null ? { limit } : { after: work.after, limit }
+      const read = work.after === null ? work.reads.first : work.reads.next
+      const keys = read.keys.all(params) as string[]
       hashKeys(work, keys)
       // The same chunk again (the table never changes once sealed): its last key as bytes, and its latest expiry.
-      const [last, latest] = (
-        after === null ? (work.firstChunk as Statement).get({ limit }) : (work.chunk as Statement).get({ after, limit })
-      ) as [Uint8Array | null, number | null]
+      const [last, latest] = read.end.get(params) as [Uint8Array | null, number | null]
       expiringBy(work, latest)
       this.#addHashes(generation, work, work.made)
       done = keys.length < limit
@@ -749,39 +750,19 @@ export class Generations {
   #startHashing(generation: Generation): Hashing {
     const stored = this.#storedHashes.get(generation.id, generation.uid) as Uint8Array | undefined
     const hashes = stored === undefined ? new Uint32Array(Math.max(1, generation.records)) : hashesOf(stored)
-    if (stored !== undefined)
-      return {
-        after: null,
-        hashes,
-        made: hashes.length,
-        added: 0,
-        expiresMax: null,
-        read: undefined,
-        first: undefined,
-        chunk: undefined,
-        firstChunk: undefined,
-      }
+    if (stored !== undefined) return { after: null, hashes, made: hashes.length, added: 0, expiresMax: null, reads: undefined }
     // The keys alone (strings, no row arrays: better-sqlite3 fills those through V8's slow element
     // stores), then one row for the chunk: its last key as bytes (a Buffer a row made garbage enough
     // to add pauses) and its latest expiry, by a second walk of the same range. A window function
     // marking the last row in one statement cost twice the CPU (an ephemeral table written and read
     // back: 102–137 ms against 43–72 ms to read and hash 55,000 keys).
     const range = (where: string) => `FROM ${this.#table}_g${generation.id} ${where} ORDER BY key LIMIT @limit`
-    const after = 'WHERE key > CAST(@after AS TEXT)'
-    const keys = (where: string) => this.#db.prepare(`SELECT key ${range(where)}`).pluck()
-    const chunk = (where: string) =>
-      this.#db.prepare(`SELECT CAST(max(key) AS BLOB), max(expires_at) FROM (SELECT key, expires_at ${range(where)})`).raw()
-    return {
-      after: null,
-      hashes,
-      made: 0,
-      added: 0,
-      expiresMax: null,
-      read: keys(after),
-      first: keys(''),
-      chunk: chunk(after),
-      firstChunk: chunk(''),
-    }
+    const chunk = (where: string): ChunkRead => ({
+      keys: this.#db.prepare(`SELECT key ${range(where)}`).pluck(),
+      end: this.#db.prepare(`SELECT CAST(max(key) AS BLOB), max(expires_at) FROM (SELECT key, expires_at ${range(where)})`).raw(),
+    })
+    const reads = { first: chunk(''), next: chunk('WHERE key > CAST(@after AS TEXT)') }
+    return { after: null, hashes, made: 0, added: 0, expiresMax: null, reads }
   }
 
   /**
