@@ -152,7 +152,11 @@ async function filledStore(kind, name) {
       fill: async (count, expired = false) => flushed(await fillSqliteStore(db, { path, count, expired })),
       fillHand: (count) => flushed(fillSqliteHand(hand, { count })),
       expiredLeft: () => db.prepare('SELECT count(*) FROM email_webhook_dedup_done WHERE expires_at <= ?').pluck().get(Date.now()),
-      bytes: () => ({ ours: sqliteBytes(db, path), hand: sqliteBytes(hand, join(dir, `${name}-hand.db`)) }),
+      // The hand-written table exists once it was filled (not with --hand-max below the first size).
+      bytes: (_count, handCount) => ({
+        ours: sqliteBytes(db, path),
+        hand: handCount > 0 ? sqliteBytes(hand, join(dir, `${name}-hand.db`)) : undefined,
+      }),
       store: () => new SqliteDedupStore({ path, durability: 'full' }),
       close() {
         db.close()
@@ -316,19 +320,20 @@ async function retained(kind) {
       const full = await startServer(pinning, FRAMEWORK, MODES[kind], { services, env: filled.env })
       // PostgreSQL, first size: the same table without its expires_at index (the purge's index, issue 48's decision).
       const noIndex = kind === 'postgres' && size === sizes[0] ? await tableWithoutIndex(filled.client, size) : undefined
-      const bare = noIndex && (await startServer(pinning, FRAMEWORK, MODES[kind], { services, env: { BENCH_PG_TABLE: noIndex } }))
+      const bare = noIndex ? await startServer(pinning, FRAMEWORK, MODES[kind], { services, env: { BENCH_PG_TABLE: noIndex } }) : undefined
       // SQLite and PostgreSQL: the hand-written receiver (one SELECT, one insert that ignores a
       // conflict) on its own table filled as far, against an empty one: how much of the growth any
       // B-tree of random keys has.
       const handToo = filled.handEnv && hand === size
       const handMode = `hand-${MODES[kind]}`
-      const handEmpty =
-        handToo &&
-        (await startServer(pinning, FRAMEWORK, handMode, {
-          services,
-          env: kind === 'postgres' ? { BENCH_HAND_TABLE: `hand_empty_${size}` } : {},
-        }))
-      const handFull = handToo && (await startServer(pinning, FRAMEWORK, handMode, { services, env: filled.handEnv }))
+      // Servers not started are undefined (not false), so that the `finally` below can stop what was.
+      const handEmpty = handToo
+        ? await startServer(pinning, FRAMEWORK, handMode, {
+            services,
+            env: kind === 'postgres' ? { BENCH_HAND_TABLE: `hand_empty_${size}` } : {},
+          })
+        : undefined
+      const handFull = handToo ? await startServer(pinning, FRAMEWORK, handMode, { services, env: filled.handEnv }) : undefined
       try {
         const out = await rounds(
           [
@@ -517,14 +522,14 @@ const perEvent = (bytes, n) => (n > 0 ? `${fmt(bytes / n, 1)} B` : '—')
 function bytesRow(b) {
   if (b.kind === 'sqlite') {
     const table = b.ours.objects.find((o) => o.name === 'email_webhook_dedup')
-    const handTable = b.hand.objects.find((o) => o.name === 'hand_seen')
-    return `| SQLite | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | ${mb(b.ours.file)} (${perEvent(b.ours.file, b.ours.rows)}) | table ${mb(table.bytes)}: ${fmt(table.pages)} pages of ${fmt(b.ours.pageSize)} B, ${((table.payload / table.bytes) * 100).toFixed(0)} % payload, ${((table.unused / table.bytes) * 100).toFixed(0)} % unused, depth ${table.depth} | ${b.handSize === b.size && handTable ? `${mb(b.hand.file)} (${perEvent(b.hand.file, b.hand.rows)}); ${fmt(handTable.pages)} pages of ${fmt(b.hand.pageSize)} B, ${((handTable.unused / handTable.bytes) * 100).toFixed(0)} % unused` : '—'} | ${b.handSize === b.size ? (b.ours.file / b.ours.rows / (b.hand.file / b.hand.rows)).toFixed(2) : '—'}× |`
+    const handTable = b.hand?.objects.find((o) => o.name === 'hand_seen')
+    return `| SQLite | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | ${mb(b.ours.file)} (${perEvent(b.ours.file, b.ours.rows)}) | table ${mb(table.bytes)}: ${fmt(table.pages)} pages of ${fmt(b.ours.pageSize)} B, ${((table.payload / table.bytes) * 100).toFixed(0)} % payload, ${((table.unused / table.bytes) * 100).toFixed(0)} % unused, depth ${table.depth} | ${b.handSize === b.size && handTable ? `${mb(b.hand.file)} (${perEvent(b.hand.file, b.hand.rows)}); ${fmt(handTable.pages)} pages of ${fmt(b.hand.pageSize)} B, ${((handTable.unused / handTable.bytes) * 100).toFixed(0)} % unused` : '—'} | ${b.handSize === b.size ? `${(b.ours.file / b.ours.rows / (b.hand.file / b.hand.rows)).toFixed(2)}×` : '—'} |`
   }
   if (b.kind === 'postgres') {
     const each = (b.ours.each ?? []).map((i) => `${i.name.replace(/^retained_?/, '') || i.name} ${mb(i.bytes)}`).join(', ')
-    return `| PostgreSQL | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | ${mb(b.ours.total)} (${perEvent(b.ours.total, b.ours.rows)}) | heap ${mb(b.ours.heap)} (${perEvent(b.ours.heap, b.ours.rows)}), indexes ${mb(b.ours.indexes)}: ${each} | ${b.handSize === b.size ? `${mb(b.hand.total)} (${perEvent(b.hand.total, b.hand.rows)}): heap ${mb(b.hand.heap)}, primary key ${mb(b.hand.indexes)}` : '—'} | ${b.handSize === b.size ? (b.ours.total / b.ours.rows / (b.hand.total / b.hand.rows)).toFixed(2) : '—'}× |`
+    return `| PostgreSQL | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | ${mb(b.ours.total)} (${perEvent(b.ours.total, b.ours.rows)}) | heap ${mb(b.ours.heap)} (${perEvent(b.ours.heap, b.ours.rows)}), indexes ${mb(b.ours.indexes)}: ${each} | ${b.handSize === b.size ? `${mb(b.hand.total)} (${perEvent(b.hand.total, b.hand.rows)}): heap ${mb(b.hand.heap)}, primary key ${mb(b.hand.indexes)}` : '—'} | ${b.handSize === b.size ? `${(b.ours.total / b.ours.rows / (b.hand.total / b.hand.rows)).toFixed(2)}×` : '—'} |`
   }
-  return `| Redis | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | used_memory +${mb(b.ours.total)} (${perEvent(b.ours.total, b.size)} a key) | AOF on disk ${b.ours.aofTotal === undefined ? '?' : mb(b.ours.aofTotal)} (all keys of the server) | ${b.hand ? `+${mb(b.hand.total)} (${perEvent(b.hand.total, b.handSize)} a key)` : '—'} | ${b.hand ? (b.ours.perRecord / b.hand.perRecord).toFixed(2) : '—'}× |`
+  return `| Redis | ${fmt(b.size)} | ${b.fillSeconds.toFixed(0)} s | used_memory +${mb(b.ours.total)} (${perEvent(b.ours.total, b.size)} a key) | AOF on disk ${b.ours.aofTotal === undefined ? '?' : mb(b.ours.aofTotal)} (all keys of the server) | ${b.hand ? `+${mb(b.hand.total)} (${perEvent(b.hand.total, b.handSize)} a key)` : '—'} | ${b.hand ? `${(b.ours.perRecord / b.hand.perRecord).toFixed(2)}×` : '—'} |`
 }
 
 const redisBytes = results.bytes.filter((b) => b.kind === 'redis').at(-1)
