@@ -7,6 +7,8 @@
  * better, though not entirely (a noisy run can still cross 10 %: rerun before acting on one).
  */
 
+import { median } from './harness.js'
+
 /** Worse by more than this share is a regression. */
 export const REGRESSION = 0.1
 
@@ -38,11 +40,39 @@ export function compareRuns(previous, current, { higherIsBetter = [], lowerIsBet
   return found
 }
 
-/** Lines for the console (or, with `markdown`, for the results file) naming each regression, or saying there is none. */
-export function formatRegressions(found, against, markdown = false) {
+/**
+ * How much the machine itself changed between two runs: the median, over the rows both runs have,
+ * of `field` now against then, where `field` is an absolute figure of a baseline that our code does
+ * not touch (the hand-written receiver's CPU µs per request, or an empty store's). Undefined when
+ * no row has it in both runs. `label` names the figure in the call-out.
+ * @returns {{ field: string, label: string, ratio: number, rows: number } | undefined}
+ */
+export function machineShift(previous, current, field, label = field) {
+  const before = new Map((previous?.rows ?? []).map((row) => [row.id, row[field]]))
+  const ratios = current.rows
+    .map((row) => [before.get(row.id), row[field]])
+    .filter(([a, b]) => typeof a === 'number' && a > 0 && typeof b === 'number')
+    .map(([a, b]) => b / a)
+  if (ratios.length === 0) return undefined
+  return { field, label, ratio: median(ratios), rows: ratios.length }
+}
+
+/**
+ * Lines for the console (or, with `markdown`, for the results file) naming each regression, or
+ * saying there is none; with `shift` (machineShift) moved by more than REGRESSION, a line first
+ * saying that the machine itself changed, so that a ratio's change is not read as ours alone.
+ */
+export function formatRegressions(found, against, markdown = false, shift = undefined) {
   const where = markdown ? `\`${against}\`` : against
-  if (found.length === 0) return [`No row more than ${REGRESSION * 100} % worse than the run in ${where}.`]
+  const machine =
+    shift && Math.abs(shift.ratio - 1) > REGRESSION
+      ? [
+          `${markdown ? '**' : ''}The machine changed${markdown ? '**' : ''} since the run in ${where}: ${shift.label} is ${shift.ratio.toFixed(2)}× what it was (median of ${shift.rows} row(s)). Ratios move with such a change too (code with a larger working set slows more than a small baseline), so before taking a call-out below as a regression, run the earlier commit's build beside this one in the same session.`,
+        ]
+      : []
+  if (found.length === 0) return [...machine, `No row more than ${REGRESSION * 100} % worse than the run in ${where}.`]
   return [
+    ...machine,
     `${markdown ? '**' : ''}REGRESSION${markdown ? '**' : ''}: ${found.length} figure(s) more than ${REGRESSION * 100} % worse than the run in ${where}:`,
     ...found.map(
       (r) =>

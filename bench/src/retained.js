@@ -42,7 +42,7 @@ import { fillPostgresHand, fillPostgresTable, fillRedisHand, fillRedisKeys, fill
 import { median } from './harness.js'
 import { ipcChild, round, startServer } from './http.js'
 import { detectPinning, spawnNode } from './pinning.js'
-import { compareRuns, formatRegressions } from './regress.js'
+import { compareRuns, formatRegressions, machineShift } from './regress.js'
 import { emitSection, parseArgs } from './section.js'
 import { lazyServices } from './services.js'
 
@@ -613,7 +613,14 @@ const lines = [
 const comparable = {
   started: results.started,
   rows: [
-    ...results.retained.map((r) => ({ id: `retained ${r.kind} ${r.size}`, ratio: r.ratio, cpuRatio: r.cpuRatio })),
+    // handCpuUs: the hand-written receiver's CPU per event on its empty table (code of ours not in
+    // it), how much the machine moved between two runs (machineShift).
+    ...results.retained.map((r) => ({
+      id: `retained ${r.kind} ${r.size}`,
+      ratio: r.ratio,
+      cpuRatio: r.cpuRatio,
+      handCpuUs: r.hand?.cpuUs[0],
+    })),
     ...results.purge.map((r) => ({ id: `purge ${r.kind} ${r.backlog}`, ratio: r.ratio, p99Ratio: r.p99Ratio })),
   ],
 }
@@ -625,9 +632,10 @@ if (previousFile) {
   try {
     const previous = JSON.parse(readFileSync(previousFile, 'utf8')).comparable
     const found = compareRuns(previous, comparable, { higherIsBetter: ['ratio'], lowerIsBetter: ['cpuRatio', 'p99Ratio'] })
+    const shift = machineShift(previous, comparable, 'handCpuUs', "the hand-written receivers' CPU per event on an empty table")
     const against = `${previousFile.replace(benchDir, 'bench')} (${previous.started?.slice(0, 16).replace('T', ' ')} UTC)`
-    for (const line of formatRegressions(found, against)) log(line)
-    lines.push(...formatRegressions(found, against, true), '')
+    for (const line of formatRegressions(found, against, false, shift)) log(line)
+    lines.push(...formatRegressions(found, against, true, shift), '')
   } catch (error) {
     log(`could not compare with ${previousFile}: ${error.message}`)
   }

@@ -23,7 +23,7 @@ import { HTTP_VARIANTS, runHttpBench } from './http.js'
 import { runInboxWorkerBench } from './inbox.js'
 import { runMultiBench } from './multi.js'
 import { detectPinning } from './pinning.js'
-import { compareRuns, formatRegressions } from './regress.js'
+import { compareRuns, formatRegressions, machineShift } from './regress.js'
 import { HTTP_HEADER, httpRows, table, targets } from './report.js'
 import { methodText, resultsMarkdown, storeSection } from './report-sections.js'
 import { lazyServices } from './services.js'
@@ -234,7 +234,15 @@ const LAST_RUN = join(benchDir, 'last-run.json')
 const comparable = {
   started: started.toISOString(),
   rows: [
-    ...http.map((row) => ({ id: `http ${row.id}`, ratio: row.main.ratio, cpuRatio: row.main.totalCpuRatio, p99Ratio: row.main.p99Ratio })),
+    ...http.map((row) => ({
+      id: `http ${row.id}`,
+      ratio: row.main.ratio,
+      cpuRatio: row.main.totalCpuRatio,
+      p99Ratio: row.main.p99Ratio,
+      // A hand-written baseline's own CPU per request (no code of ours in it): how much the machine
+      // moved between two runs (machineShift). Rows measured against ours have none.
+      baselineCpuUs: row.main.mode.startsWith('hand-') ? row.main.cpuUs : undefined,
+    })),
     // Ours only: a peer library getting slower is not a regression of ours.
     ...(verify?.rows ?? []).filter((row) => row.name === 'verifyWebhook').map((row) => ({ id: `verify ${row.size}`, vsHand: row.vsHand })),
   ],
@@ -247,10 +255,11 @@ if (previousFile && profile !== 'smoke') {
     higherIsBetter: ['ratio'],
     lowerIsBetter: ['cpuRatio', 'p99Ratio', 'vsHand'],
   })
+  const shift = machineShift(previous.comparable ?? previous, comparable, 'baselineCpuUs', "the hand-written receivers' CPU per request")
   const when = previous.comparable?.started ?? previous.started
   const against = `${previousFile.replace(benchDir, 'bench/')}${when ? ` (${when.slice(0, 16).replace('T', ' ')} UTC)` : ''}`
-  log(`\n${formatRegressions(found, against).join('\n')}`)
-  regressionLines = ['', '## Against the previous run', '', ...formatRegressions(found, against, true), '']
+  log(`\n${formatRegressions(found, against, false, shift).join('\n')}`)
+  regressionLines = ['', '## Against the previous run', '', ...formatRegressions(found, against, true, shift), '']
 }
 
 const out = args.out ?? (partial ? undefined : join(benchDir, 'RESULTS.md'))
