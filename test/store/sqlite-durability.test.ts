@@ -116,7 +116,7 @@ const syncChild = join(import.meta.dirname, 'sqlite-sync-child.mjs')
 type Settled = { step: string; value?: unknown; error?: { name: string; code: string; message: string } }
 
 /** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
-function underFault(mode: 'fail' | 'delay' | 'inbox-delay', inject: string): { path: string; settled: Settled[] } {
+function underFault(mode: 'fail' | 'delay' | 'inbox-delay' | 'stuck-close', inject: string): { path: string; settled: Settled[] } {
   const path = join(dir, `${mode}.db`)
   const result = underStrace({ file: `${path}-wal`, syscalls: 'fdatasync', inject }, syncChild, path, mode)
   expect(result.status, result.stderr).toBe(0)
@@ -152,6 +152,29 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     // The second claim and the lookup read the committed record while its sync was still running.
     expect(settled.map((entry) => entry.step)).toEqual(['complete', 'lookup', 'claim again'])
     expect(settled.map((entry) => entry.value)).toEqual([true, 'done', { status: 'duplicate' }])
+  })
+
+  it('close() gives up on a sync that does not end within closeTimeoutMs, rejecting with timeout, and the file recovers', async () => {
+    // The WAL's sync is held for 8 s: close() waits 300 ms (closeTimeoutMs) for it, then rejects.
+    // (The child's exit still waits for strace to let the sync go: a sync held by the kernel does too.)
+    const { path, settled } = underFault('stuck-close', 'delay_enter=8000000')
+    expect(settled.map((entry) => entry.step)).toEqual(['close', 'close took', 'claim after close'])
+    const [close, took, after] = settled as [Settled, Settled, Settled]
+    expect(close.error).toMatchObject({ name: 'DedupStoreError', code: 'timeout' })
+    expect(close.error?.message).toMatch(/close\(\) of the store on .* waited 300 ms \(closeTimeoutMs\).*call process\.exit\(\)/)
+    expect(took.value).toBeGreaterThanOrEqual(290)
+    // Well before the sync's 8 s: close() did not wait for it.
+    expect(took.value).toBeLessThan(6_000)
+    expect(after.error).toMatchObject({ code: 'closed' })
+    // The complete was never acknowledged (its sync did not end); the file opens as after a crash.
+    const store = new SqliteDedupStore({ path })
+    try {
+      expect(await store.lookup('event-2')).toBe('absent')
+      const again = await store.claim('event-3', { leaseMs: 60_000, retentionMs: 3_600_000 })
+      expect(again.status).toBe('acquired')
+    } finally {
+      await store.close()
+    }
   })
 
   it('answers a second enqueue of an inbox entry "duplicate" only after the sync that makes the first one durable has ended', () => {

@@ -2,12 +2,13 @@
 //   <path> fail   claim+complete one event while every WAL sync fails, then try each method
 //   <path> delay  complete an event, then claim it again while the complete's sync is still running
 //   <path> inbox-delay  enqueue an inbox entry, then enqueue it again while the first one's sync is still running
+//   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; exits at once after
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
 const [path, mode] = process.argv.slice(2)
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-const store = new SqliteDedupStore({ path, durability: 'full' })
+const store = new SqliteDedupStore({ path, durability: 'full', ...(mode === 'stuck-close' ? { closeTimeoutMs: 300 } : {}) })
 const settled = []
 const outcome = (step, promise) =>
   promise.then(
@@ -37,6 +38,19 @@ if (mode === 'inbox-delay') {
   await turn()
   await turn()
   await Promise.all([completed, outcome('claim again', store.claim('event-1', LONG)), outcome('lookup', store.lookup('event-1'))])
+}
+if (mode === 'stuck-close') {
+  outcome('complete', store.complete(first.claim, LONG))
+  // Two turns: the complete is committed and its sync (held by strace) is running.
+  await turn()
+  await turn()
+  const started = performance.now()
+  await outcome('close', store.close())
+  settled.push({ step: 'close took', value: Math.round(performance.now() - started) })
+  await outcome('claim after close', store.claim('event-2', LONG))
+  process.stdout.write(`${JSON.stringify(settled)}\n`)
+  // What the error says to do: the stuck sync would keep the process alive.
+  process.exit(0)
 }
 await store.close()
 process.stdout.write(`${JSON.stringify(settled)}\n`)

@@ -21,7 +21,9 @@ export type DedupStoreErrorCode =
    * The server did not answer a call within the store's own deadline (`queryTimeoutMs`,
    * `commandTimeoutMs`, DynamoDB's `callTimeoutMs`): a stalled connection after a failover, a proxy
    * that stopped answering, an overloaded server. The call was abandoned and its connection
-   * destroyed, never handed to another call; deliveries are retried.
+   * destroyed, never handed to another call; deliveries are retried. Also a SQLite store's
+   * `close()` whose disk kept it waiting past `closeTimeoutMs` (a sync that does not end): the
+   * store is closed, its file left as a crash would leave it.
    */
   | 'timeout'
   /** The server refused the credentials: fix the user name and password (and `pg_hba.conf` or the Redis ACL). */

@@ -32,6 +32,14 @@ export function syncError(path: string, cause: NodeJS.ErrnoException): DedupStor
   )
 }
 
+/** close() waited `ms` for the disk (a sync, the checkpoint thread, a read) and gave up, leaving the file open. */
+export function closeTimeoutError(path: string, ms: number): DedupStoreError {
+  return new DedupStoreError(
+    'timeout',
+    `${PACKAGE} close() of the store on ${path} waited ${ms} ms (closeTimeoutMs) for the disk (a sync of the write-ahead log or of the file, or a read, still running) and gave up. The store is closed; its file was left as a crash would leave it, and is recovered when next opened: nothing acknowledged is lost, and events whose sync did not end were not acknowledged, so the sender retries them. That sync would keep the process from exiting by itself: log this, then call process.exit() (if the kernel holds the sync uninterruptibly, the process ends when it returns). Check the disk (I/O errors or hung tasks in the kernel log, a stalled network volume); raise closeTimeoutMs only if this disk's syncs take that long.`,
+  )
+}
+
 /** The database file could not be synced while the WAL was copied into it: the WAL still holds every page, and must not start over. */
 export function fileSyncError(path: string, reason: string): DedupStoreError {
   return new DedupStoreError(

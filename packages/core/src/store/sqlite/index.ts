@@ -29,7 +29,7 @@ import { registerConsoleSource } from '../../console/registry.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
-import { closedError, commandError, fileSyncError, openError, PACKAGE } from './errors.js'
+import { closedError, closeTimeoutError, commandError, fileSyncError, openError, PACKAGE } from './errors.js'
 import { Generations } from './generations.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
@@ -53,6 +53,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly #db: Database
   readonly #sql: Statements
   readonly #path: string
+  readonly #closeTimeoutMs: number
   readonly #now: () => number
   readonly #durable: boolean
   /** Syncs the WAL after commits (durability 'full'); undefined → each batch commits with synchronous = FULL. */
@@ -88,9 +89,10 @@ export class SqliteDedupStore implements DedupStore {
   readonly inbox: SqliteInbox | undefined
 
   constructor(options: SqliteDedupStoreOptions) {
-    const { path, durable, table, busyTimeoutMs, now, readOnly, warn, generationRecords } = resolveSqliteOptions(options)
+    const { path, durable, table, busyTimeoutMs, now, readOnly, warn, generationRecords, closeTimeoutMs } = resolveSqliteOptions(options)
     this.#now = now
     this.#path = path
+    this.#closeTimeoutMs = closeTimeoutMs
     this.#readOnly = readOnly
     const { db, statements } = (readOnly ? openReadOnly : openDatabase)(loadDriver(), path, busyTimeoutMs, table)
     this.#db = db
@@ -308,17 +310,29 @@ export class SqliteDedupStore implements DedupStore {
     }
   }
 
-  /** Commits and syncs what was already asked for, checkpoints the WAL and closes the file. */
+  /**
+   * Commits and syncs what was already asked for, checkpoints the WAL and closes the file.
+   * @throws {DedupStoreError} `timeout` when the disk kept it waiting longer than `closeTimeoutMs`
+   * (the file is then left open, as a crash would leave it).
+   */
   async close(): Promise<void> {
     if (this.#closed) return
     // Ends a hold of the commits first, so that the flush below commits what waited.
     const stopped = this.#checkpointer?.stop()
     this.#flush()
     this.#closed = true
-    await this.#sync?.idle()
-    await stopped
-    // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
-    await this.#reader?.close()
+    const waits = async (): Promise<void> => {
+      await this.#sync?.idle()
+      await stopped
+      // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
+      await this.#reader?.close()
+    }
+    if (!(await settlesWithin(waits(), this.#closeTimeoutMs))) {
+      // Neither the checkpoint nor SQLite's close (which checkpoints too) would return on a disk
+      // that does not answer, and either would stop the event loop: the file stays open.
+      this.#remembered.clear()
+      throw closeTimeoutError(this.#path, this.#closeTimeoutMs)
+    }
     try {
       if (!this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
@@ -447,5 +461,19 @@ export class SqliteDedupStore implements DedupStore {
         this.#generations?.invalidate()
       }
     })
+  }
+}
+
+/** Whether `promise` settles within `ms` (a rejection is thrown as it comes); the timer never keeps the process alive. */
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+    ;(timer as { unref?: () => void }).unref?.()
+  })
+  try {
+    return await Promise.race([promise.then(() => true as const), late])
+  } finally {
+    clearTimeout(timer)
   }
 }

@@ -23,6 +23,8 @@ export function invalidLease(opts: { leaseMs?: unknown } | undefined): DedupStor
 /** The tables' name when `table` is not given (done records in `<table>_now` and its generations, leases in `<table>_lease`). */
 export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+/** How long close() waits for the disk at most. */
+const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Options of {@link SqliteDedupStore}. */
@@ -79,6 +81,15 @@ export interface SqliteDedupStoreOptions {
    * @defaultValue `50000`
    */
   generationRecords?: number
+  /**
+   * How long `close()` waits for the disk, whole ms: the WAL's sync still running, the checkpoint
+   * thread's copy and sync, a console read. A disk that stopped answering (a stalled network volume,
+   * a failing device) would otherwise keep `close()`, and a graceful shutdown awaiting it, waiting
+   * forever. Past it, `close()` rejects with `timeout` and leaves the file as a crash would (nothing
+   * acknowledged is lost: an event is acknowledged only after its sync).
+   * @defaultValue `10000`
+   */
+  closeTimeoutMs?: number
 }
 
 /** The options after the checks, with defaults filled in. */
@@ -91,6 +102,7 @@ export interface ResolvedSqliteOptions {
   readOnly: boolean
   warn: (message: string) => void
   generationRecords: number
+  closeTimeoutMs: number
 }
 
 /**
@@ -115,6 +127,9 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
   const generationRecords = options.generationRecords ?? DEFAULT_GENERATION_RECORDS
   if (!Number.isSafeInteger(generationRecords) || generationRecords < 100)
     throw invalidOption('generationRecords must be a whole number ≥ 100.')
+  const closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
+  if (!Number.isSafeInteger(closeTimeoutMs) || closeTimeoutMs < 1)
+    throw invalidOption('closeTimeoutMs must be a whole number of milliseconds ≥ 1.')
   return {
     path: options.path,
     durable: durability === 'full' && !readOnly,
@@ -124,5 +139,6 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
     readOnly,
     warn,
     generationRecords,
+    closeTimeoutMs,
   }
 }
