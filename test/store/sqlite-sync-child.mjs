@@ -2,7 +2,7 @@
 //   <path> fail   claim+complete one event while every WAL sync fails, then try each method
 //   <path> delay  complete an event, then claim it again while the complete's sync is still running
 //   <path> inbox-delay  enqueue an inbox entry, then enqueue it again while the first one's sync is still running
-//   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; exits at once after
+//   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; then SIGKILLs itself
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
@@ -40,17 +40,20 @@ if (mode === 'inbox-delay') {
   await Promise.all([completed, outcome('claim again', store.claim('event-1', LONG)), outcome('lookup', store.lookup('event-1'))])
 }
 if (mode === 'stuck-close') {
-  outcome('complete', store.complete(first.claim, LONG))
+  const completed = outcome('complete', store.complete(first.claim, LONG))
   // Two turns: the complete is committed and its sync (held by strace) is running.
   await turn()
   await turn()
   const started = performance.now()
   await outcome('close', store.close())
   settled.push({ step: 'close took', value: Math.round(performance.now() - started) })
+  await outcome('close again', store.close())
   await outcome('claim after close', store.claim('event-2', LONG))
+  await completed
+  settled.push({ step: 'pid', value: process.pid })
   process.stdout.write(`${JSON.stringify(settled)}\n`)
-  // What the error says to do: the stuck sync would keep the process alive.
-  process.exit(0)
+  // What the error says to do: the stuck sync keeps the process from exiting, process.exit() included.
+  process.kill(process.pid, 'SIGKILL')
 }
 await store.close()
 process.stdout.write(`${JSON.stringify(settled)}\n`)

@@ -22,23 +22,32 @@ export function underStrace(
   script: string,
   ...args: string[]
 ): SpawnSyncReturns<string> {
-  return spawnSync(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      '/dev/null',
-      '-P',
-      file,
-      '-e',
-      `trace=${syscalls}`,
-      '-e',
-      `inject=${syscalls}:${inject}`,
-      process.execPath,
-      script,
-      ...args,
-    ],
-    { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' },
-  )
+  return spawnSync('strace', straceArgs({ file, syscalls, inject }, script, ...args), {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+  })
+}
+
+/** strace's arguments for `node <script> ...args` with `inject` applied to the `syscalls` that touch `file`. */
+export function straceArgs(
+  { file, syscalls, inject }: { file: string; syscalls: string; inject: string },
+  script: string,
+  ...args: string[]
+): string[] {
+  return [
+    '-f',
+    '-qq',
+    '-o',
+    '/dev/null',
+    '-P',
+    file,
+    '-e',
+    `trace=${syscalls}`,
+    '-e',
+    `inject=${syscalls}:${inject}`,
+    process.execPath,
+    script,
+    ...args,
+  ]
 }

@@ -36,7 +36,7 @@ export function syncError(path: string, cause: NodeJS.ErrnoException): DedupStor
 export function closeTimeoutError(path: string, ms: number): DedupStoreError {
   return new DedupStoreError(
     'timeout',
-    `${PACKAGE} close() of the store on ${path} waited ${ms} ms (closeTimeoutMs) for the disk (a sync of the write-ahead log or of the file, or a read, still running) and gave up. The store is closed; its file was left as a crash would leave it, and is recovered when next opened: nothing acknowledged is lost, and events whose sync did not end were not acknowledged, so the sender retries them. That sync would keep the process from exiting by itself: log this, then call process.exit() (if the kernel holds the sync uninterruptibly, the process ends when it returns). Check the disk (I/O errors or hung tasks in the kernel log, a stalled network volume); raise closeTimeoutMs only if this disk's syncs take that long.`,
+    `${PACKAGE} close() of the store on ${path} waited ${ms} ms (closeTimeoutMs) for the disk (a sync of the write-ahead log or of the file, or a read, still running) and gave up. The store is closed; what waited for that sync was not acknowledged and fails with this error, so the sender retries those events; the file was left as a crash would leave it and is recovered when next opened. The stuck sync keeps the process from exiting, process.exit() included (Node waits for its thread): log this, then end the process with SIGKILL (process.kill(process.pid, 'SIGKILL')) or let your supervisor do it. Check the disk (I/O errors or hung tasks in the kernel log, a stalled network volume); raise closeTimeoutMs only if this disk's syncs take that long.`,
   )
 }
 

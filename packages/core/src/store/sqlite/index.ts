@@ -80,6 +80,8 @@ export class SqliteDedupStore implements DedupStore {
   #flushScheduled = false
   #purgeScheduled = false
   #closed = false
+  /** The first close() (a second call answers as it). */
+  #closing: Promise<void> | undefined
   /** Checkpoints the WAL in a worker thread (checkpoint.ts); undefined for a read-only or in-memory store. */
   readonly #checkpointer: Checkpointer | undefined
   /** The console's reads, in a worker thread started on the first (reader.ts); undefined for an in-memory store. */
@@ -311,30 +313,51 @@ export class SqliteDedupStore implements DedupStore {
   }
 
   /**
-   * Commits and syncs what was already asked for, checkpoints the WAL and closes the file.
-   * @throws {DedupStoreError} `timeout` when the disk kept it waiting longer than `closeTimeoutMs`
-   * (the file is then left open, as a crash would leave it).
+   * Commits and syncs what was already asked for, checkpoints the WAL and closes the file. A second
+   * call answers as the first.
+   * @throws {DedupStoreError} `timeout` when the disk kept it waiting longer than `closeTimeoutMs`:
+   * the store is closed, what waited for the sync is rejected with the same error, and the file is
+   * left open, as a crash would leave it (closed, without a checkpoint, if the disk answers again).
    */
-  async close(): Promise<void> {
-    if (this.#closed) return
+  close(): Promise<void> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     // Ends a hold of the commits first, so that the flush below commits what waited.
     const stopped = this.#checkpointer?.stop()
     this.#flush()
     this.#closed = true
-    const waits = async (): Promise<void> => {
+    const waits = (async (): Promise<void> => {
       await this.#sync?.idle()
       await stopped
       // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
       await this.#reader?.close()
-    }
-    if (!(await settlesWithin(waits(), this.#closeTimeoutMs))) {
+    })()
+    if (!(await settlesWithin(waits, this.#closeTimeoutMs))) {
       // Neither the checkpoint nor SQLite's close (which checkpoints too) would return on a disk
-      // that does not answer, and either would stop the event loop: the file stays open.
+      // that does not answer, and either would stop the event loop: the file stays open, and its
+      // handle reachable (better-sqlite3 closes a collected one). Completes, duplicates and inbox
+      // entries that waited for the sync are not acknowledged: they fail with the same error.
+      const error = closeTimeoutError(this.#path, this.#closeTimeoutMs)
+      this.#sync?.abandon(error)
       this.#remembered.clear()
-      throw closeTimeoutError(this.#path, this.#closeTimeoutMs)
+      const db = this.#db
+      ABANDONED.add(db)
+      waits
+        .then(() => this.#shut(false))
+        .catch(() => {})
+        .finally(() => ABANDONED.delete(db))
+      throw error
     }
+    this.#shut(true)
+  }
+
+  /** Checkpoints the WAL into the file (when `checkpoint` and nothing failed) and closes the file. */
+  #shut(checkpoint: boolean): void {
     try {
-      if (!this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
+      if (checkpoint && !this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
       this.#db.close()
       this.#sync?.close()
@@ -463,6 +486,9 @@ export class SqliteDedupStore implements DedupStore {
     })
   }
 }
+
+/** Files whose close() gave up on the disk: kept reachable, so that no collection closes them on the event loop. */
+const ABANDONED = new Set<Database>()
 
 /** Whether `promise` settles within `ms` (a rejection is thrown as it comes); the timer never keeps the process alive. */
 async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {

@@ -25,6 +25,8 @@ export const DEFAULT_SQLITE_TABLE = 'email_webhook_dedup'
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 /** How long close() waits for the disk at most. */
 const DEFAULT_CLOSE_TIMEOUT_MS = 10_000
+/** The longest delay a timer takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2_147_483_647
 const TABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Options of {@link SqliteDedupStore}. */
@@ -85,8 +87,10 @@ export interface SqliteDedupStoreOptions {
    * How long `close()` waits for the disk, whole ms: the WAL's sync still running, the checkpoint
    * thread's copy and sync, a console read. A disk that stopped answering (a stalled network volume,
    * a failing device) would otherwise keep `close()`, and a graceful shutdown awaiting it, waiting
-   * forever. Past it, `close()` rejects with `timeout` and leaves the file as a crash would (nothing
-   * acknowledged is lost: an event is acknowledged only after its sync).
+   * forever. Past it, `close()` rejects with `timeout`, what waited for the sync fails with the same
+   * error (not acknowledged), and the file is left as a crash would leave it (with durability
+   * `'full'` nothing acknowledged is lost: an event is acknowledged only after its sync). The stuck
+   * sync still keeps the process from exiting: end it with SIGKILL. At most 2147483647.
    * @defaultValue `10000`
    */
   closeTimeoutMs?: number
@@ -128,8 +132,10 @@ export function resolveSqliteOptions(options: SqliteDedupStoreOptions): Resolved
   if (!Number.isSafeInteger(generationRecords) || generationRecords < 100)
     throw invalidOption('generationRecords must be a whole number ≥ 100.')
   const closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
-  if (!Number.isSafeInteger(closeTimeoutMs) || closeTimeoutMs < 1)
-    throw invalidOption('closeTimeoutMs must be a whole number of milliseconds ≥ 1.')
+  if (!Number.isSafeInteger(closeTimeoutMs) || closeTimeoutMs < 1 || closeTimeoutMs > MAX_TIMER_MS)
+    throw invalidOption(
+      `closeTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (about 24.8 days, the longest timer).`,
+    )
   return {
     path: options.path,
     durable: durability === 'full' && !readOnly,

@@ -26,6 +26,10 @@ export class WalSync {
   #next: Synced[] = []
   #failure: DedupStoreError | undefined
   #idle: (() => void)[] = []
+  /** The asks the running sync will answer. */
+  #round: Synced[] = []
+  /** Set by abandon(): the running sync's end answers no one. */
+  #abandoned = false
 
   private constructor(fd: number, path: string) {
     this.#fd = fd
@@ -72,12 +76,31 @@ export class WalSync {
     closeSync(this.#fd)
   }
 
+  /**
+   * Gives up on the sync that runs and the asks that wait (close() past its limit): each is called
+   * with `error` now, and later asks at once; the sync's own end, if it ever comes, calls no one.
+   */
+  abandon(error: DedupStoreError): void {
+    this.#failure ??= error
+    this.#abandoned = true
+    const waiting = [...this.#round, ...this.#next]
+    this.#round = []
+    this.#next = []
+    for (const done of waiting) done(this.#failure)
+  }
+
   #start(): void {
     const round = this.#next
+    this.#round = round
     this.#next = []
     this.#running = true
     fdatasync(this.#fd, (error) => {
       this.#running = false
+      if (this.#abandoned) {
+        for (const resolve of this.#idle.splice(0)) resolve()
+        return
+      }
+      this.#round = []
       if (error) this.#failure ??= syncError(this.#path, error)
       const failure = this.#failure
       for (const done of round) done(failure)
