@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
-import { scaled, until } from '../support/time.js'
+import { until } from '../support/time.js'
 import { straceArgs, straceAvailable, underStrace } from './strace.js'
 
 // Proves, from the system calls, that a `complete` of the SQLite store with durability 'full'
@@ -164,28 +164,38 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     expect(settled.map((entry) => entry.value)).toEqual([true, 'done', { status: 'duplicate' }])
   })
 
-  it('close() gives up on a sync that does not end within closeTimeoutMs: timeout for it and for what waited, and the file recovers', async () => {
-    // The WAL's sync is held for 60 s: close() waits 300 ms (closeTimeoutMs) for it, then rejects,
-    // and the child ends itself with SIGKILL as the error says (process.exit() would wait for the sync).
-    const path = join(dir, 'stuck-close.db')
-    const tracer = spawn(
-      'strace',
-      straceArgs({ file: `${path}-wal`, syscalls: 'fdatasync', inject: 'delay_enter=60000000' }, syncChild, path, 'stuck-close'),
-    )
+  /** Runs sqlite-sync-child.mjs in `mode` with every WAL fdatasync held 60 s; what settled, once the child ended at its own SIGKILL. */
+  async function underStuckSync(mode: 'stuck-close' | 'idle-close'): Promise<{ path: string; steps: Map<string, Settled> }> {
+    const path = join(dir, `${mode}.db`)
+    const started = performance.now()
+    const args = straceArgs({ file: `${path}-wal`, syscalls: 'fdatasync', inject: 'delay_enter=60000000' }, syncChild, path, mode)
+    const tracer = spawn('strace', args)
     let stdout = ''
+    let stderr = ''
     tracer.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString()
     })
-    let steps: Map<string, Settled>
+    tracer.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
     try {
-      await until(() => stdout.endsWith('\n'), 'the child printing what settled', scaled(30_000))
-      steps = new Map((JSON.parse(stdout) as Settled[]).map((entry) => [entry.step, entry]))
-      // The child is gone while its sync is still held (strace holds it 60 s): SIGKILL ended it.
-      const pid = steps.get('pid')?.value as number
-      await until(() => !alive(pid), 'the child ending at its SIGKILL', scaled(10_000))
+      await until(() => stdout.endsWith('\n'), 'the child printing what settled', 20_000).catch((error: Error) => {
+        throw new Error(`${error.message}; its stderr: ${stderr.slice(0, 1_000)}`)
+      })
+      const steps = new Map((JSON.parse(stdout) as Settled[]).map((entry) => [entry.step, entry]))
+      // The child ends at its own SIGKILL while its sync is still held (strace holds it 60 s).
+      await until(() => !alive(steps.get('pid')?.value as number), 'the child ending at its SIGKILL', 5_000)
+      expect(performance.now() - started).toBeLessThan(55_000)
+      return { path, steps }
     } finally {
       tracer.kill('SIGKILL')
     }
+  }
+
+  it('close() gives up on a sync that does not end within closeTimeoutMs: timeout for it and for what waited, and the file recovers', async () => {
+    // close() waits 300 ms (closeTimeoutMs) for the complete's held sync, then rejects; the child
+    // then ends itself with SIGKILL as the error says (process.exit() would wait for the sync).
+    const { path, steps } = await underStuckSync('stuck-close')
     expect([...steps.keys()].sort()).toEqual(['claim after close', 'close', 'close again', 'close took', 'complete', 'pid'])
     const timedOut = { name: 'DedupStoreError', code: 'timeout' }
     expect(steps.get('close')?.error).toMatchObject(timedOut)
@@ -207,6 +217,18 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     } finally {
       await store.close()
     }
+  })
+
+  it('close() of an idle store on a disk that stopped answering rejects with timeout before its checkpoint, instead of hanging on it', async () => {
+    // durability 'normal': nothing was syncing when close() began; its own sync before the
+    // checkpoint (which would otherwise sync on the event loop, with no limit) meets the held disk.
+    const { steps } = await underStuckSync('idle-close')
+    expect(steps.get('complete')?.value).toBe(true)
+    expect(steps.get('close')?.error).toMatchObject({ name: 'DedupStoreError', code: 'timeout' })
+    expect(steps.get('close again')?.error).toMatchObject({ code: 'timeout' })
+    const took = steps.get('close took')?.value as number
+    expect(took).toBeGreaterThanOrEqual(290)
+    expect(took).toBeLessThan(10_000)
   })
 
   it('answers a second enqueue of an inbox entry "duplicate" only after the sync that makes the first one durable has ended', () => {

@@ -3,12 +3,17 @@
 //   <path> delay  complete an event, then claim it again while the complete's sync is still running
 //   <path> inbox-delay  enqueue an inbox entry, then enqueue it again while the first one's sync is still running
 //   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; then SIGKILLs itself
+//   <path> idle-close   durability 'normal' (no sync while it works): complete an event, then close() (closeTimeoutMs 300) on a disk whose syncs are stuck; then SIGKILLs itself
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
 const [path, mode] = process.argv.slice(2)
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
-const store = new SqliteDedupStore({ path, durability: 'full', ...(mode === 'stuck-close' ? { closeTimeoutMs: 300 } : {}) })
+const store = new SqliteDedupStore({
+  path,
+  durability: mode === 'idle-close' ? 'normal' : 'full',
+  ...(mode.endsWith('-close') ? { closeTimeoutMs: 300 } : {}),
+})
 const settled = []
 const outcome = (step, promise) =>
   promise.then(
@@ -39,11 +44,12 @@ if (mode === 'inbox-delay') {
   await turn()
   await Promise.all([completed, outcome('claim again', store.claim('event-1', LONG)), outcome('lookup', store.lookup('event-1'))])
 }
-if (mode === 'stuck-close') {
+if (mode.endsWith('-close')) {
   const completed = outcome('complete', store.complete(first.claim, LONG))
-  // Two turns: the complete is committed and its sync (held by strace) is running.
+  // Two turns: the complete is committed and, in stuck-close, its sync (held by strace) is running.
   await turn()
   await turn()
+  if (mode === 'idle-close') await completed
   const started = performance.now()
   await outcome('close', store.close())
   settled.push({ step: 'close took', value: Math.round(performance.now() - started) })

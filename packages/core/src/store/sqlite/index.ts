@@ -38,7 +38,7 @@ import { openReadOnly, readOnlyError } from './read-only.js'
 import { type ReadStep, readerHere, readOffLoop, SqliteReader } from './reader.js'
 import { RememberedKeys } from './remembered.js'
 import { driverPath, loadDriver, openDatabase } from './schema.js'
-import { isFilePath, WalSync } from './sync.js'
+import { isFilePath, probeSync, WalSync } from './sync.js'
 import type { Database, Statements } from './types.js'
 
 /**
@@ -54,6 +54,8 @@ export class SqliteDedupStore implements DedupStore {
   readonly #sql: Statements
   readonly #path: string
   readonly #closeTimeoutMs: number
+  /** The WAL close() syncs once before its checkpoint (a file store that writes); undefined otherwise. */
+  readonly #probedWal: string | undefined
   readonly #now: () => number
   readonly #durable: boolean
   /** Syncs the WAL after commits (durability 'full'); undefined → each batch commits with synchronous = FULL. */
@@ -99,6 +101,8 @@ export class SqliteDedupStore implements DedupStore {
     const { db, statements } = (readOnly ? openReadOnly : openDatabase)(loadDriver(), path, busyTimeoutMs, table)
     this.#db = db
     this.#sql = statements
+    // Resolved now (the file exists once opened), not at close(), where the disk may not answer.
+    this.#probedWal = !readOnly && isFilePath(path) ? `${realpathSync(path)}-wal` : undefined
     this.#durable = durable
     try {
       this.#sync = durable ? WalSync.open(path) : undefined
@@ -315,9 +319,10 @@ export class SqliteDedupStore implements DedupStore {
   /**
    * Commits and syncs what was already asked for, checkpoints the WAL and closes the file. A second
    * call answers as the first.
-   * @throws {DedupStoreError} `timeout` when the disk kept it waiting longer than `closeTimeoutMs`:
-   * the store is closed, what waited for the sync is rejected with the same error, and the file is
-   * left open, as a crash would leave it (closed, without a checkpoint, if the disk answers again).
+   * @throws {DedupStoreError} `timeout` when the disk kept it waiting longer than `closeTimeoutMs`
+   * (a sync still running, or the one it asks before its checkpoint): the store is closed, what
+   * waited for the sync is rejected with the same error, and the file is left open until the
+   * process ends, as a crash would leave it.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close()
@@ -334,30 +339,31 @@ export class SqliteDedupStore implements DedupStore {
       await stopped
       // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
       await this.#reader?.close()
+      // The checkpoint below syncs on the event loop, past any limit: the disk answers a sync first.
+      if (this.#probedWal) await probeSync(this.#probedWal)
     })()
     if (!(await settlesWithin(waits, this.#closeTimeoutMs))) {
-      // Neither the checkpoint nor SQLite's close (which checkpoints too) would return on a disk
-      // that does not answer, and either would stop the event loop: the file stays open, and its
-      // handle reachable (better-sqlite3 closes a collected one). Completes, duplicates and inbox
-      // entries that waited for the sync are not acknowledged: they fail with the same error.
+      // Neither the checkpoint nor SQLite's close (which checkpoints too, better-sqlite3 does not
+      // turn that off) would return on a disk that does not answer, and either would stop the event
+      // loop: the file stays open until the process ends, its handle reachable (better-sqlite3
+      // closes a collected one). Completes, duplicates and inbox entries that waited for the sync
+      // are not acknowledged: they fail with the same error. Only the WAL descriptor of the sync is
+      // closed, once that sync returns, if it ever does.
       const error = closeTimeoutError(this.#path, this.#closeTimeoutMs)
       this.#sync?.abandon(error)
       this.#remembered.clear()
-      const db = this.#db
-      ABANDONED.add(db)
-      waits
-        .then(() => this.#shut(false))
-        .catch(() => {})
-        .finally(() => ABANDONED.delete(db))
+      ABANDONED.add(this.#db)
+      const sync = this.#sync
+      if (sync) void waits.then(() => sync.close()).catch(() => {})
       throw error
     }
-    this.#shut(true)
+    this.#shut()
   }
 
-  /** Checkpoints the WAL into the file (when `checkpoint` and nothing failed) and closes the file. */
-  #shut(checkpoint: boolean): void {
+  /** Checkpoints the WAL into the file (when nothing failed) and closes the file. */
+  #shut(): void {
     try {
-      if (checkpoint && !this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
+      if (!this.#readOnly && !this.#sync?.failure && !this.#fileFailure) this.#db.pragma('wal_checkpoint(TRUNCATE)')
     } finally {
       this.#db.close()
       this.#sync?.close()
@@ -487,7 +493,7 @@ export class SqliteDedupStore implements DedupStore {
   }
 }
 
-/** Files whose close() gave up on the disk: kept reachable, so that no collection closes them on the event loop. */
+/** Files whose close() gave up on the disk: kept reachable until the process ends, so that no collection closes them on the event loop. */
 const ABANDONED = new Set<Database>()
 
 /** Whether `promise` settles within `ms` (a rejection is thrown as it comes); the timer never keeps the process alive. */

@@ -6,6 +6,7 @@
  * fails too: what was written since the last good sync may not be on disk.
  */
 import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import type { DedupStoreError } from '@email-webhooks/core'
 import { syncError } from './errors.js'
 
@@ -15,6 +16,27 @@ export type Synced = (error?: DedupStoreError) => void
 /** Whether `path` names a file on disk: not an in-memory database (`:memory:`, `''`) nor a `file:` URI. */
 export function isFilePath(path: string): boolean {
   return path !== ':memory:' && path !== '' && !path.startsWith('file:')
+}
+
+/**
+ * One sync of the WAL file `wal` on libuv's thread pool: resolves once the disk answered it, or at
+ * once if the file cannot be opened or synced (that is for the checkpoint after it to meet). close()
+ * runs it, under its limit, before its checkpoint, which syncs on the event loop: a disk that stopped
+ * answering while nothing was being synced is found here, not by a checkpoint that never returns.
+ * The WAL, not the database file: SQLite locks the database file, and closing any descriptor of it
+ * would drop the process's locks.
+ */
+export async function probeSync(wal: string): Promise<void> {
+  try {
+    const handle = await open(wal, 'r')
+    try {
+      await handle.datasync()
+    } finally {
+      await handle.close()
+    }
+  } catch {
+    // Nothing to probe (no WAL) or a failed sync: the checkpoint meets it.
+  }
 }
 
 /** The WAL file of one store and the syncs of it that run or wait. */
