@@ -3,11 +3,11 @@
  * injects the disk's faults into them), killed with SIGKILL, and all stopped after each test.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TEST_SECRET } from '@email-webhooks/core/testing'
 import { afterEach } from 'vitest'
+import { ended } from '../support/pid.js'
 import { LONG } from './figures.js'
 
 const RECEIVER = join(dirname(fileURLToPath(import.meta.url)), 'receiver.mjs')
@@ -154,20 +154,6 @@ function stopped(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve())
     child.kill('SIGKILL')
   })
-}
-
-/** Whether a pid has ended (a zombie whose parent is gone counts as ended: nobody may reap it in a container). */
-function ended(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return true
-  }
-  try {
-    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  } catch {
-    return true
-  }
 }
 
 /** Resolves once `pid` has ended (at most 10 s). */

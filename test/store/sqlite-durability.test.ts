@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
+import { ended } from '../support/pid.js'
 import { until } from '../support/time.js'
 import { straceArgs, straceAvailable, underStrace } from './strace.js'
 
@@ -115,14 +116,6 @@ describe.skipIf(!available)('SqliteDedupStore durability, seen in system calls',
 
 const syncChild = join(import.meta.dirname, 'sqlite-sync-child.mjs')
 
-/** Whether process `pid` still runs: gone, or a zombie its parent (strace, holding a sync) has not reaped yet, is not. */
-function alive(pid: number): boolean {
-  try {
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  } catch {
-    return false
-  }
-}
 type Settled = { step: string; value?: unknown; error?: { name: string; code: string; message: string } }
 
 /** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
@@ -184,7 +177,7 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
       })
       const steps = new Map((JSON.parse(stdout) as Settled[]).map((entry) => [entry.step, entry]))
       // The child ends at its own SIGKILL while its sync is still held (strace holds it 60 s).
-      await until(() => !alive(steps.get('pid')?.value as number), 'the child ending at its SIGKILL', 5_000)
+      await until(() => ended(steps.get('pid')?.value as number), 'the child ending at its SIGKILL', 5_000)
       expect(performance.now() - started).toBeLessThan(55_000)
       return { path, steps }
     } finally {

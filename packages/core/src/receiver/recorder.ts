@@ -11,6 +11,7 @@
  */
 import type { WebhookEvent } from '../events.js'
 import type { Claim, CompleteOptions, DedupStore } from '../store/types.js'
+import { unref, withTimeout } from '../timers.js'
 import { attempt } from './deadline.js'
 import type { Reporter } from './report.js'
 
@@ -217,27 +218,4 @@ export class Recorder {
     this.#end(oldest)
     this.#host.reporter.recordAbandoned({ status: 503, eventId: oldest.event?.id, type: oldest.event?.type }, 0)
   }
-}
-
-/** `promise`, or undefined once `ms` passed (the promise may still settle, unobserved). */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const timer = unref(setTimeout(() => resolve(undefined), ms))
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
-}
-
-/** A timer that does not keep a Node process alive on its own (the tries end with the process). */
-function unref<T>(timer: T): T {
-  ;(timer as { unref?: () => void }).unref?.()
-  return timer
 }

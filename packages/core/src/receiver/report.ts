@@ -10,6 +10,7 @@
  */
 import { PACKAGE, type WebhookHandlingError, type WebhookVerificationError } from '../errors.js'
 import type { DeliveryOutcome } from '../telemetry/names.js'
+import { unref } from '../timers.js'
 import type { ErrorInfo, ReceiverStats, WebhookLogger } from './types.js'
 
 type ReceiverError = WebhookVerificationError | WebhookHandlingError
@@ -308,11 +309,6 @@ const FIRST_MISMATCH =
 const MIXED_EVERY_MS = 10 * 60 * 1000
 /** A dead letter is said in full at most this often per event type; the others in between are counted and said at its end. */
 const DEAD_LETTER_EVERY_MS = 60 * 1000
-
-function unref<T>(timer: T): T {
-  ;(timer as { unref?: () => void }).unref?.()
-  return timer
-}
 
 /** A wait as people read it: `850 ms`, `4 s`, `2 min 5 s`. */
 function waitText(ms: number): string {

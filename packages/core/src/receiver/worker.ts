@@ -11,6 +11,7 @@ import { PACKAGE, WebhookVerificationError } from '../errors.js'
 import { parseEnvelope, type WebhookEvent } from '../events.js'
 import type { InboxLease, InboxQueue } from '../store/inbox.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
+import { unref } from '../timers.js'
 import { claimKey } from './claim.js'
 import { handleClaimed } from './handle.js'
 import { renewClaimWhileHeld, type StopBeat, startHeartbeat } from './heartbeat.js'
@@ -31,11 +32,6 @@ function messageOf(answer: ReceiverResponse): string {
   if (cause instanceof Error) return `${cause.name}: ${cause.message}`
   if (cause !== undefined) return String(cause)
   return answer.code ?? `status ${answer.status}`
-}
-
-function unref<T>(timer: T): T {
-  ;(timer as { unref?: () => void }).unref?.()
-  return timer
 }
 
 /** One receiver's inbox worker. */

@@ -26,6 +26,7 @@ import type { Claim, ClaimOptions, ClaimResult, CompleteOptions, DedupKeyState, 
 export { DEFAULT_SQLITE_TABLE, type SqliteDedupStoreOptions } from './options.js'
 
 import { registerConsoleSource } from '../../console/registry.js'
+import { withTimeout } from '../../timers.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
@@ -342,7 +343,12 @@ export class SqliteDedupStore implements DedupStore {
       // The checkpoint below syncs on the event loop, past any limit: the disk answers a sync first.
       if (this.#probedWal) await probeSync(this.#probedWal)
     })()
-    if (!(await settlesWithin(waits, this.#closeTimeoutMs))) {
+    if (
+      (await withTimeout(
+        waits.then(() => true),
+        this.#closeTimeoutMs,
+      )) === undefined
+    ) {
       // Neither the checkpoint nor SQLite's close (which checkpoints too, better-sqlite3 does not
       // turn that off) would return on a disk that does not answer, and either would stop the event
       // loop: the file stays open until the process ends, its handle reachable (better-sqlite3
@@ -495,17 +501,3 @@ export class SqliteDedupStore implements DedupStore {
 
 /** Files whose close() gave up on the disk: kept reachable until the process ends, so that no collection closes them on the event loop. */
 const ABANDONED = new Set<Database>()
-
-/** Whether `promise` settles within `ms` (a rejection is thrown as it comes); the timer never keeps the process alive. */
-async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms)
-    ;(timer as { unref?: () => void }).unref?.()
-  })
-  try {
-    return await Promise.race([promise.then(() => true as const), late])
-  } finally {
-    clearTimeout(timer)
-  }
-}

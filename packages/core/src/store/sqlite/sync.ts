@@ -50,8 +50,6 @@ export class WalSync {
   #idle: (() => void)[] = []
   /** The asks the running sync will answer. */
   #round: Synced[] = []
-  /** Set by abandon(): the running sync's end answers no one. */
-  #abandoned = false
 
   private constructor(fd: number, path: string) {
     this.#fd = fd
@@ -104,7 +102,6 @@ export class WalSync {
    */
   abandon(error: DedupStoreError): void {
     this.#failure ??= error
-    this.#abandoned = true
     const waiting = [...this.#round, ...this.#next]
     this.#round = []
     this.#next = []
@@ -112,16 +109,13 @@ export class WalSync {
   }
 
   #start(): void {
-    const round = this.#next
-    this.#round = round
+    this.#round = this.#next
     this.#next = []
     this.#running = true
     fdatasync(this.#fd, (error) => {
       this.#running = false
-      if (this.#abandoned) {
-        for (const resolve of this.#idle.splice(0)) resolve()
-        return
-      }
+      // After abandon() the round was answered already (and emptied), and its error is the failure.
+      const round = this.#round
       this.#round = []
       if (error) this.#failure ??= syncError(this.#path, error)
       const failure = this.#failure
