@@ -32,11 +32,11 @@ export function syncError(path: string, cause: NodeJS.ErrnoException): DedupStor
   )
 }
 
-/** close() waited `ms` for the disk (a sync, the checkpoint thread, a read) and gave up, leaving the file open. */
+/** close() waited `ms` for the disk (a sync, the checkpoint thread) and gave up, leaving the file open. */
 export function closeTimeoutError(path: string, ms: number): DedupStoreError {
   return new DedupStoreError(
     'timeout',
-    `${PACKAGE} close() of the store on ${path} waited ${ms} ms (closeTimeoutMs) for the disk (a sync of the write-ahead log or of the file, or a read) and gave up. The store is closed; what waited for that sync was not acknowledged and fails with this error, so the sender retries those events; the file stays open until the process ends, as a crash would leave it, and is recovered when next opened. The stuck sync keeps the process from exiting, process.exit() included (Node waits for its thread): log this, then end the process with SIGKILL (process.kill(process.pid, 'SIGKILL')) or let your supervisor do it. Check the disk (I/O errors or hung tasks in the kernel log, a stalled network volume); raise closeTimeoutMs only if this disk's syncs take that long.`,
+    `${PACKAGE} close() of the store on ${path} waited ${ms} ms (closeTimeoutMs) for the disk (a sync of the write-ahead log or of the file) and gave up. The store is closed; what waited for that sync was not acknowledged and fails with this error, so the sender retries those events; the file stays open until the process ends, as a crash would leave it, and is recovered when next opened. The stuck sync keeps the process from exiting, process.exit() included (Node waits for its thread): log this, then end the process with SIGKILL (process.kill(process.pid, 'SIGKILL')) or let your supervisor do it. Check the disk (I/O errors or hung tasks in the kernel log, a stalled network volume); raise closeTimeoutMs only if this disk's syncs take that long.`,
   )
 }
 

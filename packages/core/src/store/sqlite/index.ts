@@ -335,35 +335,45 @@ export class SqliteDedupStore implements DedupStore {
     const stopped = this.#checkpointer?.stop()
     this.#flush()
     this.#closed = true
-    const waits = (async (): Promise<void> => {
-      await this.#sync?.idle()
-      await stopped
-      // A console page still reading finishes first: its snapshot would keep the WAL from starting over.
-      await this.#reader?.close()
-      // The checkpoint below syncs on the event loop, past any limit: the disk answers a sync first.
-      if (this.#probedWal) await probeSync(this.#probedWal)
-    })()
+    // The disk's waits are bounded (the WAL's sync running, the checkpointer's copy and sync); a
+    // console page still reading is not (a long count on a healthy disk), and finishes first: its
+    // snapshot would keep the WAL from starting over. Then the disk answers one sync before the
+    // checkpoint below, which syncs on the event loop, past any limit.
+    await this.#waitForDisk(
+      (async () => {
+        await this.#sync?.idle()
+        await stopped
+      })(),
+    )
+    await this.#reader?.close()
+    if (this.#probedWal) await this.#waitForDisk(probeSync(this.#probedWal))
+    this.#shut()
+  }
+
+  /**
+   * `waited`, or at most `closeTimeoutMs` of it: past that close() gives up on the disk. Neither
+   * the checkpoint nor SQLite's close (which checkpoints too, better-sqlite3 does not turn that off)
+   * would return on a disk that does not answer, and either would stop the event loop: the file
+   * stays open until the process ends, its handle reachable (better-sqlite3 closes a collected
+   * one). Completes, duplicates and inbox entries that waited for the sync are not acknowledged:
+   * they fail with the same error. Only the WAL descriptor of the sync is closed, once that sync
+   * returns, if it ever does.
+   */
+  async #waitForDisk(waited: Promise<void>): Promise<void> {
     if (
       (await withTimeout(
-        waits.then(() => true),
+        waited.then(() => true),
         this.#closeTimeoutMs,
-      )) === undefined
-    ) {
-      // Neither the checkpoint nor SQLite's close (which checkpoints too, better-sqlite3 does not
-      // turn that off) would return on a disk that does not answer, and either would stop the event
-      // loop: the file stays open until the process ends, its handle reachable (better-sqlite3
-      // closes a collected one). Completes, duplicates and inbox entries that waited for the sync
-      // are not acknowledged: they fail with the same error. Only the WAL descriptor of the sync is
-      // closed, once that sync returns, if it ever does.
-      const error = closeTimeoutError(this.#path, this.#closeTimeoutMs)
-      this.#sync?.abandon(error)
-      this.#remembered.clear()
-      ABANDONED.add(this.#db)
-      const sync = this.#sync
-      if (sync) void waits.then(() => sync.close()).catch(() => {})
-      throw error
-    }
-    this.#shut()
+      )) !== undefined
+    )
+      return
+    const error = closeTimeoutError(this.#path, this.#closeTimeoutMs)
+    this.#sync?.abandon(error)
+    this.#remembered.clear()
+    ABANDONED.add(this.#db)
+    const sync = this.#sync
+    if (sync) void waited.then(() => sync.close()).catch(() => {})
+    throw error
   }
 
   /** Checkpoints the WAL into the file (when nothing failed) and closes the file. */

@@ -84,9 +84,10 @@ export interface SqliteDedupStoreOptions {
    */
   generationRecords?: number
   /**
-   * How long `close()` waits for the disk, whole ms: the WAL's sync still running, the checkpoint
-   * thread's copy and sync, a console read, and one sync of the WAL it asks for before its final
-   * checkpoint (which syncs on the event loop). A disk that stopped answering (a stalled network volume,
+   * How long `close()` waits for the disk, whole ms, each time it does: the WAL's sync still running
+   * with the checkpoint thread's copy and sync, then one sync of the WAL it asks for before its final
+   * checkpoint (which syncs on the event loop). A console read still running is waited for without
+   * a limit (a long count on a healthy disk). A disk that stopped answering (a stalled network volume,
    * a failing device) would otherwise keep `close()`, and a graceful shutdown awaiting it, waiting
    * forever. Past it, `close()` rejects with `timeout`, what waited for the sync fails with the same
    * error (not acknowledged), and the file is left as a crash would leave it (with durability
