@@ -119,8 +119,12 @@ const syncChild = join(import.meta.dirname, 'sqlite-sync-child.mjs')
 type Settled = { step: string; value?: unknown; error?: { name: string; code: string; message: string } }
 
 /** Runs sqlite-sync-child.mjs in `mode` with every fdatasync of the WAL tampered with by `inject`; what settled, in order. */
-function underFault(mode: 'fail' | 'delay' | 'inbox-delay', inject: string): { path: string; settled: Settled[] } {
-  const path = join(dir, `${mode}.db`)
+function underFault(
+  mode: 'fail' | 'delay' | 'inbox-delay' | 'late-close' | 'idle-late-close',
+  inject: string,
+  name: string = mode,
+): { path: string; settled: Settled[] } {
+  const path = join(dir, `${name}.db`)
   const result = underStrace({ file: `${path}-wal`, syscalls: 'fdatasync', inject }, syncChild, path, mode)
   expect(result.status, result.stderr).toBe(0)
   return { path, settled: JSON.parse(result.stdout) as Settled[] }
@@ -223,6 +227,43 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     expect(took).toBeGreaterThanOrEqual(290)
     expect(took).toBeLessThan(10_000)
   })
+
+  it.each([
+    [
+      'a slow disk: the held sync ends without an error',
+      'late-close',
+      'delay_enter=1500000',
+      /without an error: the disk was slow, not failed.*raise closeTimeoutMs above \d/,
+    ],
+    [
+      'a failing disk: the held sync ends with EIO',
+      'late-close',
+      'error=EIO:delay_enter=1500000',
+      /with an error \(fdatasync: EIO\): the disk failed it/,
+    ],
+    [
+      "an idle store: close()'s own sync ends with EIO",
+      'idle-late-close',
+      'error=EIO:delay_enter=1500000',
+      /with an error \(fdatasync: EIO\)/,
+    ],
+  ] as const)(
+    'after close() gave up, warns once the disk answers, late, saying how long it took and whether it failed (%s)',
+    (_, mode, inject, said) => {
+      const { path, settled } = underFault(mode, inject, `${mode}-${inject.startsWith('error') ? 'eio' : 'slow'}`)
+      const steps = new Map(settled.map((entry) => [entry.step, entry]))
+      expect(steps.get('close')?.error).toMatchObject({ name: 'DedupStoreError', code: 'timeout' })
+      const warnings = settled.filter((entry) => entry.step === 'warning').map((entry) => String(entry.value))
+      expect(warnings).toHaveLength(1)
+      const warning = warnings.join('\n')
+      expect(warning).toMatch(said)
+      expect(warning).toContain(`the sync of ${realpathSync(path)} that close() gave up on after 300 ms (closeTimeoutMs)`)
+      // strace holds the sync 1.5 s from close()'s start at the latest: the warning says about that, never less than the limit.
+      const took = Number(/, ([\d.]+) s after close\(\) began waiting/.exec(warning)?.[1])
+      expect(took).toBeGreaterThanOrEqual(0.3)
+      expect(took).toBeLessThan(30)
+    },
+  )
 
   it('answers a second enqueue of an inbox entry "duplicate" only after the sync that makes the first one durable has ended', () => {
     const { settled } = underFault('inbox-delay', 'delay_exit=400000')

@@ -4,15 +4,18 @@
 //   <path> inbox-delay  enqueue an inbox entry, then enqueue it again while the first one's sync is still running
 //   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; then SIGKILLs itself
 //   <path> idle-close   durability 'normal' (no sync while it works): complete an event, then close() (closeTimeoutMs 300) on a disk whose syncs are stuck; then SIGKILLs itself
+//   <path> late-close, idle-late-close  as stuck-close and idle-close, on a disk whose syncs end late (strace's delay):
+//          waits (at most 20 s) for the store's warning that the disk answered, adds it as step 'warning', and exits
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
 const [path, mode] = process.argv.slice(2)
 const LONG = { leaseMs: 60_000, retentionMs: 3_600_000 }
+const warnings = []
 const store = new SqliteDedupStore({
   path,
-  durability: mode === 'idle-close' ? 'normal' : 'full',
-  ...(mode.endsWith('-close') ? { closeTimeoutMs: 300 } : {}),
+  durability: mode.startsWith('idle-') ? 'normal' : 'full',
+  ...(mode.endsWith('-close') ? { closeTimeoutMs: 300, warn: (message) => warnings.push(message) } : {}),
 })
 const settled = []
 const outcome = (step, promise) =>
@@ -49,13 +52,20 @@ if (mode.endsWith('-close')) {
   // Two turns: the complete is committed and, in stuck-close, its sync (held by strace) is running.
   await turn()
   await turn()
-  if (mode === 'idle-close') await completed
+  if (mode.startsWith('idle-')) await completed
   const started = performance.now()
   await outcome('close', store.close())
   settled.push({ step: 'close took', value: Math.round(performance.now() - started) })
   await outcome('close again', store.close())
   await outcome('claim after close', store.claim('event-2', LONG))
   await completed
+  if (mode.endsWith('late-close')) {
+    for (const deadline = Date.now() + 20_000; warnings.length === 0 && Date.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    for (const message of warnings) settled.push({ step: 'warning', value: message })
+    process.stdout.write(`${JSON.stringify(settled)}\n`)
+    process.exit(0)
+  }
   settled.push({ step: 'pid', value: process.pid })
   process.stdout.write(`${JSON.stringify(settled)}\n`)
   // What the error says to do: the stuck sync keeps the process from exiting, process.exit() included.

@@ -5,6 +5,7 @@
  */
 import { DEFAULT_NAMESPACE } from '@email-webhooks/core'
 import { Command } from 'commander'
+import { closeStore } from '../lib/close-store.js'
 import { type CommandFactory, examples, type RunState } from '../lib/common.js'
 import { startConsoleServer } from '../lib/console-server.js'
 import { EXIT, plainMessage } from '../lib/errors.js'
@@ -66,7 +67,7 @@ export const consoleCommand: CommandFactory = (state: RunState) => {
         retentionMs: o.retention,
       })
     } catch (error) {
-      await opened.store.close?.()
+      await closeStore(opened)
       process.stderr.write(`email-webhooks: the console could not start: ${plainMessage(error)}\n`)
       state.exitCode = EXIT.unexpected
       return
@@ -77,6 +78,6 @@ export const consoleCommand: CommandFactory = (state: RunState) => {
     process.stdout.write(`${server.url}\n`)
     await untilStopped()
     await server.close()
-    await opened.store.close?.()
+    await closeStore(opened)
   })
 }

@@ -2,10 +2,11 @@
  * What every `inbox` subcommand shares: `--store`, `--json` (and `--namespace` where ids are
  * shown or given), usage errors that reach `run()`, and a run with the store open: a store
  * failure is one line on stderr (exit 3 when it cannot be reached, else 1), and the store is
- * closed whatever happens.
+ * closed whatever happens (close-store.ts: a SQLite disk that stopped answering ends the process).
  */
 import { DEFAULT_NAMESPACE, DedupStoreError } from '@email-webhooks/core'
 import type { Command } from 'commander'
+import { closeStore } from './close-store.js'
 import type { RunState } from './common.js'
 import { withJson } from './common.js'
 import { EXIT, plainMessage } from './errors.js'
@@ -80,6 +81,6 @@ export async function withInbox(
     out.error(`email-webhooks: the store (${opened.description}) failed: ${plainMessage(error)}`)
     state.exitCode = error.code === 'connection_failed' ? EXIT.unreachable : EXIT.unexpected
   } finally {
-    await opened.store.close?.()
+    await closeStore(opened)
   }
 }

@@ -2,8 +2,10 @@
  * The signals of `inbox work`, trapped from the start of the command to its end (so that none
  * kills it between its start line and its summary): the first SIGINT or SIGTERM stops the worker
  * (or keeps it from starting), saying how many running entries it waits for; the second exits at
- * once (130), saying that their leases lapse. While the worker runs the process is kept alive
- * (the worker's own timers are unref'd).
+ * once (130), saying that their leases lapse, after closing the store (which a SQLite store does
+ * within its closeTimeoutMs; on a disk that stopped answering the process then ends with SIGKILL,
+ * close-store.ts, where `process.exit()` would wait for the stuck sync forever). While the worker
+ * runs the process is kept alive (the worker's own timers are unref'd).
  */
 import type { InboxWorkerHandle } from '@email-webhooks/core'
 import { EXIT } from './errors.js'
@@ -29,6 +31,8 @@ export class WorkSignals {
   #worker: InboxWorkerHandle | undefined
   #stopping: Promise<void> | undefined
   #wake: () => void = () => {}
+  /** Closes the store before a forced exit (set once it is open). */
+  closeBeforeExit: (() => Promise<void>) | undefined
   readonly #listener = (signal: NodeJS.Signals): void => this.#on(signal)
 
   /**
@@ -94,6 +98,10 @@ export class WorkSignals {
     this.#out.error(
       `${signal} again: exiting now with ${plural(n, 'entry', 'entries')} running; ${n === 1 ? 'its lease lapses' : 'their leases lapse'} within ${formatDuration(worker.settings.leaseMs)}, then a worker takes ${n === 1 ? 'it' : 'them'} again (a handler cut off runs again; one that finished is recorded and is not).`,
     )
-    void this.#report(worker, `${signal}, forced`).finally(() => process.exit(EXIT.interrupted))
+    void this.#report(worker, `${signal}, forced`)
+      .catch(() => {})
+      .then(() => this.closeBeforeExit?.())
+      .catch(() => {})
+      .finally(() => process.exit(EXIT.interrupted))
   }
 }

@@ -14,7 +14,7 @@ const ROOT = resolve(import.meta.dirname, '../../../..')
  * What a clean child environment keeps from ours: PATH, and the hook that points better-sqlite3 at
  * a build for this Node when the suite runs on another Node version (test/runtimes/node-versions.mjs).
  */
-const BASE_ENV: Record<string, string> = Object.fromEntries(
+export const BASE_ENV: Record<string, string> = Object.fromEntries(
   ['PATH', 'NODE_OPTIONS', 'EMAIL_WEBHOOKS_BETTER_SQLITE3_DIR'].flatMap((name) => {
     const value = process.env[name]
     return value === undefined ? [] : [[name, value]]

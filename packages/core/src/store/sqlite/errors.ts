@@ -40,6 +40,20 @@ export function closeTimeoutError(path: string, ms: number): DedupStoreError {
   )
 }
 
+/**
+ * What the warning says when the disk answers a wait that close() gave up on (closeTimeoutMs):
+ * how long it took, and whether the sync failed, so that an operator tells a slow disk from a dead one.
+ */
+export function lateDiskWarning(path: string, limitMs: number, tookMs: number, ended: DedupStoreError | undefined): string {
+  const took = `${(tookMs / 1000).toFixed(1)} s`
+  const head = `${PACKAGE} the disk answered the sync of ${path} that close() gave up on after ${limitMs} ms (closeTimeoutMs), ${took} after close() began waiting`
+  if (ended) {
+    const cause = ended.cause as NodeJS.ErrnoException | undefined
+    return `${head}, with an error (fdatasync: ${cause?.code ?? cause?.message ?? 'failed'}): the disk failed it, and what waited for it was rightly not acknowledged (the sender retries those events). Check the disk (I/O errors in the kernel log) before the process starts again on it.`
+  }
+  return `${head}, without an error: the disk was slow, not failed; the events that waited for it were not acknowledged, and the sender retries them (those recorded answer as duplicates). If this disk's syncs take that long, raise closeTimeoutMs above ${took}.`
+}
+
 /** The database file could not be synced while the WAL was copied into it: the WAL still holds every page, and must not start over. */
 export function fileSyncError(path: string, reason: string): DedupStoreError {
   return new DedupStoreError(

@@ -30,7 +30,7 @@ import { withTimeout } from '../../timers.js'
 import { commitBatch, DUPLICATE, type PendingClaim, type PendingComplete, type PendingWrite, runWrites } from './batch.js'
 import { Checkpointer } from './checkpoint.js'
 import { sqliteConsoleSource } from './console.js'
-import { closedError, closeTimeoutError, commandError, fileSyncError, openError, PACKAGE } from './errors.js'
+import { closedError, closeTimeoutError, commandError, fileSyncError, lateDiskWarning, openError, PACKAGE } from './errors.js'
 import { Generations } from './generations.js'
 import { SqliteInbox } from './inbox.js'
 import { invalidDurations, invalidLease, resolveSqliteOptions, type SqliteDedupStoreOptions } from './options.js'
@@ -55,6 +55,7 @@ export class SqliteDedupStore implements DedupStore {
   readonly #sql: Statements
   readonly #path: string
   readonly #closeTimeoutMs: number
+  readonly #warn: (message: string) => void
   /** The WAL close() syncs once before its checkpoint (a file store that writes); undefined otherwise. */
   readonly #probedWal: string | undefined
   readonly #now: () => number
@@ -98,6 +99,7 @@ export class SqliteDedupStore implements DedupStore {
     this.#now = now
     this.#path = path
     this.#closeTimeoutMs = closeTimeoutMs
+    this.#warn = warn
     this.#readOnly = readOnly
     const { db, statements } = (readOnly ? openReadOnly : openDatabase)(loadDriver(), path, busyTimeoutMs, table)
     this.#db = db
@@ -341,8 +343,9 @@ export class SqliteDedupStore implements DedupStore {
     // checkpoint below, which syncs on the event loop, past any limit.
     await this.#waitForDisk(
       (async () => {
-        await this.#sync?.idle()
+        const ended = await this.#sync?.idle()
         await stopped
+        return ended
       })(),
     )
     await this.#reader?.close()
@@ -357,9 +360,11 @@ export class SqliteDedupStore implements DedupStore {
    * stays open until the process ends, its handle reachable (better-sqlite3 closes a collected
    * one). Completes, duplicates and inbox entries that waited for the sync are not acknowledged:
    * they fail with the same error. Only the WAL descriptor of the sync is closed, once that sync
-   * returns, if it ever does.
+   * returns, if it ever does; then a warning says how long the disk took and whether it failed.
+   * @param waited Resolves when the disk answered: with the sync's error if it failed.
    */
-  async #waitForDisk(waited: Promise<void>): Promise<void> {
+  async #waitForDisk(waited: Promise<DedupStoreError | undefined>): Promise<void> {
+    const started = performance.now()
     if (
       (await withTimeout(
         waited.then(() => true),
@@ -372,7 +377,12 @@ export class SqliteDedupStore implements DedupStore {
     this.#remembered.clear()
     ABANDONED.add(this.#db)
     const sync = this.#sync
-    if (sync) void waited.then(() => sync.close()).catch(() => {})
+    void waited
+      .then((ended) => {
+        sync?.close()
+        this.#warn(lateDiskWarning(this.#path, this.#closeTimeoutMs, performance.now() - started, ended))
+      })
+      .catch(() => {})
     throw error
   }
 

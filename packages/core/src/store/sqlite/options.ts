@@ -70,7 +70,9 @@ export interface SqliteDedupStoreOptions {
    * better-sqlite3, or its checkpoints kept failing), so the store checkpoints in its own commits
    * again, pausing the event loop for each; the reading thread stopped; a generation of done
    * records could not be sealed (the current table then grows until a seal succeeds) or hashed
-   * (its records are then read from the file on every claim until it is).
+   * (its records are then read from the file on every claim until it is); the disk answered,
+   * late, a sync that `close()` gave up on past `closeTimeoutMs` (how long it took, and whether it
+   * failed: a slow disk or a dead one).
    * @defaultValue `console.warn`
    */
   warn?: (message: string) => void

@@ -6,7 +6,7 @@
  * fails too: what was written since the last good sync may not be on disk.
  */
 import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs'
-import { open } from 'node:fs/promises'
+import { type FileHandle, open } from 'node:fs/promises'
 import type { DedupStoreError } from '@email-webhooks/core'
 import { syncError } from './errors.js'
 
@@ -19,23 +19,28 @@ export function isFilePath(path: string): boolean {
 }
 
 /**
- * One sync of the WAL file `wal` on libuv's thread pool: resolves once the disk answered it, or at
- * once if the file cannot be opened or synced (that is for the checkpoint after it to meet). close()
+ * One sync of the WAL file `wal` on libuv's thread pool: resolves once the disk answered it, with
+ * the sync's error if it failed (for a warning when close() gave up on it before), or with nothing
+ * at once if the file cannot be opened (that, and a failed sync, are for the checkpoint after it to meet). close()
  * runs it, under its limit, before its checkpoint, which syncs on the event loop: a disk that stopped
  * answering while nothing was being synced is found here, not by a checkpoint that never returns.
  * The WAL, not the database file: SQLite locks the database file, and closing any descriptor of it
  * would drop the process's locks.
  */
-export async function probeSync(wal: string): Promise<void> {
+export async function probeSync(wal: string): Promise<DedupStoreError | undefined> {
+  let handle: FileHandle
   try {
-    const handle = await open(wal, 'r')
-    try {
-      await handle.datasync()
-    } finally {
-      await handle.close()
-    }
+    handle = await open(wal, 'r')
   } catch {
-    // Nothing to probe (no WAL) or a failed sync: the checkpoint meets it.
+    return undefined // Nothing to probe (no WAL): the checkpoint meets what is wrong.
+  }
+  try {
+    await handle.datasync()
+    return undefined
+  } catch (error) {
+    return syncError(wal.slice(0, -'-wal'.length), error as NodeJS.ErrnoException)
+  } finally {
+    await handle.close().catch(() => {})
   }
 }
 
@@ -47,7 +52,8 @@ export class WalSync {
   /** Asks for the next sync. */
   #next: Synced[] = []
   #failure: DedupStoreError | undefined
-  #idle: (() => void)[] = []
+  /** Called when no sync runs any more, with the error of the one that just ended, if it failed. */
+  #idle: ((ended: DedupStoreError | undefined) => void)[] = []
   /** The asks the running sync will answer. */
   #round: Synced[] = []
 
@@ -87,9 +93,9 @@ export class WalSync {
     if (!this.#running) this.#start()
   }
 
-  /** Resolves when no sync is running. */
-  idle(): Promise<void> {
-    return this.#running ? new Promise((resolve) => this.#idle.push(resolve)) : Promise.resolve()
+  /** Resolves when no sync is running: with the error of the sync that was running, if it failed. */
+  idle(): Promise<DedupStoreError | undefined> {
+    return this.#running ? new Promise((resolve) => this.#idle.push(resolve)) : Promise.resolve(undefined)
   }
 
   close(): void {
@@ -117,7 +123,8 @@ export class WalSync {
       // After abandon() the round was answered already (and emptied), and its error is the failure.
       const round = this.#round
       this.#round = []
-      if (error) this.#failure ??= syncError(this.#path, error)
+      const ended = error ? syncError(this.#path, error) : undefined
+      this.#failure ??= ended
       const failure = this.#failure
       for (const done of round) done(failure)
       if (this.#next.length > 0) {
@@ -127,7 +134,7 @@ export class WalSync {
           for (const done of waiting) done(failure)
         } else this.#start()
       }
-      if (!this.#running) for (const resolve of this.#idle.splice(0)) resolve()
+      if (!this.#running) for (const resolve of this.#idle.splice(0)) resolve(ended)
     })
   }
 }
