@@ -5,7 +5,7 @@
 //   <path> stuck-close  complete an event, then close() (closeTimeoutMs 300) while the complete's sync is stuck; then SIGKILLs itself
 //   <path> idle-close   durability 'normal' (no sync while it works): complete an event, then close() (closeTimeoutMs 300) on a disk whose syncs are stuck; then SIGKILLs itself
 //   <path> late-close, idle-late-close  as stuck-close and idle-close, on a disk whose syncs end late (strace's delay):
-//          waits (at most 20 s) for the store's warning that the disk answered, adds it as step 'warning', and exits
+//          waits (at most 20 s) for the store's warning that the disk answered, and 1 s more, adds each as step 'warning', and exits
 // Prints one JSON line: what each step resolved to or rejected with, in the order they settled.
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 
@@ -62,6 +62,8 @@ if (mode.endsWith('-close')) {
   if (mode.endsWith('late-close')) {
     for (const deadline = Date.now() + 20_000; warnings.length === 0 && Date.now() < deadline; )
       await new Promise((resolve) => setTimeout(resolve, 20))
+    // A second warning would come at once (both waits end with the same sync): a second is ample.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
     for (const message of warnings) settled.push({ step: 'warning', value: message })
     process.stdout.write(`${JSON.stringify(settled)}\n`)
     process.exit(0)

@@ -13,6 +13,7 @@ import { sendCommand } from './commands/send.js'
 import { senderCommand } from './commands/sender.js'
 import { signCommand } from './commands/sign.js'
 import { verifyCommand } from './commands/verify.js'
+import { endIfDiskStuck } from './lib/close-store.js'
 import type { CommandFactory, RunState } from './lib/common.js'
 import { EXIT, UsageError } from './lib/errors.js'
 import { setColorFlag, withoutCredentials } from './lib/output.js'
@@ -103,7 +104,12 @@ export async function run(argv: readonly string[]): Promise<number> {
       process.stderr.write(`email-webhooks: ${withoutCredentials(error.message)}\n`)
       return error.exitCode
     }
+    // Printed here if the process is to be ended below, where the bin would have printed it.
+    endIfDiskStuck(error)
     throw error
+  } finally {
+    // A store's close gave up on a disk that stopped answering (close-store.ts): everything is printed; the stuck sync would keep the process alive.
+    endIfDiskStuck()
   }
   return state.exitCode
 }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { scaled } from '../../../test/support/time.js'
 import { type RunOptions, runCli } from './helpers/cli.js'
 import { lines, queueEvents, writeHandlers } from './helpers/inbox.js'
 
@@ -129,6 +130,43 @@ describe('inbox work', () => {
       expect(rest.code, rest.stderr).toBe(0)
       once(lines(log), ids)
       once(lines(`${log}.started`), ids)
+    },
+    SLOW,
+  )
+
+  it(
+    'a second SIGTERM ends it at once by that signal, after the summary so far; the running entry is taken again later and not lost',
+    async () => {
+      const { path, store } = sqliteStore('forced.db')
+      const ids = (await queueEvents(store, 1)).map((q) => q.id)
+      const log = join(dir, 'forced.log')
+      await writeHandlers(join(dir, 'forced.mjs'), log, { delayMs: 30_000 })
+      let forcedAt = 0
+      const result = await inbox(['work', '--handlers', './forced.mjs', '--store', path], (child) => {
+        let stderr = ''
+        child.stderr?.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString()
+          if (forcedAt === 0 && stderr.includes('SIGTERM: stopping; waiting for 1 running entry')) {
+            forcedAt = performance.now()
+            child.kill('SIGTERM')
+          }
+        })
+        const started = Date.now()
+        const poll = setInterval(() => {
+          if (lines(`${log}.started`).length > 0 || Date.now() - started > 60_000) {
+            clearInterval(poll)
+            child.kill('SIGTERM')
+          }
+        }, 20)
+      })
+      // Ended by the signal's default action (a shell shows 143), not by process.exit(), which a stuck disk could hold.
+      expect([result.signal, result.code], result.stderr).toEqual(['SIGTERM', null])
+      expect(performance.now() - forcedAt).toBeLessThan(scaled(10_000))
+      expect(result.stderr).toContain('SIGTERM again: exiting now with 1 entry running; its lease lapses within')
+      expect(result.stdout).toMatch(/Stopped \(SIGTERM, forced\): 0 handled/)
+      expect(lines(log)).toEqual([])
+      // The cut-off entry is still there, running until its lease lapses: nothing was lost.
+      expect(await store.inbox?.get(`default:${ids[0]}`)).toMatchObject({ state: 'running' })
     },
     SLOW,
   )

@@ -67,9 +67,9 @@ export const consoleCommand: CommandFactory = (state: RunState) => {
         retentionMs: o.retention,
       })
     } catch (error) {
-      await closeStore(opened)
       process.stderr.write(`email-webhooks: the console could not start: ${plainMessage(error)}\n`)
       state.exitCode = EXIT.unexpected
+      await closeStore(opened)
       return
     }
     process.stderr.write(

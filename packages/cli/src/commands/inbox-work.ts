@@ -8,7 +8,6 @@
  */
 import { createInboxWorker, DEFAULT_NAMESPACE, type InboxQueue, type InboxWorkerHandle } from '@email-webhooks/core'
 import { Command, Option } from 'commander'
-import { closeStore } from '../lib/close-store.js'
 import type { RunState } from '../lib/common.js'
 import { EXIT, plainMessage, UsageError } from '../lib/errors.js'
 import { type HandlersModule, loadHandlersModule } from '../lib/handlers-module.js'
@@ -115,7 +114,6 @@ async function work(state: RunState, o: WorkOptions): Promise<void> {
         await checkNamespace(opened.inbox, namespace)
         store = opened.description
         const worker = build(mod, o, opened, namespace, out)
-        signals.closeBeforeExit = () => closeStore(opened)
         if (mod.ignoredStore) out.error(`note: the handlers module's options.store is not used; the worker uses the ${opened.description}.`)
         const { concurrency, maxAttempts } = worker.settings
         const what = o.once ? 'Handling what is due in' : 'Working'

@@ -20,7 +20,8 @@ export const EXIT = {
   unreachable: 3,
   /**
    * A load, a `recover` or a `reconcile` stopped with Ctrl-C; the summary (or report) so far was
-   * printed. `inbox work` stopped by a second signal.
+   * printed. `inbox work` stopped by a second signal ends by that signal instead (shells show 130
+   * for SIGINT, 143 for SIGTERM), after its summary so far.
    */
   interrupted: 130,
 } as const

@@ -2,13 +2,13 @@
  * The signals of `inbox work`, trapped from the start of the command to its end (so that none
  * kills it between its start line and its summary): the first SIGINT or SIGTERM stops the worker
  * (or keeps it from starting), saying how many running entries it waits for; the second exits at
- * once (130), saying that their leases lapse, after closing the store (which a SQLite store does
- * within its closeTimeoutMs; on a disk that stopped answering the process then ends with SIGKILL,
- * close-store.ts, where `process.exit()` would wait for the stuck sync forever). While the worker
- * runs the process is kept alive (the worker's own timers are unref'd).
+ * once, saying that their leases lapse: after the summary so far it stops trapping the signals
+ * and sends itself the same one, which ends it by the signal's default action (shells show 130 for
+ * SIGINT, 143 for SIGTERM). Not `process.exit()`: that waits for libuv's threads, and a sync stuck
+ * on a disk that stopped answering would keep it waiting forever. While the worker runs the process
+ * is kept alive (the worker's own timers are unref'd).
  */
 import type { InboxWorkerHandle } from '@email-webhooks/core'
-import { EXIT } from './errors.js'
 import { formatDuration } from './inbox-output.js'
 import type { Output } from './output.js'
 
@@ -31,8 +31,6 @@ export class WorkSignals {
   #worker: InboxWorkerHandle | undefined
   #stopping: Promise<void> | undefined
   #wake: () => void = () => {}
-  /** Closes the store before a forced exit (set once it is open). */
-  closeBeforeExit: (() => Promise<void>) | undefined
   readonly #listener = (signal: NodeJS.Signals): void => this.#on(signal)
 
   /**
@@ -93,15 +91,20 @@ export class WorkSignals {
   }
 
   #force(signal: NodeJS.Signals, worker: InboxWorkerHandle | undefined): void {
-    if (!worker) process.exit(EXIT.interrupted)
+    if (!worker) {
+      this.#endBy(signal)
+      return
+    }
     const n = worker.running()
     this.#out.error(
       `${signal} again: exiting now with ${plural(n, 'entry', 'entries')} running; ${n === 1 ? 'its lease lapses' : 'their leases lapse'} within ${formatDuration(worker.settings.leaseMs)}, then a worker takes ${n === 1 ? 'it' : 'them'} again (a handler cut off runs again; one that finished is recorded and is not).`,
     )
-    void this.#report(worker, `${signal}, forced`)
-      .catch(() => {})
-      .then(() => this.closeBeforeExit?.())
-      .catch(() => {})
-      .finally(() => process.exit(EXIT.interrupted))
+    void this.#report(worker, `${signal}, forced`).finally(() => this.#endBy(signal))
+  }
+
+  /** Ends the process by `signal`'s default action: the kernel ends it without waiting for libuv's threads. */
+  #endBy(signal: NodeJS.Signals): void {
+    this.dispose()
+    process.kill(process.pid, signal)
   }
 }

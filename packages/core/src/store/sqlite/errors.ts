@@ -41,17 +41,29 @@ export function closeTimeoutError(path: string, ms: number): DedupStoreError {
 }
 
 /**
- * What the warning says when the disk answers a wait that close() gave up on (closeTimeoutMs):
- * how long it took, and whether the sync failed, so that an operator tells a slow disk from a dead one.
+ * What the warning says when the disk answers a wait that close() gave up on (closeTimeoutMs): how
+ * long it took and, for a sync of the WAL, whether it failed, so that an operator tells a slow disk
+ * from a dead one. When only the checkpoint thread was still waited for, its sync of the database
+ * file reports nothing to close(): the warning says so rather than guess.
  */
-export function lateDiskWarning(path: string, limitMs: number, tookMs: number, ended: DedupStoreError | undefined): string {
+export function lateDiskWarning(
+  path: string,
+  limitMs: number,
+  tookMs: number,
+  answer: { failure: DedupStoreError | undefined } | 'thread',
+): string {
   const took = `${(tookMs / 1000).toFixed(1)} s`
-  const head = `${PACKAGE} the disk answered the sync of ${path} that close() gave up on after ${limitMs} ms (closeTimeoutMs), ${took} after close() began waiting`
-  if (ended) {
-    const cause = ended.cause as NodeJS.ErrnoException | undefined
+  const gaveUp = `that close() gave up on after ${limitMs} ms (closeTimeoutMs), ${took} after close() began waiting`
+  const notAcknowledged =
+    'the events that waited for it were not acknowledged, and the sender retries them (those recorded answer as duplicates)'
+  if (answer === 'thread')
+    return `${PACKAGE} the checkpoint thread of ${path} ended ${gaveUp}. It was copying the write-ahead log into the file and syncing it; whether that sync failed is not reported to close(), so check the disk (I/O errors in the kernel log) before the process starts again on it; ${notAcknowledged}.`
+  const head = `${PACKAGE} the disk answered the sync of ${path} ${gaveUp}`
+  if (answer.failure) {
+    const cause = answer.failure.cause as NodeJS.ErrnoException | undefined
     return `${head}, with an error (fdatasync: ${cause?.code ?? cause?.message ?? 'failed'}): the disk failed it, and what waited for it was rightly not acknowledged (the sender retries those events). Check the disk (I/O errors in the kernel log) before the process starts again on it.`
   }
-  return `${head}, without an error: the disk was slow, not failed; the events that waited for it were not acknowledged, and the sender retries them (those recorded answer as duplicates). If this disk's syncs take that long, raise closeTimeoutMs above ${took}.`
+  return `${head}, without an error: the disk was slow, not failed; ${notAcknowledged}. If this disk's syncs take that long, raise closeTimeoutMs above ${took}.`
 }
 
 /** The database file could not be synced while the WAL was copied into it: the WAL still holds every page, and must not start over. */

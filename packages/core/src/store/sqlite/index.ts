@@ -341,15 +341,18 @@ export class SqliteDedupStore implements DedupStore {
     // console page still reading is not (a long count on a healthy disk), and finishes first: its
     // snapshot would keep the WAL from starting over. Then the disk answers one sync before the
     // checkpoint below, which syncs on the event loop, past any limit.
+    let walAnswered = false
     await this.#waitForDisk(
       (async () => {
-        const ended = await this.#sync?.idle()
+        const failure = await this.#sync?.idle()
+        walAnswered = true
         await stopped
-        return ended
+        return failure
       })(),
+      () => (walAnswered ? 'thread' : 'wal'),
     )
     await this.#reader?.close()
-    if (this.#probedWal) await this.#waitForDisk(probeSync(this.#probedWal))
+    if (this.#probedWal) await this.#waitForDisk(probeSync(this.#probedWal), () => 'wal')
     this.#shut()
   }
 
@@ -360,10 +363,13 @@ export class SqliteDedupStore implements DedupStore {
    * stays open until the process ends, its handle reachable (better-sqlite3 closes a collected
    * one). Completes, duplicates and inbox entries that waited for the sync are not acknowledged:
    * they fail with the same error. Only the WAL descriptor of the sync is closed, once that sync
-   * returns, if it ever does; then a warning says how long the disk took and whether it failed.
-   * @param waited Resolves when the disk answered: with the sync's error if it failed.
+   * returns, if it ever does; then a warning says how long the disk took and, for a sync of the
+   * WAL, whether it failed.
+   * @param waited Resolves when the disk answered: with the WAL sync's error if it failed.
+   * @param stuck What was still waited for when the limit passed: a sync of the WAL, or only the
+   * checkpoint thread (whose sync of the database file reports nothing to close()).
    */
-  async #waitForDisk(waited: Promise<DedupStoreError | undefined>): Promise<void> {
+  async #waitForDisk(waited: Promise<DedupStoreError | undefined>, stuck: () => 'wal' | 'thread'): Promise<void> {
     const started = performance.now()
     if (
       (await withTimeout(
@@ -373,16 +379,22 @@ export class SqliteDedupStore implements DedupStore {
     )
       return
     const error = closeTimeoutError(this.#path, this.#closeTimeoutMs)
+    const part = stuck()
     this.#sync?.abandon(error)
     this.#remembered.clear()
     ABANDONED.add(this.#db)
     const sync = this.#sync
-    void waited
-      .then((ended) => {
-        sync?.close()
-        this.#warn(lateDiskWarning(this.#path, this.#closeTimeoutMs, performance.now() - started, ended))
-      })
-      .catch(() => {})
+    void waited.then((failure) => {
+      try {
+        this.#warn(lateDiskWarning(this.#path, this.#closeTimeoutMs, performance.now() - started, part === 'wal' ? { failure } : 'thread'))
+      } finally {
+        try {
+          sync?.close()
+        } catch {
+          // A descriptor that cannot be closed on that disk: the process ends soon, as the error said.
+        }
+      }
+    })
     throw error
   }
 

@@ -72,7 +72,7 @@ export interface SqliteDedupStoreOptions {
    * records could not be sealed (the current table then grows until a seal succeeds) or hashed
    * (its records are then read from the file on every claim until it is); the disk answered,
    * late, a sync that `close()` gave up on past `closeTimeoutMs` (how long it took, and whether it
-   * failed: a slow disk or a dead one).
+   * failed: a slow disk or a dead one; only a process that lives on after the timeout sees it).
    * @defaultValue `console.warn`
    */
   warn?: (message: string) => void
