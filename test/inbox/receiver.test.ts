@@ -358,65 +358,6 @@ for (const kind of STORES) {
   })
 }
 
-describe('inbox.doneRetentionMs: done entries kept shorter than the done records', () => {
-  const clocked: { name: string; create(now: () => number): DedupStore }[] = [
-    { name: 'MemoryDedupStore', create: (now) => new MemoryDedupStore({ now }) },
-    { name: 'SqliteDedupStore', create: (now) => new SqliteDedupStore({ path: join(dir, `${crypto.randomUUID()}.db`), now }) },
-  ]
-  for (const kind of clocked) {
-    it(`forgets a done entry after doneRetentionMs; a redelivery then is queued again and never handled twice (${kind.name})`, async () => {
-      let clock = Date.now()
-      let runs = 0
-      const receiver = inboxReceiver(
-        kind.create(() => clock),
-        {
-          'email.bounced': async () => {
-            runs++
-          },
-        },
-        { retentionMs: 3_600_000, inbox: { worker: false, doneRetentionMs: 60_000 } },
-      )
-      const delivery = await createSignedDelivery({ type: 'email.bounced' })
-      const key = `default:${delivery.event.id}`
-      expect((await send(receiver, delivery)).outcome).toBe('queued')
-      expect(await receiver.inbox?.work()).toBe('handled')
-      expect(await receiver.store().inbox?.get(key)).toMatchObject({ state: 'done' })
-      // Within doneRetentionMs the entry answers a redelivery.
-      clock += 59_000
-      expect(await send(receiver, delivery)).toMatchObject({ status: 200, outcome: 'duplicate' })
-      // Past it the entry is forgotten (its payload with it); the done record (retentionMs, an hour) is not.
-      clock += 2_000
-      expect(await receiver.store().lookup?.(key)).toBe('done')
-      expect(await send(receiver, delivery)).toMatchObject({ status: 200, outcome: 'queued' })
-      expect(await receiver.inbox?.work()).toBe('duplicate')
-      expect(runs).toBe(1)
-      expect(await receiver.store().inbox?.get(key)).toMatchObject({ state: 'done' })
-      // Duplicates: the answer within doneRetentionMs, and the worker's finding of the second entry.
-      expect(receiver.stats()).toMatchObject({ queued: 2, duplicates: 2, handled: 1 })
-    })
-  }
-
-  it('keeps done entries for retentionMs by default, and refuses a bad value or one with a sink', async () => {
-    let clock = Date.now()
-    const store = new MemoryDedupStore({ now: () => clock })
-    const receiver = inboxReceiver(store, { 'email.bounced': async () => {} }, { retentionMs: 120_000, inbox: { worker: false } })
-    const delivery = await createSignedDelivery({ type: 'email.bounced' })
-    expect((await send(receiver, delivery)).outcome).toBe('queued')
-    expect(await receiver.inbox?.work()).toBe('handled')
-    clock += 119_000
-    expect((await send(receiver, delivery)).outcome).toBe('duplicate')
-    for (const bad of [0, -1, 1.5, Number.NaN]) {
-      expect(() => createReceiver({ secret: TEST_SECRET, handlers: {}, store, mode: 'inbox', inbox: { doneRetentionMs: bad } })).toThrow(
-        /inbox\.doneRetentionMs must be a positive whole number/,
-      )
-    }
-    const sink = { enqueue: async () => 'queued' as const }
-    expect(() =>
-      createReceiver({ secret: TEST_SECRET, handlers: {}, store, mode: 'inbox', inbox: { sink, doneRetentionMs: 1_000 } }),
-    ).toThrow(/inbox\.doneRetentionMs is how long the store's inbox keeps a done entry; with inbox\.sink your queue keeps its jobs/)
-  })
-})
-
 describe('inbox mode on SqliteDedupStore: a handler that outlasts its lease', () => {
   /**
    * A handler of `handlerMs` under a lease of `leaseMs` (renewed every third of it while the

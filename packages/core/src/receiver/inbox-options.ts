@@ -20,7 +20,6 @@ const INBOX_OPTIONS = [
   'retryBaseMs',
   'retryMaxMs',
   'pollMs',
-  'doneRetentionMs',
 ] as const
 
 const DEFAULT_CONCURRENCY = 4
@@ -57,8 +56,6 @@ export interface ResolvedInbox {
   retryBaseMs: number
   retryMaxMs: number
   pollMs: number
-  /** How long the store's inbox keeps a done entry (its payload with it). */
-  doneRetentionMs: number
 }
 
 function whole(prefix: string, name: string, value: unknown, fallback: number): number {
@@ -82,7 +79,6 @@ export function resolveInbox(
   options: { mode?: unknown; inbox?: InboxOptions },
   store: DedupStore,
   prefix: string,
-  retentionMs: number,
 ): ResolvedInbox | undefined {
   const { mode, inbox = {} } = options
   if (mode !== undefined && mode !== 'request' && mode !== 'inbox') throw new TypeError(`${prefix} mode must be 'request' or 'inbox'.`)
@@ -105,11 +101,6 @@ export function resolveInbox(
   if (sink === undefined && queue === undefined) {
     throw new TypeError(
       `${prefix} mode: 'inbox' records events in the store's inbox, and this store has none (store.inbox). Use a built-in store (SQLite, PostgreSQL, Redis; memory for tests), or pass inbox.sink.`,
-    )
-  }
-  if (inbox.doneRetentionMs !== undefined && sink !== undefined) {
-    throw new TypeError(
-      `${prefix} inbox.doneRetentionMs is how long the store's inbox keeps a done entry; with inbox.sink your queue keeps its jobs as you configure it (e.g. BullMQ's removeOnComplete).`,
     )
   }
   if (inbox.worker === true && sink !== undefined) {
@@ -154,6 +145,5 @@ export function resolveInbox(
     retryBaseMs,
     retryMaxMs: Math.max(retryBaseMs, whole(prefix, 'retryMaxMs', inbox.retryMaxMs, DEFAULT_RETRY_MAX_MS)),
     pollMs: whole(prefix, 'pollMs', inbox.pollMs, DEFAULT_POLL_MS),
-    doneRetentionMs: whole(prefix, 'doneRetentionMs', inbox.doneRetentionMs, retentionMs),
   }
 }

@@ -213,7 +213,7 @@ export function resolveOptions<Ctx>(options: ReceiverOptions<Ctx>): ResolvedOpti
     store,
     logger,
     ordering,
-    inbox: resolveInbox(options, store, PACKAGE, retentionMs),
+    inbox: resolveInbox(options, store, PACKAGE),
     orderInputOptions,
     skipStale: skipStaleTest(options.skipStale, PACKAGE),
     onStale: options.onStale,

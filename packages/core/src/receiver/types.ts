@@ -212,7 +212,7 @@ export interface WebhookOptions<Ctx = HandlerContext> {
   mode?: 'request' | 'inbox'
   /**
    * Inbox mode's worker and routing (`inRequest`, `sink`, `worker`, `concurrency`, `maxAttempts`,
-   * `handlerTimeoutMs`, `leaseMs`, `retryBaseMs`, `retryMaxMs`, `pollMs`, `doneRetentionMs`); needs `mode: 'inbox'`.
+   * `handlerTimeoutMs`, `leaseMs`, `retryBaseMs`, `retryMaxMs`, `pollMs`); needs `mode: 'inbox'`.
    */
   inbox?: InboxOptions
   /**
@@ -280,16 +280,6 @@ export interface InboxOptions {
    * @defaultValue `1000`
    */
   pollMs?: number
-  /**
-   * How long the store's inbox keeps a done entry, whole ms: for the console, `inbox show` and
-   * `store.inbox.get`, and its payload with it, which is most of what inbox mode stores (about
-   * 1.4–2.8 KB an event with 1 KB bodies, where the event's done record takes 66–230 B). The done
-   * record is kept for `retentionMs` whatever this is, so a redelivery after the entry is gone is
-   * still never handled twice: it is queued again, and the worker finds the event done and
-   * finishes it as a duplicate. Not with `inbox.sink` (your queue keeps its jobs as you configure it).
-   * @defaultValue `retentionMs`
-   */
-  doneRetentionMs?: number
 }
 
 /** What one step of the inbox worker did. */

@@ -278,7 +278,7 @@ export class InboxWorker {
   async #finish(lease: InboxLease, result: 'handled' | 'duplicate', later: Later): Promise<'handled' | 'duplicate'> {
     // At most one finish a loop on its way: a store slower to finish than to run entries is waited for.
     while (later && this.#settling.size >= this.#inbox.concurrency) await Promise.race(this.#settling)
-    const finished = this.#queue.finish(lease, { retentionMs: this.#inbox.doneRetentionMs }).catch(() => false)
+    const finished = this.#queue.finish(lease, { retentionMs: this.#p.retentionMs }).catch(() => false)
     if (later) later(finished, result)
     else await finished
     return result
