@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Metafile } from 'esbuild'
 import { ensureTool } from '../../scripts/tools.mjs'
+import { gather } from '../support/output.js'
 
 export const RUNTIMES_DIR: string = dirname(fileURLToPath(import.meta.url))
 export const ROOT: string = resolve(RUNTIMES_DIR, '../..')
@@ -85,19 +86,12 @@ export function runToEnd(
   return new Promise((resolvePromise, reject) => {
     const started = Date.now()
     const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
+    const output = gather(child)
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs)
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolvePromise({ code, stdout, stderr, ms: Date.now() - started })
+      resolvePromise({ code, stdout: output.stdout(), stderr: output.stderr(), ms: Date.now() - started })
     })
   })
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { DedupStoreError } from '@email-webhooks/core'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, describe, expect, it } from 'vitest'
+import { gather } from '../support/output.js'
 import { ended } from '../support/pid.js'
 import { until } from '../support/time.js'
 import { straceArgs, straceAvailable, underStrace } from './strace.js'
@@ -167,19 +168,12 @@ describe.skipIf(!available)('SqliteDedupStore when the WAL sync fails or is slow
     const started = performance.now()
     const args = straceArgs({ file: `${path}-wal`, syscalls: 'fdatasync', inject: 'delay_enter=60000000' }, syncChild, path, mode)
     const tracer = spawn('strace', args)
-    let stdout = ''
-    let stderr = ''
-    tracer.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-    })
-    tracer.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
+    const output = gather(tracer)
     try {
-      await until(() => stdout.endsWith('\n'), 'the child printing what settled', 20_000).catch((error: Error) => {
-        throw new Error(`${error.message}; its stderr: ${stderr.slice(0, 1_000)}`)
+      await until(() => output.stdout().endsWith('\n'), 'the child printing what settled', 20_000).catch((error: Error) => {
+        throw new Error(`${error.message}; its stderr: ${output.stderr().slice(0, 1_000)}`)
       })
-      const steps = new Map((JSON.parse(stdout) as Settled[]).map((entry) => [entry.step, entry]))
+      const steps = new Map((JSON.parse(output.stdout()) as Settled[]).map((entry) => [entry.step, entry]))
       // The child ends at its own SIGKILL while its sync is still held (strace holds it 60 s).
       await until(() => ended(steps.get('pid')?.value as number), 'the child ending at its SIGKILL', 5_000)
       expect(performance.now() - started).toBeLessThan(55_000)

@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { straceArgs, straceAvailable } from '../../../test/store/strace.js'
+import { type Gathered, gather } from '../../../test/support/output.js'
 import { ended } from '../../../test/support/pid.js'
 import { scaled, until } from '../../../test/support/time.js'
 import { BASE_ENV, BIN, SECRET } from './helpers/cli.js'
@@ -39,12 +40,10 @@ async function storeWith(name: string, count: number): Promise<{ path: string; i
   }
 }
 
-interface Traced {
+interface Traced extends Gathered {
   child: ChildProcessWithoutNullStreams
   /** The CLI's own process (strace's child). */
   pid: number
-  stdout(): string
-  stderr(): string
 }
 
 /** Whether process `pid` runs the CLI: node with the bin (strace forks a helper first, whose command line is strace's). */
@@ -64,14 +63,7 @@ async function cliOnStuckDisk(path: string, args: string[]): Promise<Traced> {
     cwd: dir,
     env: { ...BASE_ENV },
   })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString()
-  })
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString()
-  })
+  const output = gather(child)
   let pid = 0
   await until(
     () => {
@@ -87,7 +79,7 @@ async function cliOnStuckDisk(path: string, args: string[]): Promise<Traced> {
     'strace starting the CLI',
     10_000,
   )
-  return { child, pid, stdout: () => stdout, stderr: () => stderr }
+  return { child, pid, ...output }
 }
 
 /** Waits for the CLI to end (a zombie strace has not reaped counts), saying what it printed if it does not. */

@@ -4,7 +4,8 @@
  * handler make them done; SIGTERM waits for the running entries and exits 0 with no entry handled
  * twice; the namespace must be the receiver's; bad modules and flags are usage errors.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import type { ChildProcess } from 'node:child_process'
+import { appendFile, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SqliteDedupStore } from '@email-webhooks/core/sqlite'
@@ -33,6 +34,31 @@ function sqliteStore(name: string): { path: string; store: SqliteDedupStore } {
 }
 
 const inbox = (args: string[], onSpawn?: RunOptions['onSpawn']) => runCli(['inbox', ...args], { cwd: dir, ...(onSpawn ? { onSpawn } : {}) })
+
+/** Sends SIGTERM once a handler of `log`'s module runs (its start logged, its end not yet), or after 60 s. */
+function sigtermWhenRunning(child: ChildProcess, log: string): void {
+  const started = Date.now()
+  const poll = setInterval(() => {
+    if (lines(`${log}.started`).length > lines(log).length || Date.now() - started > 60_000) {
+      clearInterval(poll)
+      child.kill('SIGTERM')
+    }
+  }, 20)
+}
+
+/** Sends SIGTERM again once the first is answered waiting for a running entry; returns when it was sent (0 until then). */
+function sigtermAgainWhenWaiting(child: ChildProcess): () => number {
+  let sentAt = 0
+  let stderr = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+    if (sentAt === 0 && stderr.includes('SIGTERM: stopping; waiting for 1 running entry')) {
+      sentAt = performance.now()
+      child.kill('SIGTERM')
+    }
+  })
+  return () => sentAt
+}
 
 /** Each value once, and these values. */
 function once(values: string[], expected: string[]): void {
@@ -105,16 +131,9 @@ describe('inbox work', () => {
       const ids = (await queueEvents(store, 6)).map((q) => q.id)
       const log = join(dir, 'slow.log')
       await writeHandlers(join(dir, 'slow.mjs'), log, { delayMs: 600 })
-      const result = await inbox(['work', '--concurrency', '2', '--handlers', './slow.mjs', '--store', path], (child) => {
-        const started = Date.now()
-        const poll = setInterval(() => {
-          // A handler is running: its start is logged, its end not yet.
-          if (lines(`${log}.started`).length > lines(log).length || Date.now() - started > 60_000) {
-            clearInterval(poll)
-            child.kill('SIGTERM')
-          }
-        }, 20)
-      })
+      const result = await inbox(['work', '--concurrency', '2', '--handlers', './slow.mjs', '--store', path], (child) =>
+        sigtermWhenRunning(child, log),
+      )
       expect([result.signal, result.code], result.stderr).toEqual([null, 0])
       expect(result.stderr).toMatch(
         /^SIGTERM: stopping; waiting for [12] running entr(y|ies) to finish \(each within the handler deadline, 5m\)/m,
@@ -141,32 +160,40 @@ describe('inbox work', () => {
       const ids = (await queueEvents(store, 1)).map((q) => q.id)
       const log = join(dir, 'forced.log')
       await writeHandlers(join(dir, 'forced.mjs'), log, { delayMs: 30_000 })
-      let forcedAt = 0
+      let forcedAt = () => 0
       const result = await inbox(['work', '--handlers', './forced.mjs', '--store', path], (child) => {
-        let stderr = ''
-        child.stderr?.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString()
-          if (forcedAt === 0 && stderr.includes('SIGTERM: stopping; waiting for 1 running entry')) {
-            forcedAt = performance.now()
-            child.kill('SIGTERM')
-          }
-        })
-        const started = Date.now()
-        const poll = setInterval(() => {
-          if (lines(`${log}.started`).length > 0 || Date.now() - started > 60_000) {
-            clearInterval(poll)
-            child.kill('SIGTERM')
-          }
-        }, 20)
+        forcedAt = sigtermAgainWhenWaiting(child)
+        sigtermWhenRunning(child, log)
       })
       // Ended by the signal's default action (a shell shows 143), not by process.exit(), which a stuck disk could hold.
       expect([result.signal, result.code], result.stderr).toEqual(['SIGTERM', null])
-      expect(performance.now() - forcedAt).toBeLessThan(scaled(10_000))
+      expect(performance.now() - forcedAt()).toBeLessThan(scaled(10_000))
       expect(result.stderr).toContain('SIGTERM again: exiting now with 1 entry running; its lease lapses within')
       expect(result.stdout).toMatch(/Stopped \(SIGTERM, forced\): 0 handled/)
       expect(lines(log)).toEqual([])
       // The cut-off entry is still there, running until its lease lapses: nothing was lost.
       expect(await store.inbox?.get(`default:${ids[0]}`)).toMatchObject({ state: 'running' })
+    },
+    SLOW,
+  )
+
+  it(
+    'a second SIGTERM that the handlers module traps as well still ends it, with exit 130 after the summary',
+    async () => {
+      const { path, store } = sqliteStore('trapped.db')
+      await queueEvents(store, 1)
+      const log = join(dir, 'trapped.log')
+      await writeHandlers(join(dir, 'trapped.mjs'), log, { delayMs: 30_000 })
+      // A module whose library listens for SIGTERM: the signal raised again would go to it, not end the process.
+      await appendFile(join(dir, 'trapped.mjs'), "process.on('SIGTERM', () => {})\n")
+      let forcedAt = () => 0
+      const result = await inbox(['work', '--handlers', './trapped.mjs', '--store', path], (child) => {
+        forcedAt = sigtermAgainWhenWaiting(child)
+        sigtermWhenRunning(child, log)
+      })
+      expect([result.signal, result.code], result.stderr).toEqual([null, 130])
+      expect(performance.now() - forcedAt()).toBeLessThan(scaled(10_000))
+      expect(result.stdout).toMatch(/Stopped \(SIGTERM, forced\): 0 handled/)
     },
     SLOW,
   )

@@ -21,7 +21,8 @@ export const EXIT = {
   /**
    * A load, a `recover` or a `reconcile` stopped with Ctrl-C; the summary (or report) so far was
    * printed. `inbox work` stopped by a second signal ends by that signal instead (shells show 130
-   * for SIGINT, 143 for SIGTERM), after its summary so far.
+   * for SIGINT, 143 for SIGTERM), after its summary so far; with this code when its handlers module
+   * listens for that signal too.
    */
   interrupted: 130,
 } as const

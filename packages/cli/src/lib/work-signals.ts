@@ -9,6 +9,7 @@
  * is kept alive (the worker's own timers are unref'd).
  */
 import type { InboxWorkerHandle } from '@email-webhooks/core'
+import { EXIT } from './errors.js'
 import { formatDuration } from './inbox-output.js'
 import type { Output } from './output.js'
 
@@ -102,9 +103,14 @@ export class WorkSignals {
     void this.#report(worker, `${signal}, forced`).finally(() => this.#endBy(signal))
   }
 
-  /** Ends the process by `signal`'s default action: the kernel ends it without waiting for libuv's threads. */
+  /**
+   * Ends the process by `signal`'s default action: the kernel ends it without waiting for libuv's
+   * threads. If the handlers module traps the signal too, its listener would take it instead and the
+   * process would live on: then `process.exit()` (130), as before.
+   */
   #endBy(signal: NodeJS.Signals): void {
     this.dispose()
+    if (process.listenerCount(signal) > 0) process.exit(EXIT.interrupted)
     process.kill(process.pid, signal)
   }
 }

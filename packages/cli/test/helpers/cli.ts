@@ -7,6 +7,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { expect } from 'vitest'
+import { gather } from '../../../../test/support/output.js'
 
 const ROOT = resolve(import.meta.dirname, '../../../..')
 
@@ -114,16 +115,10 @@ export function runCli(args: readonly string[], options: RunOptions = {}): Promi
       env: { ...BASE_ENV, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
+    const output = gather(child)
     child.once('error', fail)
     child.once('close', (code, signal) => {
+      const [stdout, stderr] = [output.stdout(), output.stderr()]
       // Every run, whatever it tests: the secret never appears in the output.
       expect(stdout + stderr).not.toContain(SECRET)
       done({ code, signal, stdout, stderr })

@@ -6,6 +6,7 @@
 
 import type { InboxQueue } from '../store/inbox.js'
 import type { DedupStore } from '../store/types.js'
+import { withTimeout } from '../timers.js'
 import type { Html } from './html.js'
 import type { ConsoleReceiver } from './options.js'
 import type { DeliverySampler } from './sampler.js'
@@ -65,29 +66,11 @@ export function problemOf(error: unknown): string {
 }
 
 /** Resolves with the read, or rejects once `ms` passed. */
-export function within<T>(step: () => Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms (storeTimeoutMs)`)), ms)
-    ;(timer as { unref?: () => void }).unref?.()
-    let pending: Promise<T>
-    try {
-      pending = step()
-    } catch (error) {
-      clearTimeout(timer)
-      reject(error)
-      return
-    }
-    pending.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+export async function within<T>(step: () => Promise<T>, ms: number): Promise<T> {
+  // Boxed: a read that resolves with undefined is not a timeout.
+  const read = await withTimeout(new Promise<{ value: T }>((resolve) => resolve(step().then((value) => ({ value })))), ms)
+  if (read === undefined) throw new Error(`the store did not answer within ${ms} ms (storeTimeoutMs)`)
+  return read.value
 }
 
 /** Builds the context of one request. */

@@ -4,6 +4,7 @@
  * last hour kept; the chart shows the differences per minute. Only what happened while the console
  * was mounted shows: the counters have no history before.
  */
+import { unref } from '../timers.js'
 import type { ConsoleReceiver } from './options.js'
 
 /** How often the counters are read. */
@@ -32,8 +33,7 @@ export class DeliverySampler {
   constructor(receiver: ConsoleReceiver) {
     this.#receiver = receiver
     this.sample(Date.now())
-    this.#timer = setInterval(() => this.sample(Date.now()), SAMPLE_EVERY_MS)
-    ;(this.#timer as { unref?: () => void }).unref?.()
+    this.#timer = unref(setInterval(() => this.sample(Date.now()), SAMPLE_EVERY_MS))
   }
 
   /**

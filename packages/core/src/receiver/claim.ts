@@ -11,6 +11,7 @@ import type { WebhookEvent } from '../events.js'
 import type { EventOrder } from '../ordering/status.js'
 import type { Claim, CompleteOptions, FactCounts } from '../store/types.js'
 import type { DeliveryTrace } from '../telemetry/trace.js'
+import { unref } from '../timers.js'
 import { duplicateAnswer, storeUnavailable } from './answers.js'
 import { attempt } from './deadline.js'
 import { type EventOrdering, eventOrderOf } from './order.js'
@@ -178,8 +179,7 @@ async function ask<Ctx>(
 export function holdEmailUntilLeaseEnd<Ctx>(p: Pipeline<Ctx>, claimed: Claimed): void {
   const free = claimed.freeEmail
   if (free === undefined) return
-  const timer = setTimeout(free, Math.max(0, claimed.startedAt + p.leaseMs - performance.now()))
-  ;(timer as { unref?: () => void }).unref?.()
+  unref(setTimeout(free, Math.max(0, claimed.startedAt + p.leaseMs - performance.now())))
 }
 
 /** 409 to an event whose email another event still holds after the wait: the sender retries it shortly. */

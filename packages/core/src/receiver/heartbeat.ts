@@ -8,6 +8,7 @@
  * before there were heartbeats (its deadline and a minute).
  */
 
+import { unref } from '../timers.js'
 import type { Claimed } from './claim.js'
 import { attempt } from './deadline.js'
 import type { Pipeline } from './pipeline.js'
@@ -36,8 +37,7 @@ export function startHeartbeat({ everyMs, untilMs, timeoutMs, renew }: Heartbeat
   let timer: ReturnType<typeof setTimeout> | undefined
   const schedule = (): void => {
     if (stopped || performance.now() + everyMs > untilMs) return
-    timer = setTimeout(beat, everyMs)
-    ;(timer as { unref?: () => void }).unref?.()
+    timer = unref(setTimeout(beat, everyMs))
   }
   const beat = (): void => {
     timer = undefined
@@ -49,7 +49,7 @@ export function startHeartbeat({ everyMs, untilMs, timeoutMs, renew }: Heartbeat
       settled = true
       schedule()
     }, timeoutMs)
-    ;(deadline as { unref?: () => void }).unref?.()
+    unref(deadline)
     renewal.then(
       (renewed) => {
         if (settled) return

@@ -9,6 +9,7 @@
  * releases nothing; one whose release found nothing is tried again twice more (it may still be on
  * its way, behind a lock). Kept until its lease would have ended, at most MAX_UNANSWERED (the oldest go).
  */
+import { unref } from '../timers.js'
 import type { Claim, ClaimResult } from './types.js'
 
 /** Claims kept to give back at once (an outage makes one per failed claim). */
@@ -170,7 +171,7 @@ export class UnansweredClaims {
       })
     }, this.#pauseMs)
     // A process with nothing else to do need not stay up for it.
-    ;(this.#timer as { unref?: () => void }).unref?.()
+    unref(this.#timer)
   }
 
   /** One background round: every pending claim, oldest first, until a release fails (the store is not back). */

@@ -384,17 +384,18 @@ export class SqliteDedupStore implements DedupStore {
     this.#remembered.clear()
     ABANDONED.add(this.#db)
     const sync = this.#sync
-    void waited.then((failure) => {
-      try {
-        this.#warn(lateDiskWarning(this.#path, this.#closeTimeoutMs, performance.now() - started, part === 'wal' ? { failure } : 'thread'))
-      } finally {
+    void waited
+      .then((failure) => {
         try {
+          this.#warn(
+            lateDiskWarning(this.#path, this.#closeTimeoutMs, performance.now() - started, part === 'wal' ? { failure } : 'thread'),
+          )
+        } finally {
           sync?.close()
-        } catch {
-          // A descriptor that cannot be closed on that disk: the process ends soon, as the error said.
         }
-      }
-    })
+      })
+      // A `warn` that throws, or a descriptor that cannot be closed on that disk: nothing is left to tell, and the process ends soon, as the error said.
+      .catch(() => {})
     throw error
   }
 
